@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Placeholder: being written."""
+
+from __future__ import annotations
+
+from .problem import Problem
+from .result import Solution
+
+
+def solve_ccd(problem: Problem) -> Solution:
+    raise NotImplementedError

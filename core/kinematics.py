@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Forward kinematics of a :class:`~core.chain.Chain`, batched over poses."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import rotations as rot
+from .chain import Chain
+from .errors import SolveInputError
+from .rotations import FloatArray
+
+
+def forward_kinematics(
+    chain: Chain, rotations: ArrayLike | None = None
+) -> tuple[FloatArray, FloatArray]:
+    """Joint positions and orientations in the base frame.
+
+    Implements ``W_i = W_{i−1} · rest_i · q_i`` and ``p_{i+1} = p_i + W_i · offset_i`` with
+    ``p_0 = 0`` (see :mod:`core.chain`).
+
+    Args:
+        chain: the chain.
+        rotations: local joint rotations ``(..., n, 4)`` wxyz relative to the rest frames;
+            the rest pose when ``None``.
+
+    Returns:
+        ``positions (..., n + 1, 3)``: every joint in the base frame, the last row being
+        the end effector; ``orientations (..., n, 4)``: each joint frame's world rotation
+        (the effector's orientation is the last joint's).
+    """
+    n = chain.n_joints
+    q = rot.identity((n,)) if rotations is None else np.asarray(rotations, dtype=np.float64)
+    if q.shape[-2:] != (n, 4):
+        raise SolveInputError(f"rotations must have shape (..., {n}, 4), got {q.shape}")
+    batch = q.shape[:-2]
+    positions = np.zeros((*batch, n + 1, 3))
+    orientations = np.empty((*batch, n, 4))
+    world = rot.identity(batch)
+    for i in range(n):
+        world = rot.multiply(rot.multiply(world, chain.rest_rotations[i]), q[..., i, :])
+        orientations[..., i, :] = world
+        positions[..., i + 1, :] = positions[..., i, :] + rot.rotate(world, chain.offsets[i])
+    return positions, orientations
+
+
+def effector(chain: Chain, rotations: ArrayLike | None = None) -> FloatArray:
+    """End-effector position ``(..., 3)`` in the base frame."""
+    return forward_kinematics(chain, rotations)[0][..., -1, :]

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Joint models and limits, and the projection of a rotation onto what a joint allows.
+
+Every joint has a rest frame; its pose is a local rotation ``q`` relative to that frame
+(like a Blender pose bone's rotation). The bone axis is the frame's **+Y** axis, as in
+Blender. Limits are defined through the swing–twist split ``q = swing · twist`` about +Y:
+
+* **twist** is the rotation about the bone axis; its signed angle ``ψ ∈ (-π, π]`` is the
+  Y angle;
+* **swing** rotates about an axis in the local XZ plane; its rotation vector
+  ``(s_x, 0, s_z)`` gives the X and Z angles, and its length is the **bend** angle
+  between the rest and posed bone axis.
+
+A joint may then be:
+
+* a free **ball** joint (3 DOF),
+* **locked** per axis (``lock=(x, y, z)``; a locked axis's angle is held at zero, and two
+  locked axes leave a hinge about the third, as Blender's ``lock_ik_*`` do),
+* limited per axis (``ranges``: ``[min, max]`` radians for X, Y and Z, clamped each on
+  its own — a box, not an ellipse),
+* limited in bend (``cone``: the largest swing angle relative to the parent, the limit of
+  the triangulation paper's constrained chain),
+* a **hinge** with one DOF about any unit axis of the joint frame (``hinge_axis``, with an
+  optional ``hinge_range``), as in the modular manipulator of Fedulin & Zhukov.
+
+Stiffness ``(x, y, z)`` in ``[0, 1)`` does not limit anything: solvers use ``1 − stiffness``
+as a per-axis weight on how readily a joint turns (Blender's ``ik_stiffness_*``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import rotations as rot
+from .errors import ChainError
+from .rotations import FloatArray
+
+JointKind = Literal["ball", "hinge", "fixed"]
+
+_AXES = np.eye(3)
+_Y = _AXES[1]
+
+
+def _signed_angle_about(q: FloatArray, axis: FloatArray) -> FloatArray:
+    """Signed angle in ``(-π, π]`` of rotations ``q`` that turn about unit ``axis``."""
+    phi = 2.0 * np.arctan2(q[..., 1:] @ axis, q[..., 0])
+    return np.where(
+        phi > math.pi, phi - 2.0 * math.pi, np.where(phi <= -math.pi, phi + 2.0 * math.pi, phi)
+    )
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """What one joint allows; angles in radians, axes in the joint's rest frame.
+
+    Attributes:
+        lock: per-axis locks ``(x, y, z)``; a locked axis's angle stays zero.
+        ranges: per-axis ``(min, max)`` angles for X, Y, Z, or ``None`` for a free axis.
+            X and Z bound the swing rotation vector's components, Y bounds the twist.
+        cone: largest bend angle (swing) in ``(0, π]``, or ``None``.
+        hinge_axis: unit axis ``(3,)`` of a 1-DOF hinge, or ``None``; overrides the above.
+        hinge_range: ``(min, max)`` angle about ``hinge_axis``, or ``None``.
+        stiffness: per-axis stiffness ``(x, y, z)`` in ``[0, 1)``.
+    """
+
+    lock: tuple[bool, bool, bool] = (False, False, False)
+    ranges: tuple[
+        tuple[float, float] | None, tuple[float, float] | None, tuple[float, float] | None
+    ] = (
+        None,
+        None,
+        None,
+    )
+    cone: float | None = None
+    hinge_axis: tuple[float, float, float] | None = None
+    hinge_range: tuple[float, float] | None = None
+    stiffness: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        if len(self.lock) != 3 or len(self.ranges) != 3 or len(self.stiffness) != 3:
+            raise ChainError("lock, ranges and stiffness need three entries each, for X, Y and Z")
+        for name, r in (*zip("XYZ", self.ranges, strict=True), ("hinge", self.hinge_range)):
+            if r is None:
+                continue
+            lo, hi = r
+            if not (math.isfinite(lo) and math.isfinite(hi) and -math.pi <= lo <= hi <= math.pi):
+                raise ChainError(
+                    f"{name} range ({lo}, {hi}) is invalid: need -π <= min <= max <= π radians"
+                )
+        if self.cone is not None and not (0.0 <= self.cone <= math.pi):
+            raise ChainError(f"cone limit {self.cone} is invalid: need 0 <= cone <= π radians")
+        if any(not (0.0 <= s < 1.0) for s in self.stiffness):
+            raise ChainError(f"stiffness {self.stiffness} is invalid: each must be in [0, 1)")
+        if self.hinge_axis is not None:
+            axis = np.asarray(self.hinge_axis, dtype=float)
+            norm = float(np.linalg.norm(axis))
+            if axis.shape != (3,) or not math.isfinite(norm) or norm < 1e-9:
+                raise ChainError(
+                    f"hinge axis {self.hinge_axis} is invalid: need a non-zero 3-vector"
+                )
+            object.__setattr__(self, "hinge_axis", tuple(float(c) for c in axis / norm))
+
+    # ------------------------------------------------------------------ derived model
+    @property
+    def kind(self) -> JointKind:
+        """``"fixed"`` (no DOF), ``"hinge"`` (1 DOF) or ``"ball"`` (2–3 DOF)."""
+        if self.hinge_axis is not None:
+            return "hinge"
+        free = 3 - sum(self.lock)
+        return "fixed" if free == 0 else "hinge" if free == 1 else "ball"
+
+    @property
+    def hinge(self) -> tuple[FloatArray, tuple[float, float] | None]:
+        """Axis ``(3,)`` and angle range of a 1-DOF joint (explicit or from two locks)."""
+        if self.hinge_axis is not None:
+            return np.asarray(self.hinge_axis), self.hinge_range
+        if self.kind != "hinge":
+            raise ChainError(f"joint of kind {self.kind!r} is not a hinge")
+        k = self.lock.index(False)
+        return _AXES[k].copy(), self.ranges[k]
+
+    @property
+    def is_free(self) -> bool:
+        """True for an unlimited ball joint, whose projection is the identity."""
+        return (
+            self.hinge_axis is None
+            and not any(self.lock)
+            and all(r is None for r in self.ranges)
+            and self.cone is None
+        )
+
+    @property
+    def weights(self) -> FloatArray:
+        """Per-axis willingness to turn, ``(1 − stiffness)`` with locked axes at zero, ``(3,)``."""
+        w = 1.0 - np.asarray(self.stiffness, dtype=float)
+        return np.where(np.asarray(self.lock), 0.0, w)
+
+    # ------------------------------------------------------------------ projection
+    def project(self, q: ArrayLike) -> FloatArray:
+        """The nearest allowed local rotations, per the swing–twist rules of this module.
+
+        Args:
+            q: local rotations ``(..., 4)`` wxyz relative to the joint's rest frame.
+
+        Returns:
+            Allowed rotations ``(..., 4)``, unit, ``w >= 0``. Already allowed rotations are
+            returned unchanged (up to sign).
+        """
+        q = rot.positive_w(np.asarray(q, dtype=float))
+        if self.is_free:
+            return q
+        kind = self.kind
+        if kind == "fixed":
+            return rot.identity(q.shape[:-1])
+        if kind == "hinge":
+            axis, limits = self.hinge
+            phi = _signed_angle_about(q, axis)
+            if limits is not None:
+                phi = np.clip(phi, limits[0], limits[1])
+            return rot.from_axis_angle(axis, phi)
+
+        swing, _ = rot.swing_twist(q, _Y)
+        psi = _signed_angle_about(q, _Y)
+        s = rot.to_rotvec(swing)
+        angles = (s[..., 0], psi, s[..., 2])
+        clamped = []
+        for k in range(3):
+            a = angles[k]
+            r = self.ranges[k]
+            if self.lock[k]:
+                a = np.zeros_like(a)
+            elif r is not None:
+                a = np.clip(a, r[0], r[1])
+            clamped.append(a)
+        sx, psi, sz = clamped
+        swing_vec = np.stack((sx, np.zeros_like(sx), sz), axis=-1)
+        if self.cone is not None:
+            bend = np.linalg.norm(swing_vec, axis=-1, keepdims=True)
+            scale = np.minimum(
+                1.0, np.divide(self.cone, bend, out=np.ones_like(bend), where=bend > 0)
+            )
+            swing_vec = swing_vec * scale
+        return rot.positive_w(
+            rot.multiply(rot.from_rotvec(swing_vec), rot.from_axis_angle(_Y, psi))
+        )
+
+    def violation(self, q: ArrayLike) -> FloatArray:
+        """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""
+        q = np.asarray(q, dtype=float)
+        return rot.angle(rot.multiply(rot.conjugate(self.project(q)), q))
+
+
+FREE = JointLimits()
+"""An unlimited ball joint."""
+
+
+def cone_limits(bend_limits_deg: Sequence[float | None] | None, n: int) -> tuple[JointLimits, ...]:
+    """Per-joint bend (cone) limits in degrees, ``None``/NaN entries meaning free joints."""
+    if bend_limits_deg is None:
+        return (FREE,) * n
+    values = list(bend_limits_deg)
+    if len(values) != n:
+        raise ChainError(
+            f"got {len(values)} bend limits for {n} joints; give one per joint (None = free)"
+        )
+    out = []
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out.append(FREE)
+        else:
+            out.append(JointLimits(cone=math.radians(float(v))))
+    return tuple(out)

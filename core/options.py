@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Settings of :func:`core.solve`: one frozen dataclass shared by every method.
+
+Each field says which methods read it; the others ignore it. Lengths are in chain units,
+angles in radians unless the name ends in ``_deg``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .errors import SolveInputError
+
+RotationParams = Literal["expmap", "euler"]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Options of :func:`core.solve`.
+
+    Attributes:
+        max_iterations: iteration cap (CCD sweeps, Jacobian updates). Triangulation is a
+            single pass and ignores it.
+        tolerance: a target counts as reached when the effector is within this distance;
+            ``None`` means ``1e-6 × chain.reach``.
+        angle_tolerance: with an orientation goal, also required: the effector's angle to
+            the goal orientation at most this (radians).
+        position_weight: α of the pose objective ``α·|E − T|² + (1 − α)·|D − V|²``
+            (Fedulin & Zhukov); read only when ``target_rotation`` is given. ``1`` =
+            position only, ``0`` = orientation only.
+        pole_angle: rotation (radians) of the bend plane about the root→target line,
+            measured from the half-plane that contains the pole.
+        delta_b_deg: triangulation's fixed δb when no triangle can be formed: ``180``
+            (the paper) or ``90`` (the variant its future work suggests).
+        sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
+            coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
+        step: Jacobian methods: β, the fraction of the error to remove per update.
+        max_step_deg: Jacobian methods: clamp on the largest joint change per update.
+        damping: ``jacobian_dls``: damping λ (chain units); with ``adaptive_damping`` the
+            largest damping, used near singular poses.
+        adaptive_damping: ``jacobian_dls``: scale λ with the smallest singular value.
+        singular_cutoff: ``jacobian_pinv``: singular values below this fraction of the
+            largest are cut.
+        rotation_params: Jacobian methods: ``"expmap"`` (log-quaternion) or ``"euler"``.
+        posture_weight: Jacobian methods: weight of the bias toward the start pose in the
+            Jacobian's null space (redundant chains keep natural poses); ``0`` disables.
+    """
+
+    max_iterations: int = 100
+    tolerance: float | None = None
+    angle_tolerance: float = 1e-4
+    position_weight: float = 0.5
+    pole_angle: float = 0.0
+    delta_b_deg: float = 180.0
+    sweep_steps: int = 12
+    step: float = 0.5
+    max_step_deg: float = 10.0
+    damping: float = 0.1
+    adaptive_damping: bool = True
+    singular_cutoff: float = 1e-6
+    rotation_params: RotationParams = "expmap"
+    posture_weight: float = 0.0
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise SolveInputError(what)
+
+        need(
+            isinstance(self.max_iterations, int) and self.max_iterations >= 1,
+            f"max_iterations must be an integer >= 1, got {self.max_iterations!r}",
+        )
+        need(
+            self.tolerance is None or (math.isfinite(self.tolerance) and self.tolerance > 0),
+            f"tolerance must be > 0 (or None for 1e-6 × reach), got {self.tolerance!r}",
+        )
+        need(
+            math.isfinite(self.angle_tolerance) and self.angle_tolerance > 0,
+            f"angle_tolerance must be > 0 radians, got {self.angle_tolerance!r}",
+        )
+        need(
+            0.0 <= self.position_weight <= 1.0,
+            f"position_weight must be in [0, 1], got {self.position_weight!r}",
+        )
+        need(math.isfinite(self.pole_angle), "pole_angle must be a finite angle in radians")
+        need(
+            self.delta_b_deg in (90.0, 180.0),
+            f"delta_b_deg must be 180 (the paper) or 90, got {self.delta_b_deg!r}",
+        )
+        need(
+            isinstance(self.sweep_steps, int) and self.sweep_steps >= 0,
+            f"sweep_steps must be an integer >= 0, got {self.sweep_steps!r}",
+        )
+        need(0.0 < self.step <= 1.0, f"step must be in (0, 1], got {self.step!r}")
+        need(
+            0.0 < self.max_step_deg <= 180.0,
+            f"max_step_deg must be in (0, 180], got {self.max_step_deg!r}",
+        )
+        need(
+            math.isfinite(self.damping) and self.damping >= 0.0,
+            f"damping must be >= 0, got {self.damping!r}",
+        )
+        need(
+            0.0 < self.singular_cutoff < 1.0,
+            f"singular_cutoff must be in (0, 1), got {self.singular_cutoff!r}",
+        )
+        need(
+            self.rotation_params in ("expmap", "euler"),
+            f"rotation_params must be 'expmap' or 'euler', got {self.rotation_params!r}",
+        )
+        need(
+            math.isfinite(self.posture_weight) and self.posture_weight >= 0.0,
+            f"posture_weight must be >= 0, got {self.posture_weight!r}",
+        )
+
+    def replace(self, **changes: Any) -> SolveOptions:
+        """A copy with ``changes``; unknown names raise with the list of valid ones."""
+        valid = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - valid)
+        if unknown:
+            raise SolveInputError(
+                f"unknown option(s) {', '.join(unknown)}; "
+                f"valid options are {', '.join(sorted(valid))}"
+            )
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The checked, flattened input every solver method receives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .chain import Chain
+from .options import SolveOptions
+from .rotations import FloatArray
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A flat batch of ``N`` IK problems on one chain, checked and in the base frame.
+
+    Attributes:
+        chain: the chain.
+        targets: ``(N, 3)`` effector goals.
+        target_rotations: ``(N, 4)`` wxyz goal orientations of the effector frame, or ``None``.
+        poles: ``(N, 3)`` pole points deciding the bend plane, or ``None``.
+        initial: ``(N, n, 4)`` start pose, local rotations relative to the rest frames.
+        tolerance: the resolved absolute position tolerance.
+        options: the settings.
+    """
+
+    chain: Chain
+    targets: FloatArray
+    target_rotations: FloatArray | None
+    poles: FloatArray | None
+    initial: FloatArray
+    tolerance: float
+    options: SolveOptions
+
+    @property
+    def size(self) -> int:
+        return int(self.targets.shape[0])

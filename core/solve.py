@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one entry point of the solver core: :func:`solve`.
+
+It checks and flattens the inputs into a :class:`Problem` of ``N`` targets, runs the chosen
+method, and measures the result the same way for every method (effector distance, angle to
+the goal orientation, convergence), so methods can be compared fairly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import ccd, jacobian, rotations, triangulation
+from .chain import Chain
+from .errors import SolveInputError
+from .kinematics import forward_kinematics
+from .options import SolveOptions
+from .problem import Problem
+from .result import IKResult, Solution
+from .rotations import FloatArray
+
+Method = Callable[[Problem], Solution]
+
+METHODS: dict[str, Method] = {
+    "triangulation": triangulation.solve_triangulation,
+    "ccd": ccd.solve_ccd,
+    "jacobian_transpose": jacobian.solve_jacobian_transpose,
+    "jacobian_pinv": jacobian.solve_jacobian_pinv,
+    "jacobian_dls": jacobian.solve_jacobian_dls,
+}
+"""Method name → implementation; the names :func:`solve` accepts."""
+
+
+def _batch(name: str, value: ArrayLike, width: int, batch: tuple[int, ...]) -> FloatArray:
+    a = np.asarray(value, dtype=np.float64)
+    if a.shape[-1:] != (width,):
+        raise SolveInputError(f"{name} must have shape (..., {width}), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise SolveInputError(f"{name} must be finite numbers")
+    try:
+        a = np.broadcast_to(a, (*batch, width))
+    except ValueError:
+        raise SolveInputError(
+            f"{name} of shape {a.shape} does not match the targets' batch shape {batch}"
+        ) from None
+    return a.reshape(-1, width)
+
+
+def solve(
+    chain: Chain,
+    target: ArrayLike,
+    *,
+    method: str = "triangulation",
+    pole: ArrayLike | None = None,
+    target_rotation: ArrayLike | None = None,
+    initial: ArrayLike | None = None,
+    options: SolveOptions | None = None,
+    **option_changes: Any,
+) -> IKResult:
+    """Solve inverse kinematics for one target or a batch of targets.
+
+    Args:
+        chain: the chain (see :class:`~core.chain.Chain`).
+        target: effector goal ``(3,)`` or a batch ``(..., 3)`` in the base frame.
+        method: one of ``"triangulation"``, ``"ccd"``, ``"jacobian_transpose"``,
+            ``"jacobian_pinv"``, ``"jacobian_dls"``.
+        pole: a point ``(3,)`` or ``(..., 3)`` in the base frame; the chain bends in the
+            plane through its root, the target and the pole. Without one, the bend plane
+            follows the start pose's bend and never flips as the target moves smoothly.
+        target_rotation: goal orientation ``(4,)`` or ``(..., 4)`` wxyz of the effector
+            frame (the last joint's frame) in the base frame; weighted by
+            ``options.position_weight``.
+        initial: start pose ``(n, 4)`` or ``(..., n, 4)``, local rotations relative to the
+            rest frames; the rest pose when ``None``.
+        options: settings; ``option_changes`` override single fields, e.g. ``tolerance=0.5``.
+
+    Returns:
+        An :class:`IKResult` whose arrays have the targets' batch shape.
+
+    Raises:
+        SolveInputError: unknown method or option, malformed or non-finite inputs.
+    """
+    impl = METHODS.get(method)
+    if impl is None:
+        raise SolveInputError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+    opts = options or SolveOptions()
+    if option_changes:
+        opts = opts.replace(**option_changes)
+    t = np.asarray(target, dtype=np.float64)
+    if t.ndim == 0 or t.shape[-1] != 3:
+        raise SolveInputError(f"target must have shape (3,) or (..., 3), got {t.shape}")
+    batch = t.shape[:-1]
+    targets = _batch("target", t, 3, batch)
+    n = chain.n_joints
+    if initial is None:
+        start = np.broadcast_to(rotations.identity((n,)), (targets.shape[0], n, 4))
+    else:
+        q0 = np.asarray(initial, dtype=np.float64)
+        if q0.shape[-2:] != (n, 4) or not np.all(np.isfinite(q0)):
+            raise SolveInputError(
+                f"initial must be finite with shape (..., {n}, 4), got {q0.shape}"
+            )
+        try:
+            start = np.broadcast_to(q0, (*batch, n, 4)).reshape(-1, n, 4)
+        except ValueError:
+            raise SolveInputError(
+                f"initial of shape {q0.shape} does not match the targets' batch shape {batch}"
+            ) from None
+        start = rotations.normalize(start)
+    goal_rot = None
+    if target_rotation is not None:
+        goal_rot = _batch("target_rotation", target_rotation, 4, batch)
+        if np.any(np.linalg.norm(goal_rot, axis=-1) < 1e-12):
+            raise SolveInputError("target_rotation must be non-zero quaternions (w, x, y, z)")
+        goal_rot = rotations.normalize(goal_rot)
+    poles = None if pole is None else _batch("pole", pole, 3, batch)
+    tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
+    problem = Problem(chain, targets, goal_rot, poles, start, tolerance, opts)
+    return _measure(problem, method, impl(problem), batch)
+
+
+def _measure(problem: Problem, method: str, sol: Solution, batch: tuple[int, ...]) -> IKResult:
+    """Score a method's solution the same way for every method, and reshape it."""
+    n = problem.chain.n_joints
+    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    angle_error = None
+    weight = problem.options.position_weight
+    converged = np.ones(problem.size, dtype=bool)
+    if problem.target_rotations is None or weight > 0.0:
+        converged &= error <= problem.tolerance
+    if problem.target_rotations is not None:
+        effector_rot = sol.effector_rotation
+        if effector_rot is None:
+            effector_rot = forward_kinematics(problem.chain, sol.rotations)[1][:, -1, :]
+        angle_error = rotations.angle(
+            rotations.multiply(rotations.conjugate(problem.target_rotations), effector_rot)
+        )
+        if weight < 1.0:
+            converged &= angle_error <= problem.options.angle_tolerance
+    reached = int(converged.sum())
+    out_of_reach = int(
+        np.count_nonzero(np.linalg.norm(problem.targets, axis=-1) > problem.chain.reach)
+    )
+    message = f"{method}: {reached} of {problem.size} goals reached"
+    if out_of_reach:
+        message += (
+            f"; {out_of_reach} targets lie beyond the chain's reach ({problem.chain.reach:g})"
+        )
+
+    def shaped(a: np.ndarray, tail: tuple[int, ...] = ()) -> Any:
+        return a.reshape(*batch, *tail)
+
+    return IKResult(
+        rotations=shaped(sol.rotations, (n, 4)),
+        positions=shaped(sol.positions, (n + 1, 3)),
+        error=shaped(error),
+        angle_error=None if angle_error is None else shaped(angle_error),
+        iterations=shaped(sol.iterations),
+        converged=shaped(converged),
+        method=method,
+        message=message,
+        min_singular_value=None
+        if sol.min_singular_value is None
+        else shaped(sol.min_singular_value),
+    )
