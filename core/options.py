@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .errors import SolveInputError
 
 RotationParams = Literal["expmap", "euler"]
+BendPlane = Literal["rest", "minimal"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class SolveOptions:
             position only, ``0`` = orientation only.
         pole_angle: rotation (radians) of the bend plane about the root→target line,
             measured from the half-plane that contains the pole.
+        bend_plane: without a pole, ``"rest"`` keeps the start pose's bend side, carried
+            along with the target (never flips as a target moves smoothly); ``"minimal"``
+            keeps each method's own shortest-rotation bend. See :mod:`core.bend_plane`.
         delta_b_deg: triangulation's fixed δb when no triangle can be formed: ``180``
             (the paper) or ``90`` (the variant its future work suggests).
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
@@ -54,6 +58,7 @@ class SolveOptions:
     angle_tolerance: float = 1e-4
     position_weight: float = 0.5
     pole_angle: float = 0.0
+    bend_plane: BendPlane = "rest"
     delta_b_deg: float = 180.0
     sweep_steps: int = 12
     step: float = 0.5
@@ -86,6 +91,10 @@ class SolveOptions:
             f"position_weight must be in [0, 1], got {self.position_weight!r}",
         )
         need(math.isfinite(self.pole_angle), "pole_angle must be a finite angle in radians")
+        need(
+            self.bend_plane in ("rest", "minimal"),
+            f"bend_plane must be 'rest' or 'minimal', got {self.bend_plane!r}",
+        )
         need(
             self.delta_b_deg in (90.0, 180.0),
             f"delta_b_deg must be 180 (the paper) or 90, got {self.delta_b_deg!r}",

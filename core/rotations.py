@@ -292,23 +292,20 @@ def between(a: ArrayLike, b: ArrayLike, fallback_axis: ArrayLike | None = None) 
     perpendicular to ``a`` (default: the coordinate axis least aligned with ``a``).
     Zero vectors give the identity.
     """
-    a, b = _f(a), _f(b)
+    a, b = np.broadcast_arrays(_f(a), _f(b))
     na = np.linalg.norm(a, axis=-1, keepdims=True)
     nb = np.linalg.norm(b, axis=-1, keepdims=True)
     ua = np.divide(a, na, out=np.zeros_like(a), where=na > 0.0)
-    ub = np.divide(b, nb, out=np.zeros(np.broadcast_shapes(b.shape, a.shape)), where=nb > 0.0)
-    ua, ub = np.broadcast_arrays(ua, ub)
+    ub = np.divide(b, nb, out=np.zeros_like(b), where=nb > 0.0)
     dot = np.sum(ua * ub, axis=-1, keepdims=True)
     q = np.concatenate((1.0 + dot, np.cross(ua, ub)), axis=-1)
     degenerate = (dot[..., 0] < -1.0 + 1e-12) & (na[..., 0] > 0.0) & (nb[..., 0] > 0.0)
     if np.any(degenerate):
-        q[degenerate] = np.concatenate(
-            (
-                np.zeros((*ua[degenerate].shape[:-1], 1)),
-                perpendicular(ua[degenerate], fallback_axis),
-            ),
-            axis=-1,
-        )
+        hint = None
+        if fallback_axis is not None:
+            hint = np.broadcast_to(_f(fallback_axis), ua.shape)[degenerate]
+        axis = perpendicular(ua[degenerate], hint)
+        q[degenerate] = np.concatenate((np.zeros((*axis.shape[:-1], 1)), axis), axis=-1)
     return normalize(q)
 
 
