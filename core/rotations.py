@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .errors import ReachIKError
+
 FloatArray = NDArray[np.float64]
 
 #: Below this angle (radians) the exp/log maps switch to their Taylor expansions.
@@ -112,7 +114,7 @@ def from_axis_angle(axis: ArrayLike, phi: ArrayLike) -> FloatArray:
     phi = _f(phi)
     norm = np.linalg.norm(axis, axis=-1, keepdims=True)
     unit = np.divide(axis, norm, out=np.zeros_like(axis), where=norm > 0.0)
-    half = 0.5 * phi[..., None]
+    half = np.where(norm > 0.0, 0.5 * phi[..., None], 0.0)
     return np.concatenate((np.cos(half), np.sin(half) * unit), axis=-1)
 
 
@@ -234,7 +236,7 @@ def from_matrix(m: ArrayLike) -> FloatArray:
 def _check_order(order: str) -> str:
     upper = order.upper()
     if upper not in EULER_ORDERS:
-        raise ValueError(
+        raise ReachIKError(
             f"unknown Euler order {order!r}; valid orders are {', '.join(EULER_ORDERS)}"
         )
     return upper
@@ -269,17 +271,28 @@ def to_euler(q: ArrayLike, order: str = "XYZ") -> FloatArray:
     m = to_matrix(q)
     i, j, k = (_AXIS_INDEX[c] for c in order)
     # For R = R_k(c) R_j(b) R_i(a): R[k, i] = -sign · sin b, where sign = +1 for an even
-    # permutation (XYZ, YZX, ZXY) and -1 for an odd one.
+    # permutation (XYZ, YZX, ZXY) and -1 for an odd one. Row k is cos b · (…, sin a, cos a),
+    # so cos b = |(R[k, j], R[k, k])| is accurate even where sin b is within rounding of ±1.
     sign = 1.0 if (j - i) % 3 == 1 else -1.0
-    sin_b = np.clip(-sign * m[..., k, i], -1.0, 1.0)
-    b = np.arcsin(sin_b)
-    cos_b = np.sqrt(np.maximum(0.0, 1.0 - sin_b * sin_b))
+    cos_b = np.hypot(m[..., k, j], m[..., k, k])
+    b = np.arctan2(-sign * m[..., k, i], cos_b)
+    # Gimbal lock: row k carries no information about a; take c = 0, which leaves
+    # R = R_j(b) R_i(a), whose row j gives a.
     locked = cos_b < 1e-9
-    a = np.where(locked, 0.0, np.arctan2(sign * m[..., k, j], m[..., k, k]))
-    c = np.where(locked, 0.0, np.arctan2(sign * m[..., j, i], m[..., i, i]))
-    # Gimbal lock: put the whole remaining rotation into the first angle.
-    a_locked = np.arctan2(-sign * m[..., j, k], m[..., j, j])
-    a = np.where(locked, a_locked, a)
+    a = np.where(
+        locked,
+        np.arctan2(-sign * m[..., j, k], m[..., j, j]),
+        np.arctan2(sign * m[..., k, j], m[..., k, k]),
+    )
+    # c from R · R_i(−a), whose column j is R_k(c) e_j = cos c e_j − sign · sin c e_i: it
+    # absorbs whatever rounding a picked up near gimbal lock (Day, "Extracting Euler Angles
+    # from a Rotation Matrix", 2014).
+    sin_a, cos_a = np.sin(a), np.cos(a)
+    c = np.arctan2(
+        sin_a * m[..., i, k] - sign * cos_a * m[..., i, j],
+        cos_a * m[..., j, j] - sign * sin_a * m[..., j, k],
+    )
+    c = np.where(locked, 0.0, c)
     out = np.empty((*m.shape[:-2], 3))
     out[..., i], out[..., j], out[..., k] = a, b, c
     return out
@@ -298,8 +311,16 @@ def between(a: ArrayLike, b: ArrayLike, fallback_axis: ArrayLike | None = None) 
     ua = np.divide(a, na, out=np.zeros_like(a), where=na > 0.0)
     ub = np.divide(b, nb, out=np.zeros_like(b), where=nb > 0.0)
     dot = np.sum(ua * ub, axis=-1, keepdims=True)
-    q = np.concatenate((1.0 + dot, np.cross(ua, ub)), axis=-1)
-    degenerate = (dot[..., 0] < -1.0 + 1e-12) & (na[..., 0] > 0.0) & (nb[..., 0] > 0.0)
+    cross = np.cross(ua, ub)
+    # Near antiparallel, 1 + dot has lost its digits but 1 + dot = |a × b|² / (1 − dot) has
+    # not; dropping the rounding of a × b along a keeps the axis perpendicular to a.
+    obtuse = dot < 0.0
+    cross = np.where(obtuse, cross - np.sum(cross * ua, axis=-1, keepdims=True) * ua, cross)
+    cross_sq = np.sum(cross * cross, axis=-1, keepdims=True)
+    w = np.where(obtuse, cross_sq / np.where(obtuse, 1.0 - dot, 1.0), 1.0 + dot)
+    q = np.concatenate((w, cross), axis=-1)
+    # Within 1e-12 rad of antiparallel the rounding of a × b decides its direction.
+    degenerate = obtuse[..., 0] & (cross_sq[..., 0] < 1e-24)
     if np.any(degenerate):
         hint = None
         if fallback_axis is not None:
