@@ -47,6 +47,22 @@ _AXES = np.eye(3)
 _Y = _AXES[1]
 
 
+def _clamp_angle(phi: FloatArray, lo: float, hi: float) -> FloatArray:
+    """Angles ``phi`` in ``(-π, π]`` clamped to ``[lo, hi]``, to the end nearer on the circle.
+
+    A hinge at ``0.9π`` with range ``[-0.5π, 0.2π]`` goes to ``-0.5π`` (``0.6π`` away across
+    ``±π``), not to ``0.2π`` (``0.7π`` away).
+    """
+    clipped = np.clip(phi, lo, hi)
+    other = np.where(phi > hi, lo, hi)
+
+    def distance(end: FloatArray) -> FloatArray:
+        return np.abs(np.remainder(phi - end + math.pi, 2.0 * math.pi) - math.pi)
+
+    outside = (phi < lo) | (phi > hi)
+    return np.where(outside & (distance(other) < distance(clipped)), other, clipped)
+
+
 def _signed_angle_about(q: FloatArray, axis: FloatArray) -> FloatArray:
     """Signed angle in ``(-π, π]`` of rotations ``q`` that turn about unit ``axis``."""
     phi = 2.0 * np.arctan2(q[..., 1:] @ axis, q[..., 0])
@@ -88,7 +104,12 @@ class JointLimits:
         for name, r in (*zip("XYZ", self.ranges, strict=True), ("hinge", self.hinge_range)):
             if r is None:
                 continue
-            lo, hi = r
+            try:
+                lo, hi = (float(v) for v in r)
+            except (TypeError, ValueError):
+                raise ChainError(
+                    f"{name} range {r!r} is invalid: need a pair (min, max) of radians"
+                ) from None
             if not (math.isfinite(lo) and math.isfinite(hi) and -math.pi <= lo <= hi <= math.pi):
                 raise ChainError(
                     f"{name} range ({lo}, {hi}) is invalid: need -π <= min <= max <= π radians"
@@ -117,13 +138,20 @@ class JointLimits:
 
     @property
     def hinge(self) -> tuple[FloatArray, tuple[float, float] | None]:
-        """Axis ``(3,)`` and angle range of a 1-DOF joint (explicit or from two locks)."""
+        """Axis ``(3,)`` and angle range of a 1-DOF joint (explicit or from two locks).
+
+        A hinge from two locks about X or Z bends the bone, so a ``cone`` narrows its range.
+        """
         if self.hinge_axis is not None:
             return np.asarray(self.hinge_axis), self.hinge_range
         if self.kind != "hinge":
             raise ChainError(f"joint of kind {self.kind!r} is not a hinge")
         k = self.lock.index(False)
-        return _AXES[k].copy(), self.ranges[k]
+        limits = self.ranges[k]
+        if self.cone is not None and k != 1:
+            lo, hi = limits if limits is not None else (-math.pi, math.pi)
+            limits = (min(max(lo, -self.cone), self.cone), max(min(hi, self.cone), -self.cone))
+        return _AXES[k].copy(), limits
 
     @property
     def is_free(self) -> bool:
@@ -162,7 +190,7 @@ class JointLimits:
             axis, limits = self.hinge
             phi = _signed_angle_about(q, axis)
             if limits is not None:
-                phi = np.clip(phi, limits[0], limits[1])
+                phi = _clamp_angle(phi, limits[0], limits[1])
             return rot.from_axis_angle(axis, phi)
 
         swing, _ = rot.swing_twist(q, _Y)
@@ -176,7 +204,7 @@ class JointLimits:
             if self.lock[k]:
                 a = np.zeros_like(a)
             elif r is not None:
-                a = np.clip(a, r[0], r[1])
+                a = _clamp_angle(a, r[0], r[1]) if k == 1 else np.clip(a, r[0], r[1])
             clamped.append(a)
         sx, psi, sz = clamped
         swing_vec = np.stack((sx, np.zeros_like(sx), sz), axis=-1)

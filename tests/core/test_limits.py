@@ -1,0 +1,413 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of core.limits: joint models, projection onto what a joint allows, violation.
+
+The oracle for a rotation's limit parameters is independent of core's swing–twist code:
+the bone axis ``d = R·Y`` gives the bend and the swing (shortest arc from ``Y`` to ``d``,
+built with SciPy), and the twist is SciPy's ``swing⁻¹·q`` as a rotation vector along Y.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation
+
+from core import rotations as rot
+from core.errors import ChainError
+from core.limits import FREE, JointLimits, cone_limits
+
+FAST = settings(max_examples=60, deadline=None)
+Y = np.array([0.0, 1.0, 0.0])
+PI = math.pi
+ANGLE = st.floats(-PI, PI)
+
+
+def _scipy(q: np.ndarray) -> Rotation:
+    return Rotation.from_quat(np.asarray(q).reshape(-1, 4)[:, [1, 2, 3, 0]])
+
+
+def _wxyz(r: Rotation) -> np.ndarray:
+    return r.as_quat().reshape(-1, 4)[:, [3, 0, 1, 2]]
+
+
+def _distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Angle (radians) between rotations ``p`` and ``q``, by SciPy."""
+    return (_scipy(p).inv() * _scipy(q)).magnitude()
+
+
+def _params(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X, Y, Z) limit angles and bend of rotations ``q (N, 4)``: swing (sx, sz), twist ψ."""
+    r = _scipy(q)
+    d = r.apply(Y)
+    bend = np.arccos(np.clip(d[:, 1], -1.0, 1.0))
+    swing_axis = np.stack((d[:, 2], np.zeros(len(d)), -d[:, 0]), axis=-1)  # Y × d
+    norm = np.linalg.norm(swing_axis, axis=-1, keepdims=True)
+    unit = np.divide(swing_axis, norm, out=np.zeros_like(swing_axis), where=norm > 1e-12)
+    swing = Rotation.from_rotvec(unit * bend[:, None])
+    twist = (swing.inv() * r).as_rotvec()
+    return unit[:, 0] * bend, twist[:, 1], unit[:, 2] * bend, bend
+
+
+def _random_quats(seed: int, n: int = 64) -> np.ndarray:
+    q = np.random.default_rng(seed).normal(size=(n, 4))
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+Range = tuple[float, float] | None
+
+
+def _only_free(k: int) -> tuple[bool, bool, bool]:
+    """Locks leaving axis ``k`` free (a hinge about it)."""
+    return (k != 0, k != 1, k != 2)
+
+
+def _only_range(k: int, r: Range) -> tuple[Range, Range, Range]:
+    """Ranges with ``r`` on axis ``k`` and the other axes free."""
+    return (r if k == 0 else None, r if k == 1 else None, r if k == 2 else None)
+
+
+@st.composite
+def ranges_with_zero(draw: st.DrawFn) -> Range:
+    """A Blender-like range ``[min <= 0 <= max]`` or ``None``."""
+    if draw(st.booleans()):
+        return None
+    return (draw(st.floats(-PI, 0.0)), draw(st.floats(0.0, PI)))
+
+
+@st.composite
+def any_range(draw: st.DrawFn, bound: float) -> Range:
+    """Any range inside ``[-bound, bound]``, possibly excluding zero, or ``None``."""
+    if draw(st.booleans()):
+        return None
+    lo, hi = sorted((draw(st.floats(-bound, bound)), draw(st.floats(-bound, bound))))
+    return (lo, hi)
+
+
+@st.composite
+def ball_limits(draw: st.DrawFn) -> JointLimits:
+    """Ball joints with any mix of locks, ranges and cone.
+
+    X/Z ranges that exclude zero stay within ±π/2 and come without a cone: with a cone, or
+    beyond that, the box of allowed swing vectors can leave the ball |s| <= π or miss the
+    cone (see the report on core.limits); Blender's own ranges always contain zero.
+    """
+    lock = draw(
+        st.sampled_from(
+            [
+                (False, False, False),
+                (True, False, False),
+                (False, True, False),
+                (False, False, True),
+            ]
+        )
+    )
+    if draw(st.booleans()):
+        ranges = (draw(ranges_with_zero()), draw(any_range(PI)), draw(ranges_with_zero()))
+        cone = draw(st.none() | st.floats(0.0, PI))
+    else:
+        ranges = (draw(any_range(PI / 2)), draw(any_range(PI)), draw(any_range(PI / 2)))
+        cone = None
+    return JointLimits(lock=lock, ranges=ranges, cone=cone)
+
+
+@st.composite
+def hinge_limits(draw: st.DrawFn) -> JointLimits:
+    axis = draw(st.tuples(ANGLE, ANGLE, ANGLE).filter(lambda v: np.linalg.norm(v) > 0.1))
+    return JointLimits(hinge_axis=axis, hinge_range=draw(any_range(PI)))
+
+
+@st.composite
+def locked_hinge_limits(draw: st.DrawFn) -> JointLimits:
+    k = draw(st.sampled_from([0, 1, 2]))
+    ranges = _only_range(k, draw(any_range(PI / 2 if k != 1 else PI)))
+    cone = draw(st.none() | st.floats(0.0, PI)) if k != 1 else None
+    return JointLimits(lock=_only_free(k), ranges=ranges, cone=cone)
+
+
+ALL_LIMITS = ball_limits() | hinge_limits() | locked_hinge_limits()
+
+
+def _inside(value: np.ndarray, r: Range, tol: float = 1e-9) -> np.ndarray:
+    if r is None:
+        return np.ones(np.shape(value), dtype=bool)
+    return (value >= r[0] - tol) & (value <= r[1] + tol)
+
+
+def _within(value: np.ndarray, r: Range, tol: float = 1e-9) -> bool:
+    return bool(np.all(_inside(value, r, tol)))
+
+
+def _assert_allowed(lim: JointLimits, p: np.ndarray, tol: float = 1e-9) -> None:
+    """Check ``p (N, 4)`` against ``lim`` with the independent oracle."""
+    np.testing.assert_allclose(np.linalg.norm(p, axis=-1), 1.0, atol=1e-12)
+    assert np.all(p[:, 0] >= 0.0)
+    if lim.kind == "fixed":
+        np.testing.assert_allclose(p, rot.identity(p.shape[:-1]), atol=1e-12)
+        return
+    if lim.kind == "hinge":
+        axis, limits = lim.hinge
+        # Only rotation about the axis: the vector part is parallel to it.
+        np.testing.assert_allclose(np.cross(p[:, 1:], axis), 0.0, atol=tol)
+        phi = _scipy(p).as_rotvec() @ axis
+        assert _within(phi, limits, tol)
+        if lim.hinge_axis is None and lim.cone is not None:
+            assert np.all(_params(p)[3] <= lim.cone + tol)
+        return
+    sx, psi, sz, bend = _params(p)
+    for value, locked, r in zip((sx, psi, sz), lim.lock, lim.ranges, strict=True):
+        if locked:
+            np.testing.assert_allclose(value, 0.0, atol=tol)
+        else:
+            assert _within(value, r, tol), (value, r)
+    if lim.cone is not None:
+        assert np.all(bend <= lim.cone + tol)
+
+
+# ---------------------------------------------------------------------- projection properties
+@FAST
+@given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
+def test_projection_satisfies_limits(lim: JointLimits, seed: int) -> None:
+    _assert_allowed(lim, lim.project(_random_quats(seed)), tol=1e-7)
+
+
+@FAST
+@given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
+def test_projection_is_idempotent(lim: JointLimits, seed: int) -> None:
+    once = lim.project(_random_quats(seed))
+    twice = lim.project(once)
+    np.testing.assert_allclose(_distance(once, twice), 0.0, atol=1e-7)
+    np.testing.assert_allclose(lim.violation(once), 0.0, atol=1e-7)
+
+
+@FAST
+@given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
+def test_violation_is_the_angle_to_the_projection(lim: JointLimits, seed: int) -> None:
+    q = _random_quats(seed)
+    v = lim.violation(q)
+    np.testing.assert_allclose(v, _distance(q, lim.project(q)), atol=1e-7)
+    assert np.all(v >= 0.0)
+    # Positive exactly where the oracle finds a limit broken.
+    moved = v > 1e-6
+    if np.any(~moved):
+        _assert_allowed(lim, lim.project(q[~moved]), tol=1e-5)
+        np.testing.assert_allclose(_distance(q[~moved], lim.project(q[~moved])), 0.0, atol=1e-5)
+
+
+def _sample_inside(r: Range, rng: np.random.Generator, n: int) -> np.ndarray:
+    lo, hi = r if r is not None else (-PI, PI)
+    return rng.uniform(lo, hi, size=n)
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+def test_allowed_ball_rotations_are_unchanged(lim: JointLimits, seed: int) -> None:
+    """Rotations built (with SciPy) from parameters inside the limits project to themselves."""
+    rng = np.random.default_rng(seed)
+    n = 64
+    sx, psi, sz = (
+        np.zeros(n) if lim.lock[k] else _sample_inside(lim.ranges[k], rng, n) for k in range(3)
+    )
+    swing = np.stack((sx, np.zeros(n), sz), axis=-1)
+    bend = np.linalg.norm(swing, axis=-1, keepdims=True)
+    limit = min(lim.cone if lim.cone is not None else PI, PI) * 0.999
+    # Shrink toward zero into the cone (and inside |s| < π); inside the box when it holds 0.
+    scale = np.minimum(1.0, np.divide(limit, bend, out=np.ones_like(bend), where=bend > 0))
+    swing = swing * scale
+    q = _wxyz(Rotation.from_rotvec(swing) * Rotation.from_rotvec(psi[:, None] * Y))
+    # Shrinking can leave a box that excludes zero: keep only what is still inside.
+    q = q[_inside(swing[:, 0], lim.ranges[0], 0.0) & _inside(swing[:, 2], lim.ranges[2], 0.0)]
+    if len(q):
+        np.testing.assert_allclose(_distance(lim.project(q), q), 0.0, atol=1e-9)
+        np.testing.assert_allclose(lim.violation(q), 0.0, atol=1e-9)
+
+
+@FAST
+@given(lim=hinge_limits() | locked_hinge_limits(), seed=st.integers(0, 2**16))
+def test_hinge_projection_is_the_nearest_allowed_rotation(lim: JointLimits, seed: int) -> None:
+    """Compared with a dense sweep of the hinge's allowed angles (circular distance)."""
+    axis, limits = lim.hinge
+    lo, hi = limits if limits is not None else (-PI, PI)
+    q = _random_quats(seed, 16)
+    p = lim.project(q)
+    sweep = np.linspace(lo, hi, 4001)
+    candidates = _wxyz(Rotation.from_rotvec(sweep[:, None] * axis))
+    # Angle between unit quaternions a and b: 2·acos|a·b|.
+    best = 2.0 * np.arccos(np.clip(np.abs(q @ candidates.T).max(axis=1), 0.0, 1.0))
+    got = 2.0 * np.arccos(np.clip(np.abs(np.sum(p * q, axis=1)), 0.0, 1.0))
+    assert np.all(got <= best + 1e-7)
+
+
+def test_allowed_hinge_rotations_are_unchanged() -> None:
+    lim = JointLimits(hinge_axis=(1.0, 2.0, -2.0), hinge_range=(-1.0, 2.5))
+    axis = np.array([1.0, 2.0, -2.0]) / 3.0
+    phi = np.linspace(-1.0, 2.5, 50)
+    q = _wxyz(Rotation.from_rotvec(phi[:, None] * axis))
+    np.testing.assert_allclose(_distance(lim.project(q), q), 0.0, atol=1e-12)
+    np.testing.assert_allclose(lim.violation(q), 0.0, atol=1e-12)
+
+
+def test_hinge_clamps_to_the_end_nearer_on_the_circle() -> None:
+    """At 0.9π, range [-0.5π, 0.2π]: −0.5π is 0.6π away across ±π, 0.2π is 0.7π away."""
+    z = (0.0, 0.0, 1.0)
+    lim = JointLimits(hinge_axis=z, hinge_range=(-0.5 * PI, 0.2 * PI))
+    p = lim.project(rot.from_axis_angle(z, 0.9 * PI))
+    np.testing.assert_allclose(rot.to_rotvec(p), [0.0, 0.0, -0.5 * PI], atol=1e-12)
+    p = lim.project(rot.from_axis_angle(z, 0.5 * PI))
+    np.testing.assert_allclose(rot.to_rotvec(p), [0.0, 0.0, 0.2 * PI], atol=1e-12)
+    p = lim.project(rot.from_axis_angle(z, -0.8 * PI))
+    np.testing.assert_allclose(rot.to_rotvec(p), [0.0, 0.0, -0.5 * PI], atol=1e-12)
+
+
+def test_twist_range_clamps_to_the_end_nearer_on_the_circle() -> None:
+    lim = JointLimits(ranges=(None, (-0.5 * PI, 0.2 * PI), None))
+    p = lim.project(rot.from_axis_angle(Y, 0.9 * PI))
+    np.testing.assert_allclose(rot.to_rotvec(p), [0.0, -0.5 * PI, 0.0], atol=1e-12)
+
+
+# ---------------------------------------------------------------------- specific joint models
+def test_free_joint_projection_is_identity_map() -> None:
+    q = _random_quats(1)
+    np.testing.assert_allclose(FREE.project(q), rot.positive_w(q), atol=0.0)
+    np.testing.assert_allclose(FREE.violation(q), 0.0, atol=1e-15)
+    assert FREE.is_free
+    assert FREE.kind == "ball"
+
+
+def test_cone_projection_keeps_twist_and_swing_direction() -> None:
+    cone = 0.4
+    lim = JointLimits(cone=cone)
+    q = _wxyz(Rotation.from_rotvec([1.2, 0.0, -0.5]) * Rotation.from_rotvec([0.0, 0.7, 0.0]))
+    sx, psi, sz, bend = _params(lim.project(q))
+    np.testing.assert_allclose(bend, cone, atol=1e-12)
+    np.testing.assert_allclose(psi, 0.7, atol=1e-12)
+    np.testing.assert_allclose(np.arctan2(sz, sx), math.atan2(-0.5, 1.2), atol=1e-12)
+
+
+def test_per_axis_ranges_clamp_each_axis() -> None:
+    lim = JointLimits(ranges=((-0.2, 0.3), (-0.1, 0.1), (0.0, 0.5)))
+    q = _wxyz(Rotation.from_rotvec([0.6, 0.0, -0.4]) * Rotation.from_rotvec([0.0, -0.9, 0.0]))
+    sx, psi, sz, _ = _params(lim.project(q))
+    np.testing.assert_allclose([sx[0], psi[0], sz[0]], [0.3, -0.1, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_one_lock_zeroes_that_axis_only(k: int) -> None:
+    lim = JointLimits(lock=(k == 0, k == 1, k == 2))
+    assert lim.kind == "ball"
+    params = np.array([0.5, -0.8, 0.3])
+    q = _wxyz(
+        Rotation.from_rotvec([params[0], 0, params[2]]) * Rotation.from_rotvec([0, params[1], 0])
+    )
+    got = np.array([v[0] for v in _params(lim.project(q))[:3]])
+    expected = params.copy()
+    expected[k] = 0.0
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_two_locks_make_a_hinge_about_the_third_axis(k: int) -> None:
+    locked = JointLimits(lock=_only_free(k), ranges=_only_range(k, (-0.3, 0.9)))
+    e = np.eye(3)[k]
+    explicit = JointLimits(hinge_axis=(e[0], e[1], e[2]), hinge_range=(-0.3, 0.9))
+    assert locked.kind == "hinge"
+    axis, limits = locked.hinge
+    np.testing.assert_array_equal(axis, np.eye(3)[k])
+    assert limits == (-0.3, 0.9)
+    q = _random_quats(5)
+    np.testing.assert_allclose(_distance(locked.project(q), explicit.project(q)), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_cone_narrows_a_hinge_from_two_locks(k: int) -> None:
+    """A hinge about X or Z bends the bone: its angle may not exceed the cone."""
+    lim = JointLimits(lock=_only_free(k), cone=0.5)
+    assert lim.hinge[1] == (-0.5, 0.5)
+    q = rot.from_axis_angle(np.eye(3)[k], 1.0)
+    p = lim.project(q)
+    np.testing.assert_allclose(rot.angle(p), 0.5, atol=1e-12)
+    np.testing.assert_allclose(lim.violation(q), 0.5, atol=1e-12)
+    narrowed = JointLimits(lock=_only_free(k), ranges=_only_range(k, (-0.2, 0.9)), cone=0.5)
+    assert narrowed.hinge[1] == (-0.2, 0.5)
+
+
+def test_cone_does_not_limit_a_twist_hinge() -> None:
+    lim = JointLimits(lock=(True, False, True), cone=0.1)
+    q = rot.from_axis_angle(Y, 2.0)
+    np.testing.assert_allclose(lim.project(q), q, atol=1e-15)
+
+
+def test_three_locks_make_a_fixed_joint() -> None:
+    lim = JointLimits(lock=(True, True, True))
+    assert lim.kind == "fixed"
+    np.testing.assert_allclose(lim.project(_random_quats(2)), rot.identity((64,)), atol=0.0)
+    with pytest.raises(ChainError, match="not a hinge"):
+        _ = lim.hinge
+
+
+def test_explicit_hinge_axis_is_normalised_and_overrides_locks() -> None:
+    lim = JointLimits(lock=(True, True, True), hinge_axis=(0.0, 0.0, 2.0), hinge_range=(0.0, 1.0))
+    assert lim.kind == "hinge"
+    assert lim.hinge_axis == (0.0, 0.0, 1.0)
+    assert not lim.is_free
+
+
+def test_weights_and_is_free() -> None:
+    lim = JointLimits(lock=(False, True, False), stiffness=(0.25, 0.5, 0.0))
+    np.testing.assert_allclose(lim.weights, [0.75, 0.0, 1.0])
+    assert not lim.is_free
+    assert JointLimits(stiffness=(0.5, 0.5, 0.5)).is_free
+    assert not JointLimits(cone=PI).is_free
+    assert not JointLimits(ranges=(None, (-1.0, 1.0), None)).is_free
+
+
+def test_projection_of_zero_quaternion_and_batches() -> None:
+    for lim in (JointLimits(cone=0.3), JointLimits(hinge_axis=(1.0, 0, 0), hinge_range=(0, 1))):
+        p = lim.project(np.zeros((2, 3, 4)))
+        assert p.shape == (2, 3, 4)
+        assert np.all(np.isfinite(p))
+        assert lim.project(rot.identity()).shape == (4,)
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ranges": ((0.5, 0.1), None, None)}, r"X range .* need -π <= min <= max <= π"),
+        ({"ranges": (None, (-4.0, 0.0), None)}, r"Y range .* need -π <= min <= max <= π"),
+        ({"ranges": (None, None, (0.0, math.nan))}, r"Z range .* need -π <= min <= max"),
+        ({"ranges": ((0.0, 1.0, 2.0), None, None)}, r"X range .* need a pair \(min, max\)"),
+        ({"ranges": ((None, 1.0), None, None)}, r"X range .* need a pair \(min, max\)"),
+        ({"hinge_axis": (1.0, 0, 0), "hinge_range": (1.0, -1.0)}, r"hinge range .* min <= max"),
+        ({"ranges": (None, None)}, r"three entries each"),
+        ({"lock": (True, False)}, r"three entries each"),
+        ({"stiffness": (0.0, 0.0, 0.0, 0.0)}, r"three entries each"),
+        ({"cone": -0.1}, r"cone limit .* need 0 <= cone <= π"),
+        ({"cone": 4.0}, r"cone limit .* need 0 <= cone <= π"),
+        ({"cone": math.nan}, r"cone limit .* need 0 <= cone <= π"),
+        ({"stiffness": (0.0, 1.0, 0.0)}, r"stiffness .* each must be in \[0, 1\)"),
+        ({"stiffness": (-0.1, 0.0, 0.0)}, r"stiffness .* each must be in \[0, 1\)"),
+        ({"stiffness": (0.0, 0.0, math.nan)}, r"stiffness .* each must be in \[0, 1\)"),
+        ({"hinge_axis": (0.0, 0.0, 0.0)}, r"hinge axis .* need a non-zero 3-vector"),
+        ({"hinge_axis": (0.0, math.inf, 0.0)}, r"hinge axis .* need a non-zero 3-vector"),
+        ({"hinge_axis": (1.0, 0.0)}, r"hinge axis .* need a non-zero 3-vector"),
+    ],
+)
+def test_bad_limits_raise_chain_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ChainError, match=message):
+        JointLimits(**kwargs)  # type: ignore[arg-type]
+
+
+def test_cone_limits_builder() -> None:
+    assert cone_limits(None, 3) == (FREE, FREE, FREE)
+    built = cone_limits([None, 126.0, math.nan], 3)
+    assert built[0] is FREE
+    assert built[2] is FREE
+    assert built[1].cone == pytest.approx(math.radians(126.0))
+    with pytest.raises(ChainError, match="got 2 bend limits for 3 joints"):
+        cone_limits([None, 90.0], 3)
+    with pytest.raises(ChainError, match="cone limit"):
+        cone_limits([200.0], 1)
