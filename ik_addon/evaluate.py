@@ -1,0 +1,558 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Solve an armature's Reach IK chains from its evaluated state, and write the poses.
+
+This is the one place where chains are solved; live solving (:mod:`.handlers`) and baking
+both use it, so a baked pose is the live pose. Stable API:
+
+``solve_armature(obj, depsgraph) -> list[ChainPose]``
+    Solves every enabled chain of the armature object ``obj`` from the state evaluated in
+    ``depsgraph`` at its current frame (targets, poles, the parents above each chain root,
+    the FK pose, animated settings such as influence), without writing anything. Chains
+    that cannot be solved (no target, bad length, …) are left out; :func:`solve_chains`
+    also returns their messages.
+
+``apply_poses(obj, poses) -> None``
+    Writes the poses into the pose bones of ``obj`` (the original, not the evaluated copy),
+    each in the bone's rotation mode: quaternion (sign kept continuous with the current
+    value), every Euler order (continuous with the current value, like Blender's
+    ``Euler.make_compatible``) and axis-angle. Values that would not change are not
+    written, so a repeated solve causes no further depsgraph update.
+
+``ChainPose`` (frozen):
+    ``tip`` the pose bone holding the settings; ``bone_names`` the joints root→tip;
+    ``rotations`` ``(n, 4)`` wxyz, each bone's local rotation in its basis space (what
+    ``pose_bone.rotation_quaternion`` would hold), already blended with the FK pose by the
+    chain's influence; ``error`` the distance in world metres from the effector of that
+    pose to the target; ``reachable`` the target lies within the chain's reach (straight
+    length) of the root; ``target_world`` ``(3,)`` and ``effector_world`` ``(3,)`` in
+    world metres.
+
+How a chain is solved (deterministic: the pose at a frame depends only on that frame's
+inputs, never on the previous frame):
+
+1. the chain (:mod:`.rig`) and its base frame: the root parent's posed matrix, as evaluated
+   or, when that parent is moved by another chain solved before (chains are solved parents
+   first), recomputed from that chain's new rotations;
+2. target, pole and goal orientation are taken to the base frame
+   (world → armature space → base frame) and :func:`core.solve` runs from the **rest
+   pose**, so the bend plane comes from the rest pose's bend (or faces the pole);
+3. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone.
+
+FK pose and non-destructive writes. Each chain bone remembers (in its ``reach_ik``
+settings, saved with the file) the value last written by Reach IK and the FK value it
+replaced. When the bone's current value differs from the last written one, someone else
+set it — the animation at a frame change, or the user — and it becomes the new FK value.
+:func:`restore_fk` writes the remembered FK values back when a chain stops driving a bone,
+so disabling or removing a chain gives back exactly the FK pose, keyed or not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+from mathutils import Euler, Quaternion
+
+from ..core import METHODS, Chain, ReachIKError, SolveOptions, forward_kinematics, solve
+from ..core import rotations as rot
+from .rig import RigChain, base_matrix, build_rig_chain, matrix, rig_signature
+
+#: The solver methods in the order the UI lists them (those the core has implemented).
+METHOD_ORDER = ("triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls")
+
+METHOD_LABELS = {
+    "triangulation": "Triangulation",
+    "ccd": "CCD",
+    "jacobian_transpose": "Jacobian Transpose",
+    "jacobian_pinv": "Jacobian Pseudo-inverse",
+    "jacobian_dls": "Jacobian DLS",
+}
+
+#: Methods that iterate (the iterations and tolerance settings apply to them).
+ITERATIVE = frozenset(m for m in METHOD_ORDER if m != "triangulation")
+
+
+@cache
+def available_methods() -> tuple[str, ...]:
+    """The core's methods that are implemented, in :data:`METHOD_ORDER` first."""
+    probe = Chain.from_lengths([1.0, 1.0])
+    names = [m for m in METHOD_ORDER if m in METHODS]
+    names += [m for m in METHODS if m not in names]
+    out = []
+    for name in names:
+        try:
+            solve(probe, [0.5, 0.5, 0.5], method=name)
+        except NotImplementedError:
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainPose:
+    """A solved chain (see the module docstring for each field's frame and units)."""
+
+    tip: str
+    bone_names: tuple[str, ...]
+    rotations: np.ndarray
+    error: float
+    reachable: bool
+    target_world: np.ndarray
+    effector_world: np.ndarray
+
+
+@dataclass(frozen=True)
+class SolveReport:
+    """What :func:`solve_chains` found: the poses, and why other chains were skipped."""
+
+    poses: list[ChainPose]
+    problems: dict[str, str]
+
+
+# ----------------------------------------------------------------------------- rotations
+ROTATION_MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
+
+
+def read_rotation(pose_bone: Any) -> tuple[float, float, float, float]:
+    """The pose bone's rotation values in its mode, as 4 floats.
+
+    Quaternion ``(w, x, y, z)``; Euler ``(x, y, z, 0)``; axis-angle ``(angle, x, y, z)``.
+    """
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        w, x, y, z = pose_bone.rotation_quaternion
+        return (w, x, y, z)
+    if mode == "AXIS_ANGLE":
+        angle, x, y, z = pose_bone.rotation_axis_angle
+        return (angle, x, y, z)
+    e = pose_bone.rotation_euler
+    return (e[0], e[1], e[2], 0.0)
+
+
+def write_rotation(pose_bone: Any, values: Iterable[float]) -> None:
+    """Set the pose bone's rotation from 4 values in its mode (see :func:`read_rotation`)."""
+    v = tuple(values)
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        pose_bone.rotation_quaternion = v
+    elif mode == "AXIS_ANGLE":
+        pose_bone.rotation_axis_angle = v
+    else:
+        pose_bone.rotation_euler = v[:3]
+
+
+def values_to_quaternion(mode: str, values: Iterable[float]) -> np.ndarray:
+    """Unit quaternion ``(4,)`` wxyz from rotation values in ``mode`` (identity if empty)."""
+    v = tuple(values)
+    if mode == "QUATERNION":
+        q = np.asarray(v, dtype=np.float64)
+    elif mode == "AXIS_ANGLE":
+        axis = np.asarray(v[1:], dtype=np.float64)
+        norm = float(np.linalg.norm(axis))
+        if norm < 1e-12:
+            return rot.identity()
+        q = rot.from_axis_angle(axis / norm, v[0])
+    else:
+        q = np.asarray(Euler(v[:3], mode).to_quaternion(), dtype=np.float64)
+    norm = float(np.linalg.norm(q))
+    if not math.isfinite(norm) or norm < 1e-12:
+        return rot.identity()
+    return q / norm
+
+
+def quaternion_to_values(
+    q: np.ndarray, mode: str, reference: Iterable[float]
+) -> tuple[float, float, float, float]:
+    """Rotation values in ``mode`` for the unit quaternion ``q (4,)``, continuous with
+    ``reference`` (4 values in the same mode, e.g. the bone's current value).
+
+    Quaternion: the sign closer to the reference. Euler: the equivalent angles closest to
+    the reference (``Quaternion.to_euler(order, compatible)``). Axis-angle: the axis on the
+    reference's side and the angle within π of the reference angle.
+    """
+    ref = tuple(reference)
+    if mode == "QUATERNION":
+        s = -1.0 if float(np.dot(q, ref)) < 0.0 else 1.0
+        return (s * q[0], s * q[1], s * q[2], s * q[3])
+    if mode == "AXIS_ANGLE":
+        axis, angle = rot.to_axis_angle(q)
+        ref_axis = np.asarray(ref[1:])
+        if float(angle) < 1e-12 and np.linalg.norm(ref_axis) > 1e-12:
+            axis = ref_axis / np.linalg.norm(ref_axis)
+        elif float(np.dot(axis, ref_axis)) < 0.0:
+            axis, angle = -axis, -angle
+        angle = float(angle) + 2.0 * math.pi * round((ref[0] - float(angle)) / (2.0 * math.pi))
+        return (angle, float(axis[0]), float(axis[1]), float(axis[2]))
+    order: Any = mode
+    e = Quaternion(q.tolist()).to_euler(order, Euler(ref[:3], order))
+    return (e[0], e[1], e[2], 0.0)
+
+
+# ----------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class ChainSpec:
+    """A chain's settings as read (evaluated) from its tip pose bone."""
+
+    tip: str
+    chain_length: int
+    use_tail: bool
+    target: Any
+    target_bone: str
+    pole: Any
+    pole_bone: str
+    pole_angle: float
+    solver: str
+    iterations: int
+    tolerance: float
+    influence: float
+    use_rotation: bool
+    orient_weight: float
+
+
+def chain_tips(obj: Any) -> list[str]:
+    """Names of the pose bones of ``obj`` that hold a Reach IK chain (enabled or not)."""
+    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+        return []
+    return [pb.name for pb in obj.pose.bones if pb.reach_ik.has_chain]
+
+
+def read_spec(pose_bone: Any) -> ChainSpec:
+    s = pose_bone.reach_ik
+    return ChainSpec(
+        tip=pose_bone.name,
+        chain_length=int(s.chain_length),
+        use_tail=bool(s.use_tail),
+        target=s.target,
+        target_bone=s.target_bone,
+        pole=s.pole,
+        pole_bone=s.pole_bone,
+        pole_angle=float(s.pole_angle),
+        solver=s.solver,
+        iterations=int(s.iterations),
+        tolerance=float(s.tolerance),
+        influence=min(max(float(s.influence), 0.0), 1.0),
+        use_rotation=bool(s.use_rotation),
+        orient_weight=float(s.orient_weight),
+    )
+
+
+_rig_cache: dict[tuple[Any, ...], RigChain] = {}
+
+
+def rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain:
+    """The (cached) :class:`RigChain`; rebuilt when the rig's rest data or limits change."""
+    key = (obj.data.as_pointer(), obj.data.name_full, tip, chain_length, use_tail)
+    cached = _rig_cache.get(key)
+    if cached is not None and cached.signature == rig_signature(obj, cached.bone_names):
+        return cached
+    built = build_rig_chain(obj, tip, chain_length, use_tail)
+    _rig_cache[key] = built
+    return built
+
+
+def clear_caches() -> None:
+    """Forget cached chains (after loading a file; they are also checked on every use)."""
+    _rig_cache.clear()
+
+
+# ----------------------------------------------------------------------------- posed state
+class _PoseState:
+    """Posed bone matrices of one evaluated armature, with chains solved in this pass.
+
+    Bones below a chain solved earlier in the pass are recomputed from its new rotations
+    (``M = M_parent · rest_rel · basis``); all others are Blender's evaluated matrices.
+    """
+
+    def __init__(self, obj_eval: Any) -> None:
+        self.pose_bones = obj_eval.pose.bones
+        self.bones = obj_eval.data.bones
+        self.solved: dict[str, np.ndarray] = {}
+        self._cache: dict[str, np.ndarray] = {}
+        self._moved: dict[str, bool] = {}
+
+    def add_solved(self, names: tuple[str, ...], rotations: np.ndarray) -> None:
+        for name, q in zip(names, rotations, strict=True):
+            basis = matrix(self.pose_bones[name].matrix_basis)
+            scale = np.linalg.norm(basis[:3, :3], axis=0)
+            basis[:3, :3] = rot.to_matrix(q) * scale
+            self.solved[name] = basis
+        self._cache.clear()
+        self._moved.clear()
+
+    def _is_moved(self, name: str) -> bool:
+        moved = self._moved.get(name)
+        if moved is None:
+            parent = self.bones[name].parent
+            moved = name in self.solved or (parent is not None and self._is_moved(parent.name))
+            self._moved[name] = moved
+        return moved
+
+    def matrix(self, name: str) -> np.ndarray:
+        """Posed matrix ``(4, 4)`` of bone ``name`` in armature space."""
+        m = self._cache.get(name)
+        if m is not None:
+            return m
+        if not self.solved or not self._is_moved(name):
+            m = matrix(self.pose_bones[name].matrix)
+        else:
+            bone = self.bones[name]
+            basis = self.solved.get(name)
+            if basis is None:
+                basis = matrix(self.pose_bones[name].matrix_basis)
+            if bone.parent is None:
+                m = matrix(bone.matrix_local) @ basis
+            else:
+                rel = np.linalg.inv(matrix(bone.parent.matrix_local)) @ matrix(bone.matrix_local)
+                m = self.matrix(bone.parent.name) @ rel @ basis
+        self._cache[name] = m
+        return m
+
+
+def _point_world(
+    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: np.ndarray
+) -> np.ndarray:
+    """World position ``(3,)`` of an object, or of a bone's head when ``bone`` is given."""
+    if obj_id is None:
+        raise ReachIKError(f"no {what}: pick an object (or an armature and a bone)")
+    if not bone or obj_id.type != "ARMATURE":
+        return np.array(obj_id.matrix_world.translation, dtype=np.float64)
+    if obj_id.original == own.original:
+        if bone not in state.pose_bones:
+            raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
+        return (world @ state.matrix(bone))[:3, 3]
+    pb = obj_id.pose.bones.get(bone)
+    if pb is None:
+        raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
+    return (matrix(obj_id.matrix_world) @ matrix(pb.matrix))[:3, 3]
+
+
+def _rotation_world(spec: ChainSpec, own: Any, state: _PoseState, world: np.ndarray) -> Any:
+    """World rotation matrix ``(3, 3)`` of the target (object, or bone)."""
+    tgt = spec.target
+    if spec.target_bone and tgt.type == "ARMATURE":
+        if tgt.original == own.original:
+            m = world @ state.matrix(spec.target_bone)
+        else:
+            m = matrix(tgt.matrix_world) @ matrix(tgt.pose.bones[spec.target_bone].matrix)
+    else:
+        m = matrix(tgt.matrix_world)
+    r = m[:3, :3]
+    return r / np.linalg.norm(r, axis=0)
+
+
+def _fk_state(pose_bone: Any) -> tuple[str, tuple[float, ...]]:
+    """The bone's FK rotation (mode, values) by the rule of the module docstring."""
+    s = pose_bone.reach_ik
+    mode = pose_bone.rotation_mode
+    current = read_rotation(pose_bone)
+    if not s.ik_active:
+        return mode, current
+    if mode == s.ik_mode and current != tuple(s.ik_value):
+        return mode, current
+    return s.fk_mode, tuple(s.fk_value)
+
+
+def _depth(obj: Any, name: str) -> int:
+    bone = obj.data.bones[name]
+    d = 0
+    while bone.parent is not None:
+        d += 1
+        bone = bone.parent
+    return d
+
+
+def _solve_one(
+    spec: ChainSpec, obj: Any, obj_eval: Any, state: _PoseState, world: np.ndarray
+) -> ChainPose:
+    if spec.solver not in available_methods():
+        raise ReachIKError(
+            f"solver '{spec.solver}' is not available; choose one of "
+            f"{', '.join(available_methods())}"
+        )
+    rig = rig_chain(obj, spec.tip, spec.chain_length, spec.use_tail)
+    target_w = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
+    parent = state.matrix(rig.parent) if rig.parent is not None else None
+    root_pb = state.pose_bones[rig.bone_names[0]]
+    base = world @ base_matrix(rig, parent, np.array(root_pb.location, dtype=np.float64))
+    if abs(np.linalg.det(base[:3, :3])) < 1e-18:
+        raise ReachIKError("the chain's parent or the armature has zero scale")
+    to_base = np.linalg.inv(base)
+    target_b = (to_base @ np.append(target_w, 1.0))[:3]
+    pole_b = None
+    if spec.pole is not None:
+        pole_w = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)
+        pole_b = (to_base @ np.append(pole_w, 1.0))[:3]
+    goal_rot = None
+    weight = 1.0
+    if spec.use_rotation:
+        base_rot = base[:3, :3] / np.linalg.norm(base[:3, :3], axis=0)
+        goal_rot = rot.from_matrix(base_rot.T @ _rotation_world(spec, obj_eval, state, world))
+        weight = 1.0 - spec.orient_weight
+    options = SolveOptions(
+        max_iterations=max(spec.iterations, 1),
+        tolerance=spec.tolerance if spec.tolerance > 0.0 else None,
+        pole_angle=spec.pole_angle,
+        position_weight=weight,
+    )
+    chain = rig.chain
+    result = solve(
+        chain,
+        target_b,
+        method=spec.solver,
+        pole=pole_b,
+        target_rotation=goal_rot,
+        options=options,
+    )
+    ik = np.asarray(result.rotations, dtype=np.float64)
+    if not np.all(np.isfinite(ik)):
+        raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
+    if spec.influence < 1.0:
+        fk = np.array(
+            [values_to_quaternion(*_fk_state(state.pose_bones[n])) for n in rig.bone_names]
+        )
+        ik = rot.normalize(rot.slerp(fk, ik, spec.influence))
+    effector_b = forward_kinematics(chain, ik)[0][-1]
+    effector_w = (base @ np.append(effector_b, 1.0))[:3]
+    reach_tol = chain.reach * 1e-9 + (options.tolerance or 1e-6 * chain.reach)
+    return ChainPose(
+        tip=spec.tip,
+        bone_names=rig.bone_names,
+        rotations=ik,
+        error=float(np.linalg.norm(effector_w - target_w)),
+        reachable=bool(np.linalg.norm(target_b) <= chain.reach + reach_tol),
+        target_world=target_w,
+        effector_world=effector_w,
+    )
+
+
+def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
+    """Solve every enabled chain of ``obj`` (see :func:`solve_armature`).
+
+    Returns:
+        The poses, and a message per chain tip that was skipped (disabled chains are not
+        mentioned).
+    """
+    problems: dict[str, str] = {}
+    poses: list[ChainPose] = []
+    tips = chain_tips(obj)
+    if not tips:
+        return SolveReport(poses, problems)
+    obj_eval = obj.evaluated_get(depsgraph)
+    if obj_eval.pose is None:
+        return SolveReport(poses, problems)
+    state = _PoseState(obj_eval)
+    world = matrix(obj_eval.matrix_world)
+    specs = []
+    for tip in tips:
+        pb = obj_eval.pose.bones.get(tip)
+        if pb is None or not pb.reach_ik.enabled:
+            continue
+        specs.append(read_spec(pb))
+    # Parents first: a chain whose bones lie above another chain's root is solved before it.
+    specs.sort(key=lambda s: (_depth(obj, s.tip) - s.chain_length + s.use_tail, s.tip))
+    for spec in specs:
+        try:
+            pose = _solve_one(spec, obj, obj_eval, state, world)
+        except ReachIKError as exc:
+            problems[spec.tip] = str(exc)
+            continue
+        poses.append(pose)
+        state.add_solved(pose.bone_names, pose.rotations)
+    return SolveReport(poses, problems)
+
+
+def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:
+    """Solve every enabled chain of ``obj`` at the depsgraph's frame; writes nothing."""
+    return solve_chains(obj, depsgraph).poses
+
+
+# ----------------------------------------------------------------------------- writing
+def _set_state(pose_bone: Any, **values: Any) -> None:
+    s = pose_bone.reach_ik
+    for name, value in values.items():
+        current = getattr(s, name)
+        if isinstance(value, tuple):
+            if tuple(current) != value:
+                setattr(s, name, value)
+        elif current != value:
+            setattr(s, name, value)
+
+
+def _write(pose_bone: Any, values: tuple[float, ...]) -> None:
+    """Write rotation values unless the stored (float32) value would stay the same."""
+    new = tuple(float(np.float32(v)) for v in values)
+    if new != read_rotation(pose_bone):
+        write_rotation(pose_bone, new)
+
+
+def apply_poses(obj: Any, poses: Iterable[ChainPose]) -> None:
+    """Write solved poses into ``obj``'s pose bones, remembering each bone's FK value."""
+    pose_bones = obj.pose.bones
+    for pose in poses:
+        for name, q in zip(pose.bone_names, pose.rotations, strict=True):
+            pb = pose_bones.get(name)
+            if pb is None:
+                continue
+            fk_mode, fk_values = _fk_state(pb)
+            mode = pb.rotation_mode
+            _write(pb, quaternion_to_values(q, mode, read_rotation(pb)))
+            _set_state(
+                pb,
+                fk_mode=fk_mode,
+                fk_value=tuple(float(v) for v in fk_values),
+                ik_mode=mode,
+                ik_value=read_rotation(pb),
+                ik_active=True,
+            )
+
+
+def restore_fk(obj: Any, keep: Iterable[str] = ()) -> list[str]:
+    """Give back the FK rotation of every bone Reach IK drives, except those in ``keep``.
+
+    Returns:
+        The names of the bones restored.
+    """
+    kept = set(keep)
+    restored: list[str] = []
+    if obj is None or obj.pose is None:
+        return restored
+    for pb in obj.pose.bones:
+        s = pb.reach_ik
+        if not s.ik_active or pb.name in kept:
+            continue
+        fk_mode, fk_values = _fk_state(pb)
+        if fk_mode == pb.rotation_mode:
+            values = tuple(fk_values)
+        else:
+            q = values_to_quaternion(fk_mode, fk_values)
+            values = quaternion_to_values(q, pb.rotation_mode, read_rotation(pb))
+        _write(pb, values)
+        s.ik_active = False
+        restored.append(pb.name)
+    return restored
+
+
+__all__ = [
+    "ITERATIVE",
+    "METHOD_LABELS",
+    "METHOD_ORDER",
+    "ChainPose",
+    "ChainSpec",
+    "SolveReport",
+    "apply_poses",
+    "available_methods",
+    "chain_tips",
+    "clear_caches",
+    "quaternion_to_values",
+    "read_rotation",
+    "restore_fk",
+    "rig_chain",
+    "solve_armature",
+    "solve_chains",
+    "values_to_quaternion",
+    "write_rotation",
+]

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Live solving: every enabled chain is solved and shown when the frame changes, when a
+target or pole moves, and in renders.
+
+Mechanism: handlers write the solved rotations into the pose bones' rotation properties
+(:func:`.evaluate.solve_armature` then :func:`.evaluate.apply_poses`; nothing else touches
+the pose), and give the FK pose back to bones no enabled chain drives any more.
+
+* ``frame_change_post`` — scrubbing, playback, ``frame_set`` and renders. Blender
+  re-evaluates the depsgraph when a frame-change handler changed data, so the written pose
+  is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
+  does not edit the scene while a frame renders; for final output prefer baking).
+* ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
+  setting). Writing the pose causes one more depsgraph update, whose solve gives the same
+  values and so writes nothing: the exchange stops by itself; a re-entrancy flag guards
+  against anything running the handler from inside a solve.
+* ``load_post`` — a file that is opened is solved once (caches are dropped first).
+
+All are ``@persistent`` (they survive loading files) and :func:`unregister_handlers`
+removes every one. No handler writes keyframes. The last solve's residual errors and
+messages are kept in :data:`status` for the panels (not saved).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import bpy
+from bpy.app.handlers import persistent
+
+from . import evaluate
+
+
+@dataclass(frozen=True)
+class ChainStatus:
+    """The last live solve of one chain: residual error (world metres) or a problem."""
+
+    error: float | None
+    reachable: bool
+    message: str
+
+
+#: ``(armature object name, tip bone name)`` → the chain's last live solve.
+status: dict[tuple[str, str], ChainStatus] = {}
+
+_busy = False
+_reported: set[str] = set()
+
+
+def solve_object(obj: Any, depsgraph: Any) -> None:
+    """Solve, write and release (FK back) one armature object's chains."""
+    report = evaluate.solve_chains(obj, depsgraph)
+    evaluate.apply_poses(obj, report.poses)
+    evaluate.restore_fk(obj, {name for pose in report.poses for name in pose.bone_names})
+    for key in [k for k in status if k[0] == obj.name]:
+        del status[key]
+    for pose in report.poses:
+        status[(obj.name, pose.tip)] = ChainStatus(pose.error, pose.reachable, "")
+    for tip, message in report.problems.items():
+        status[(obj.name, tip)] = ChainStatus(None, False, message)
+
+
+def _armatures(scene: Any) -> list[Any]:
+    return [
+        obj
+        for obj in scene.objects
+        if obj.type == "ARMATURE" and obj.mode != "EDIT" and obj.pose is not None
+    ]
+
+
+def solve_scene(scene: Any, depsgraph: Any) -> None:
+    """Solve every armature of ``scene`` that has chains; never raises."""
+    global _busy
+    if _busy:
+        return
+    _busy = True
+    try:
+        for obj in _armatures(scene):
+            if not obj.library or obj.override_library:
+                try:
+                    solve_object(obj, depsgraph)
+                except Exception:
+                    _report_once(obj.name)
+    finally:
+        _busy = False
+
+
+def _report_once(name: str) -> None:
+    if name not in _reported:
+        _reported.add(name)
+        print(f"Reach IK: solving '{name}' failed:")
+        traceback.print_exc()
+
+
+@persistent
+def on_frame_change(scene: Any, depsgraph: Any) -> None:
+    solve_scene(scene, depsgraph)
+
+
+@persistent
+def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
+    if _busy:
+        return
+    if not any(isinstance(u.id, bpy.types.Object) for u in depsgraph.updates):
+        return
+    solve_scene(scene, depsgraph)
+
+
+@persistent
+def on_load(_filepath: Any = None) -> None:
+    evaluate.clear_caches()
+    status.clear()
+    _reported.clear()
+    context = bpy.context
+    scene = getattr(context, "scene", None)
+    if scene is not None:
+        solve_scene(scene, context.evaluated_depsgraph_get())
+
+
+_HANDLERS: tuple[tuple[list[Callable[..., None]], Callable[..., None]], ...] = (
+    (bpy.app.handlers.frame_change_post, on_frame_change),
+    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
+    (bpy.app.handlers.load_post, on_load),
+)
+
+
+def register_handlers() -> None:
+    for handler_list, fn in _HANDLERS:
+        if fn not in handler_list:
+            handler_list.append(fn)
+
+
+def unregister_handlers() -> None:
+    for handler_list, fn in _HANDLERS:
+        while fn in handler_list:
+            handler_list.remove(fn)
+    status.clear()
+    evaluate.clear_caches()

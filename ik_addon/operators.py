@@ -1,0 +1,455 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Reach IK's operators: add and remove a chain, convert Blender IK constraints (both ways),
+and apply the solved pose to FK keys.
+
+Every operator checks its context in ``poll`` (with a message saying what is needed),
+reports what it did or why it did nothing, and supports undo.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
+
+from . import evaluate, handlers
+from .properties import driven_bones
+from .rig import (
+    RigError,
+    chain_bones,
+    default_chain_length,
+    pole_angle_from_blender,
+    pole_angle_to_blender,
+)
+
+#: What ``execute`` returns.
+Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
+
+#: Settings of a chain (reset by Remove); the FK bookkeeping is not among them.
+CHAIN_SETTINGS = (
+    "has_chain",
+    "enabled",
+    "chain_length",
+    "target",
+    "target_bone",
+    "pole",
+    "pole_bone",
+    "pole_angle",
+    "solver",
+    "iterations",
+    "tolerance",
+    "influence",
+    "use_tail",
+    "use_rotation",
+    "orient_weight",
+)
+
+
+def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
+    return [
+        (m, evaluate.METHOD_LABELS.get(m, m), evaluate.METHOD_LABELS.get(m, m))
+        for m in evaluate.available_methods()
+    ]
+
+
+def _armature(context: Any) -> Any:
+    obj = context.object
+    if obj is None or obj.type != "ARMATURE":
+        return None
+    return obj
+
+
+def _poll_armature(cls: Any, context: Any) -> bool:
+    if _armature(context) is None:
+        cls.poll_message_set("Needs an active armature object")
+        return False
+    return True
+
+
+def _poll_pose_bone(cls: Any, context: Any) -> bool:
+    if not _poll_armature(cls, context):
+        return False
+    if context.mode != "POSE":
+        cls.poll_message_set("Needs Pose Mode")
+        return False
+    if context.active_pose_bone is None:
+        cls.poll_message_set("Needs an active bone")
+        return False
+    return True
+
+
+def _resolve_tip(context: Any, tip: str) -> Any:
+    obj = _armature(context)
+    if obj is None:
+        return None
+    if tip:
+        return obj.pose.bones.get(tip)
+    pb = context.active_pose_bone
+    return pb if pb is not None and pb.id_data == obj else None
+
+
+def solve_now(context: Any, obj: Any) -> None:
+    """Solve ``obj`` at once (the live handlers would on the next update anyway)."""
+    handlers.solve_object(obj, context.evaluated_depsgraph_get())
+
+
+def _select_pose_bone(pb: Any, state: bool) -> None:
+    if hasattr(pb, "select"):
+        pb.select = state
+    else:
+        pb.bone.select = state
+
+
+def _is_selected(pb: Any) -> bool:
+    return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
+
+
+class REACH_IK_OT_add(bpy.types.Operator):
+    """Add a Reach IK chain ending at the active bone (target: the selected bone or object,
+    else a new empty at the bone's tail)"""
+
+    bl_idname = "reach_ik.add"
+    bl_label = "Add Reach IK"
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 (Blender reads a plain set)
+
+    chain_length: IntProperty(  # type: ignore[valid-type]
+        name="Chain Length",
+        description="Bones in the chain; 0 = up to the first bone not connected to its parent",
+        default=0,
+        min=0,
+        max=255,
+    )
+    solver: EnumProperty(name="Solver", items=_solver_items)  # type: ignore[valid-type]
+    new_target: BoolProperty(  # type: ignore[valid-type]
+        name="New Target Empty",
+        description="Always make a new empty as the target, even when something is selected",
+        default=False,
+    )
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        return _poll_pose_bone(cls, context)
+
+    def execute(self, context: Any) -> Result:
+        obj = context.object
+        pb = context.active_pose_bone
+        tip = pb.name
+        s = pb.reach_ik
+        if s.has_chain:
+            self.report({"ERROR"}, f"'{tip}' already has a Reach IK chain; remove it first")
+            return {"CANCELLED"}
+        length = self.chain_length or default_chain_length(obj, tip)
+        try:
+            names = chain_bones(obj, tip, length, True)
+        except RigError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        target, target_bone = None, ""
+        if not self.new_target:
+            target, target_bone = self._selected_target(context, obj, pb)
+        if target_bone in names:
+            self.report(
+                {"ERROR"},
+                f"the selected bone '{target_bone}' is part of the chain; select another "
+                "bone or object as the target",
+            )
+            return {"CANCELLED"}
+        if target is None:
+            target = self._new_empty(context, obj, pb)
+        s.chain_length = length
+        s.use_tail = True
+        s.target = target
+        s.target_bone = target_bone
+        if self.solver:
+            s.solver = self.solver
+        s.enabled = True
+        s.has_chain = True
+        solve_now(context, obj)
+        goal = f"{target.name}:{target_bone}" if target_bone else target.name
+        self.report({"INFO"}, f"Reach IK: {length}-bone chain on '{tip}' reaching for '{goal}'")
+        return {"FINISHED"}
+
+    @staticmethod
+    def _selected_target(context: Any, obj: Any, pb: Any) -> tuple[Any, str]:
+        for other in obj.pose.bones:
+            if other != pb and _is_selected(other):
+                return obj, other.name
+        for other in context.selected_objects:
+            if other != obj:
+                return other, ""
+        return None, ""
+
+    @staticmethod
+    def _new_empty(context: Any, obj: Any, pb: Any) -> Any:
+        empty = bpy.data.objects.new(f"{pb.name} target", None)
+        empty.empty_display_type = "SPHERE"
+        scale = max(obj.matrix_world.to_scale())
+        empty.empty_display_size = max(pb.bone.length * scale * 0.25, 1e-3)
+        empty.location = obj.matrix_world @ pb.tail
+        collection = obj.users_collection[0] if obj.users_collection else None
+        (collection or context.scene.collection).objects.link(empty)
+        return empty
+
+
+class REACH_IK_OT_remove(bpy.types.Operator):
+    """Remove the Reach IK chain of the active bone (its bones get their FK pose back)"""
+
+    bl_idname = "reach_ik.remove"
+    bl_label = "Remove Reach IK"
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 (Blender reads a plain set)
+
+    tip: StringProperty(  # type: ignore[valid-type]
+        name="Tip Bone", description="The chain's tip bone; empty = the active bone"
+    )
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        return _poll_armature(cls, context)
+
+    def execute(self, context: Any) -> Result:
+        obj = context.object
+        pb = _resolve_tip(context, self.tip)
+        if pb is None or not pb.reach_ik.has_chain:
+            name = self.tip or (pb.name if pb is not None else "the active bone")
+            self.report({"ERROR"}, f"'{name}' has no Reach IK chain")
+            return {"CANCELLED"}
+        remove_chain(obj, pb)
+        self.report({"INFO"}, f"Reach IK: removed the chain on '{pb.name}'; FK pose restored")
+        return {"FINISHED"}
+
+
+def remove_chain(obj: Any, pb: Any) -> None:
+    """Reset a tip's chain settings and give its bones their FK pose back."""
+    s = pb.reach_ik
+    for name in CHAIN_SETTINGS:
+        s.property_unset(name)
+    evaluate.restore_fk(obj, driven_bones(obj))
+    handlers.status.pop((obj.name, pb.name), None)
+
+
+def _full_length(obj: Any, tip: str, use_tail: bool) -> int:
+    bone = obj.data.bones[tip]
+    if not use_tail:
+        bone = bone.parent
+    count = 0
+    while bone is not None:
+        count += 1
+        bone = bone.parent
+    return count
+
+
+class REACH_IK_OT_convert_constraints(bpy.types.Operator):
+    """Convert Blender IK constraints to Reach IK chains, or Reach IK chains to Blender IK
+    constraints (target, pole, pole angle, chain length, iterations, tail, weights)"""
+
+    bl_idname = "reach_ik.convert_constraints"
+    bl_label = "Convert IK"
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 (Blender reads a plain set)
+
+    direction: EnumProperty(  # type: ignore[valid-type]
+        name="Direction",
+        items=(
+            ("TO_REACH_IK", "IK Constraints → Reach IK", "Blender IK constraints become chains"),
+            ("TO_BLENDER", "Reach IK → IK Constraints", "Chains become Blender IK constraints"),
+        ),
+        default="TO_REACH_IK",
+    )
+    only_selected: BoolProperty(  # type: ignore[valid-type]
+        name="Only Selected Bones",
+        description="Convert only on selected bones (else every bone of the armature)",
+        default=False,
+    )
+    keep_source: BoolProperty(  # type: ignore[valid-type]
+        name="Keep Source",
+        description=(
+            "Keep the converted constraint (muted) or chain (disabled) instead of deleting "
+            "it, to switch back and forth"
+        ),
+        default=False,
+    )
+    solver: EnumProperty(name="Solver", items=_solver_items)  # type: ignore[valid-type]
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        return _poll_armature(cls, context)
+
+    def execute(self, context: Any) -> Result:
+        obj = context.object
+        bones = [pb for pb in obj.pose.bones if not self.only_selected or _is_selected(pb)]
+        done: list[str] = []
+        skipped: list[str] = []
+        if self.direction == "TO_REACH_IK":
+            for pb in bones:
+                for con in list(pb.constraints):
+                    if con.type == "IK" and not con.mute:
+                        why = self._to_reach(obj, pb, con)
+                        (skipped if why else done).append(why or pb.name)
+        else:
+            for pb in bones:
+                if pb.reach_ik.has_chain:
+                    why = self._to_blender(obj, pb)
+                    (skipped if why else done).append(why or pb.name)
+        if done:
+            solve_now(context, obj)
+        kind = "Reach IK chain" if self.direction == "TO_REACH_IK" else "IK constraint"
+        message = f"Converted {len(done)} to {kind}s"
+        if done:
+            message += f" ({', '.join(done)})"
+        if skipped:
+            message += f"; skipped {len(skipped)}: " + "; ".join(skipped)
+        if not done and not skipped:
+            source = "IK constraints" if self.direction == "TO_REACH_IK" else "Reach IK chains"
+            self.report({"WARNING"}, f"No {source} to convert")
+            return {"CANCELLED"}
+        self.report({"WARNING"} if skipped else {"INFO"}, message)
+        return {"FINISHED"}
+
+    def _to_reach(self, obj: Any, pb: Any, con: Any) -> str:
+        s = pb.reach_ik
+        if s.has_chain:
+            return f"'{pb.name}' already has a Reach IK chain"
+        if con.ik_type != "COPY_POSE":
+            return f"'{pb.name}': only Standard IK (not Distance) converts"
+        if con.target is None:
+            return f"'{pb.name}': the IK constraint has no target"
+        use_tail = bool(con.use_tail)
+        length = con.chain_count or _full_length(obj, pb.name, use_tail)
+        try:
+            names = chain_bones(obj, pb.name, length, use_tail)
+        except RigError as exc:
+            return f"'{pb.name}': {exc}"
+        s.chain_length = length
+        s.use_tail = use_tail
+        s.target = con.target
+        s.target_bone = con.subtarget
+        s.pole = con.pole_target
+        s.pole_bone = con.pole_subtarget if con.pole_target is not None else ""
+        s.pole_angle = (
+            pole_angle_from_blender(obj, names, con.pole_angle) if con.pole_target else 0.0
+        )
+        s.iterations = max(int(con.iterations), 1)
+        s.influence = con.influence
+        s.use_rotation = bool(con.use_rotation)
+        weight = con.weight if con.use_location else 0.0
+        total = weight + con.orient_weight
+        s.orient_weight = con.orient_weight / total if total > 0.0 else 0.5
+        if self.solver:
+            s.solver = self.solver
+        s.enabled = True
+        s.has_chain = True
+        if self.keep_source:
+            con.mute = True
+        else:
+            pb.constraints.remove(con)
+        return ""
+
+    def _to_blender(self, obj: Any, pb: Any) -> str:
+        s = pb.reach_ik
+        if s.target is None:
+            return f"'{pb.name}': the chain has no target"
+        try:
+            names = chain_bones(obj, pb.name, s.chain_length, s.use_tail)
+        except RigError as exc:
+            return f"'{pb.name}': {exc}"
+        con = next((c for c in pb.constraints if c.type == "IK" and c.mute), None)
+        if con is None:
+            con = pb.constraints.new("IK")
+        con.target = s.target
+        con.subtarget = s.target_bone
+        con.pole_target = s.pole
+        if s.pole is not None:
+            con.pole_subtarget = s.pole_bone
+            con.pole_angle = pole_angle_to_blender(obj, names, s.pole_angle)
+        con.chain_count = s.chain_length
+        con.use_tail = s.use_tail
+        con.iterations = s.iterations
+        con.influence = s.influence
+        con.use_rotation = s.use_rotation
+        con.use_location = True
+        w = s.orient_weight
+        con.weight = 1.0 if w <= 0.5 else max((1.0 - w) / w, 0.01)
+        con.orient_weight = max(w / (1.0 - w), 0.01) if w <= 0.5 else 1.0
+        con.mute = False
+        if self.keep_source:
+            s.enabled = False
+        else:
+            remove_chain(obj, pb)
+        return ""
+
+
+class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
+    """Key the solved pose of the chain bones on the current frame (IK → FK snapping)"""
+
+    bl_idname = "reach_ik.apply_to_fk"
+    bl_label = "Apply to FK"
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 (Blender reads a plain set)
+
+    all_chains: BoolProperty(  # type: ignore[valid-type]
+        name="All Chains",
+        description="Every chain of the armature (else the active bone's chain)",
+        default=False,
+    )
+    disable_chains: BoolProperty(  # type: ignore[valid-type]
+        name="Disable Chains",
+        description="Switch the chains off afterwards: the keyed FK pose takes over",
+        default=False,
+    )
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        obj = _armature(context)
+        if obj is None:
+            cls.poll_message_set("Needs an active armature object")
+            return False
+        if not evaluate.chain_tips(obj):
+            cls.poll_message_set("The armature has no Reach IK chains")
+            return False
+        return True
+
+    def execute(self, context: Any) -> Result:
+        obj = context.object
+        report = evaluate.solve_chains(obj, context.evaluated_depsgraph_get())
+        poses = report.poses
+        if not self.all_chains:
+            pb = context.active_pose_bone
+            tip = pb.name if pb is not None and pb.id_data == obj else ""
+            poses = [p for p in poses if p.tip == tip]
+            if not poses:
+                why = report.problems.get(tip, "it has no enabled Reach IK chain")
+                self.report({"ERROR"}, f"Cannot apply '{tip or 'the active bone'}': {why}")
+                return {"CANCELLED"}
+        if not poses:
+            problems = "; ".join(report.problems.values())
+            self.report({"ERROR"}, f"No chain could be solved: {problems}")
+            return {"CANCELLED"}
+        evaluate.apply_poses(obj, poses)
+        frame = context.scene.frame_current
+        keyed = 0
+        for pose in poses:
+            for name in pose.bone_names:
+                pb = obj.pose.bones[name]
+                mode = pb.rotation_mode
+                path = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+                pb.keyframe_insert(path.get(mode, "rotation_euler"), frame=frame, group=name)
+                values = evaluate.read_rotation(pb)
+                pb.reach_ik.fk_mode = mode
+                pb.reach_ik.fk_value = values
+                keyed += 1
+            if self.disable_chains:
+                obj.pose.bones[pose.tip].reach_ik.enabled = False
+        worst = max(p.error for p in poses)
+        self.report(
+            {"INFO"},
+            f"Keyed {keyed} bones of {len(poses)} chain(s) at frame {frame} "
+            f"(largest residual {worst:.3g} m)",
+        )
+        return {"FINISHED"}
+
+
+classes = (
+    REACH_IK_OT_add,
+    REACH_IK_OT_remove,
+    REACH_IK_OT_convert_constraints,
+    REACH_IK_OT_apply_to_fk,
+)

@@ -1,0 +1,220 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Reach IK's settings: one namespaced property group per pose bone, ``PoseBone.reach_ik``.
+
+On a chain's **tip** bone it holds the chain's settings (``has_chain`` marks it). On every
+bone a chain drives it also holds the bookkeeping that keeps the FK pose (see
+:mod:`.evaluate`): ``ik_active``, the value last written (``ik_mode``/``ik_value``) and the
+FK value it replaced (``fk_mode``/``fk_value``), four floats in the bone's rotation mode
+(quaternion ``w, x, y, z``; Euler ``x, y, z, 0``; axis-angle ``angle, x, y, z``). These are
+saved with the file and not animatable.
+
+Joint limits and stiffness are not here: they are Blender's own per-bone IK settings
+(``lock_ik_*``, ``use_ik_limit_*``, ``ik_min/max_*``, ``ik_stiffness_*``), see :mod:`.rig`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+
+from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, restore_fk
+from .rig import RigError, chain_bones
+
+_METHOD_HELP = {
+    "triangulation": "One pass with the law of cosines (Müller-Cajar & Mukundan); no iterations",
+    "ccd": "Cyclic Coordinate Descent: one joint at a time, iterated",
+    "jacobian_transpose": "Jacobian transpose steps, iterated",
+    "jacobian_pinv": "Jacobian pseudo-inverse (SVD) steps, iterated",
+    "jacobian_dls": "Damped least squares Jacobian steps, iterated; stable near singular poses",
+}
+
+
+def _solver_items() -> list[tuple[str, str, str, int]]:
+    # Stable numbers (saved in files) whatever subset of methods is available.
+    numbers = {name: i for i, name in enumerate(METHOD_ORDER)}
+    items: list[tuple[str, str, str, int]] = []
+    for name in available_methods():
+        number = numbers.get(name, len(METHOD_ORDER) + len(items))
+        label = METHOD_LABELS.get(name, name.replace("_", " ").title())
+        items.append((name, label, _METHOD_HELP.get(name, label), number))
+    return items
+
+
+def driven_bones(obj: Any) -> set[str]:
+    """Bones of ``obj`` that an enabled chain drives."""
+    out: set[str] = set()
+    for pb in obj.pose.bones:
+        s = pb.reach_ik
+        if s.has_chain and s.enabled:
+            try:
+                out.update(chain_bones(obj, pb.name, s.chain_length, s.use_tail))
+            except RigError:
+                continue
+    return out
+
+
+def _release_undriven(self: Any, context: Any) -> None:
+    """Give the FK pose back to bones no enabled chain drives any more."""
+    obj = self.id_data
+    if obj is not None and obj.pose is not None:
+        restore_fk(obj, driven_bones(obj))
+
+
+def _poll_target(self: Any, obj: Any) -> bool:
+    return obj != self.id_data or obj.type == "ARMATURE"
+
+
+class ReachIKBoneSettings(bpy.types.PropertyGroup):
+    """A Reach IK chain's settings (on its tip bone) and FK bookkeeping (on every bone)."""
+
+    has_chain: BoolProperty(  # type: ignore[valid-type]
+        name="Has Chain",
+        description="This bone is the tip of a Reach IK chain",
+        default=False,
+        options=set(),
+    )
+    enabled: BoolProperty(  # type: ignore[valid-type]
+        name="Enabled",
+        description="Solve this chain; when off, the bones get their FK pose back",
+        default=True,
+        update=_release_undriven,
+    )
+    chain_length: IntProperty(  # type: ignore[valid-type]
+        name="Chain Length",
+        description=(
+            "How many bones the chain has, counted from the tip (from the tip's parent "
+            "when Use Tail is off)"
+        ),
+        default=2,
+        min=1,
+        soft_max=32,
+        max=255,
+        options=set(),
+        update=_release_undriven,
+    )
+    target: PointerProperty(  # type: ignore[valid-type]
+        name="Target",
+        description="Object the chain's end reaches for (an armature: pick a bone too)",
+        type=bpy.types.Object,
+        poll=_poll_target,
+        options=set(),
+    )
+    target_bone: StringProperty(  # type: ignore[valid-type]
+        name="Bone",
+        description="Bone of the target armature (its head is the goal)",
+        options=set(),
+    )
+    pole: PointerProperty(  # type: ignore[valid-type]
+        name="Pole",
+        description="Object the chain bends toward (an armature: pick a bone too)",
+        type=bpy.types.Object,
+        poll=_poll_target,
+        options=set(),
+    )
+    pole_bone: StringProperty(  # type: ignore[valid-type]
+        name="Pole Bone",
+        description="Bone of the pole armature",
+        options=set(),
+    )
+    pole_angle: FloatProperty(  # type: ignore[valid-type]
+        name="Pole Angle",
+        description=(
+            "Turn of the bend about the root-to-target line, from the side facing the pole "
+            "(0: the chain bends toward the pole)"
+        ),
+        default=0.0,
+        min=-math.pi,
+        max=math.pi,
+        subtype="ANGLE",
+    )
+    solver: EnumProperty(  # type: ignore[valid-type]
+        name="Solver",
+        description="IK method",
+        items=_solver_items(),
+        options=set(),
+    )
+    iterations: IntProperty(  # type: ignore[valid-type]
+        name="Iterations",
+        description="Most iterations of an iterative solver",
+        default=100,
+        min=1,
+        max=10000,
+        options=set(),
+    )
+    tolerance: FloatProperty(  # type: ignore[valid-type]
+        name="Tolerance",
+        description=(
+            "Close enough to the target (iterative solvers); 0 means a millionth of the "
+            "chain's length"
+        ),
+        default=0.0,
+        min=0.0,
+        soft_max=0.01,
+        precision=6,
+        subtype="DISTANCE",
+        options=set(),
+    )
+    influence: FloatProperty(  # type: ignore[valid-type]
+        name="Influence",
+        description="Blend between the FK pose (0) and the IK solution (1)",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
+    use_tail: BoolProperty(  # type: ignore[valid-type]
+        name="Use Tail",
+        description=(
+            "The tip bone is part of the chain and its tail reaches the target (off: the "
+            "chain ends at the tip's parent)"
+        ),
+        default=True,
+        options=set(),
+        update=_release_undriven,
+    )
+    use_rotation: BoolProperty(  # type: ignore[valid-type]
+        name="Rotation",
+        description="Also match the target's orientation with the chain's last bone",
+        default=False,
+        options=set(),
+    )
+    orient_weight: FloatProperty(  # type: ignore[valid-type]
+        name="Orientation Weight",
+        description="Weight of the orientation goal against the position goal",
+        default=0.5,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
+    ik_active: BoolProperty(  # type: ignore[valid-type]
+        name="Driven by Reach IK",
+        description="Internal: Reach IK wrote this bone's rotation",
+        default=False,
+        options=set(),
+    )
+    ik_mode: StringProperty(options=set())  # type: ignore[valid-type]
+    ik_value: FloatVectorProperty(size=4, options=set())  # type: ignore[valid-type]
+    fk_mode: StringProperty(options=set())  # type: ignore[valid-type]
+    fk_value: FloatVectorProperty(size=4, options=set())  # type: ignore[valid-type]
+
+
+classes = (ReachIKBoneSettings,)
+
+
+def register_properties() -> None:
+    bpy.types.PoseBone.reach_ik = PointerProperty(type=ReachIKBoneSettings)  # type: ignore[attr-defined]
+
+
+def unregister_properties() -> None:
+    delattr(bpy.types.PoseBone, "reach_ik")
