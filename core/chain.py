@@ -97,6 +97,8 @@ class Chain:
             raise ChainError(
                 f"got {len(joint_limits)} joint limits for {n} joints; give one per joint"
             )
+        if not all(isinstance(lim, JointLimits) for lim in joint_limits):
+            raise ChainError("limits must be JointLimits instances, one per joint")
         offs.setflags(write=False)
         rest.setflags(write=False)
         object.__setattr__(self, "offsets", offs)
@@ -125,7 +127,10 @@ class Chain:
             limits: full per-joint limits instead of ``bend_limits_deg``.
             names: joint names.
         """
-        links = np.asarray(lengths, dtype=np.float64).reshape(-1)
+        links = np.asarray(lengths, dtype=np.float64)
+        if links.ndim > 1:
+            raise ChainError(f"lengths must have shape (n,), got {links.shape}")
+        links = links.reshape(-1)
         if links.size == 0:
             raise ChainError("a chain needs at least one link length")
         if not np.all(np.isfinite(links)) or np.any(links < MIN_LINK_LENGTH):
