@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -74,8 +75,11 @@ class SolveOptions:
             if not ok:
                 raise SolveInputError(what)
 
+        def is_integer(value: object) -> bool:  # numpy integers too, but not booleans
+            return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
         need(
-            isinstance(self.max_iterations, int) and self.max_iterations >= 1,
+            is_integer(self.max_iterations) and self.max_iterations >= 1,
             f"max_iterations must be an integer >= 1, got {self.max_iterations!r}",
         )
         need(
@@ -100,7 +104,7 @@ class SolveOptions:
             f"delta_b_deg must be 180 (the paper) or 90, got {self.delta_b_deg!r}",
         )
         need(
-            isinstance(self.sweep_steps, int) and self.sweep_steps >= 0,
+            is_integer(self.sweep_steps) and self.sweep_steps >= 0,
             f"sweep_steps must be an integer >= 0, got {self.sweep_steps!r}",
         )
         need(0.0 < self.step <= 1.0, f"step must be in (0, 1], got {self.step!r}")

@@ -1,0 +1,298 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of the public entry point core.solve and of SolveOptions: input checking, error
+messages, batching and the common measurement of results.
+
+Input checks run before any method, so they need no working solver. The plumbing after a
+method (reshaping, error, convergence, message) is tested with a probe method registered in
+``METHODS`` for the test: it returns the start pose, whose effector is known by forward
+kinematics. The real methods get one smoke test each, skipped while a method still raises
+``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from core import rotations as rot
+from core.chain import Chain
+from core.errors import ReachIKError, SolveInputError
+from core.kinematics import forward_kinematics
+from core.options import SolveOptions
+from core.problem import Problem
+from core.result import Solution
+from core.solve import METHODS, solve
+
+CHAIN = Chain.from_lengths([9.0, 9.0, 9.0, 9.0, 4.0])
+N = CHAIN.n_joints
+
+
+class _Probe:
+    """A stand-in method: returns the start pose and remembers the problem it was given."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def __call__(self, problem: Problem) -> Solution:
+        self.problems.append(problem)
+        positions, _ = forward_kinematics(problem.chain, problem.initial)
+        return Solution(
+            rotations=np.array(problem.initial),
+            positions=positions,
+            iterations=np.full(problem.size, 3, dtype=np.int64),
+        )
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> _Probe:
+    method = _Probe()
+    monkeypatch.setitem(METHODS, "probe", method)
+    return method
+
+
+# ---------------------------------------------------------------------- bad input
+def test_unknown_method_names_every_valid_method() -> None:
+    with pytest.raises(SolveInputError, match="unknown method 'fabrik'") as info:
+        solve(CHAIN, [0.0, 0.0, 10.0], method="fabrik")
+    for name in METHODS:
+        assert name in str(info.value)
+    assert {"triangulation", "ccd"} <= set(METHODS)
+
+
+def test_unknown_option_names_every_valid_option() -> None:
+    with pytest.raises(SolveInputError, match=r"unknown option.*max_iter, tolerence") as info:
+        solve(CHAIN, [0.0, 0.0, 10.0], max_iter=5, tolerence=0.1)
+    for field in dataclasses.fields(SolveOptions):
+        assert field.name in str(info.value)
+
+
+def test_invalid_option_value_raises_before_solving() -> None:
+    with pytest.raises(SolveInputError, match="tolerance must be > 0"):
+        solve(CHAIN, [0.0, 0.0, 10.0], tolerance=-1.0)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [5.0, [], [1.0, 2.0], [1.0, 2.0, 3.0, 4.0], np.zeros((4, 2)), np.zeros((2, 3, 4))],
+)
+def test_bad_target_shapes(target: object) -> None:
+    with pytest.raises(SolveInputError, match=r"target must have shape \(3,\) or \(\.\.\., 3\)"):
+        solve(CHAIN, target)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_target(bad: float) -> None:
+    with pytest.raises(SolveInputError, match="target must be finite numbers"):
+        solve(CHAIN, [[0.0, 0.0, 1.0], [0.0, bad, 1.0]])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pole": [1.0, 0.0]}, r"pole must have shape \(\.\.\., 3\)"),
+        ({"pole": [1.0, math.nan, 0.0]}, "pole must be finite numbers"),
+        ({"pole": np.ones((2, 3))}, r"pole of shape \(2, 3\) does not match .* \(3,\)"),
+        ({"target_rotation": [1.0, 0.0, 0.0]}, r"target_rotation must have shape \(\.\.\., 4\)"),
+        ({"target_rotation": [0.0, 0.0, 0.0, 0.0]}, "target_rotation must be non-zero"),
+        ({"target_rotation": [1.0, 0.0, math.inf, 0.0]}, "target_rotation must be finite"),
+        ({"target_rotation": np.ones((4, 4))}, r"target_rotation of shape \(4, 4\) does not"),
+        (
+            {"initial": rot.identity((N + 1,))},
+            rf"initial must be finite with shape \(\.\.\., {N}, 4\)",
+        ),
+        ({"initial": np.ones((N, 3))}, rf"initial must be finite with shape \(\.\.\., {N}, 4\)"),
+        ({"initial": np.full((N, 4), math.nan)}, "initial must be finite"),
+        ({"initial": rot.identity((2, N))}, r"initial of shape \(2, 5, 4\) does not match"),
+    ],
+)
+def test_bad_pole_rotation_and_initial(kwargs: dict[str, object], message: str) -> None:
+    targets = np.array([[0.0, 0.0, 10.0], [5.0, 0.0, 5.0], [0.0, 1.0, 1.0]])
+    with pytest.raises(SolveInputError, match=message):
+        solve(CHAIN, targets, **kwargs)  # type: ignore[arg-type]
+
+
+def test_errors_are_reach_ik_errors_and_value_errors() -> None:
+    with pytest.raises(ReachIKError):
+        solve(CHAIN, [0.0, 0.0], method="triangulation")
+    with pytest.raises(ValueError, match="unknown method"):
+        solve(CHAIN, [0.0, 0.0, 1.0], method="nope")
+
+
+# ---------------------------------------------------------------------- plumbing (probe method)
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3)])
+def test_result_has_the_targets_batch_shape(probe: _Probe, shape: tuple[int, ...]) -> None:
+    targets = np.random.default_rng(1).uniform(-30, 30, size=(*shape, 3))
+    result = solve(CHAIN, targets, method="probe")
+    assert result.rotations.shape == (*shape, N, 4)
+    assert result.positions.shape == (*shape, N + 1, 3)
+    assert result.error.shape == shape
+    assert result.iterations.shape == shape
+    assert result.converged.shape == shape
+    assert result.angle_error is None
+    assert result.method == "probe"
+    # The probe's flat problem.
+    problem = probe.problems[-1]
+    assert problem.targets.shape == (math.prod(shape), 3)
+    np.testing.assert_array_equal(problem.targets, targets.reshape(-1, 3))
+    np.testing.assert_array_equal(
+        problem.initial, np.broadcast_to(rot.identity((N,)), (problem.size, N, 4))
+    )
+    assert problem.poles is None
+    assert problem.target_rotations is None
+    assert problem.tolerance == pytest.approx(1e-6 * CHAIN.reach)
+
+
+def test_error_convergence_and_message_are_measured(probe: _Probe) -> None:
+    """The probe leaves the chain straight along +Z, effector at (0, 0, 40)."""
+    targets = np.array([[0.0, 0.0, 40.0], [0.0, 0.0, 39.7], [0.0, 0.0, 41.0], [50.0, 0.0, 0.0]])
+    result = solve(CHAIN, targets, method="probe", tolerance=0.5)
+    np.testing.assert_allclose(result.error, [0.0, 0.3, 1.0, math.hypot(50.0, 40.0)], atol=1e-12)
+    np.testing.assert_array_equal(result.converged, [True, True, False, False])
+    assert not result.success
+    assert result.message.startswith("probe: 2 of 4 goals reached")
+    assert "2 targets lie beyond the chain's reach (40)" in result.message
+    np.testing.assert_allclose(result.effector, [[0.0, 0.0, 40.0]] * 4, atol=1e-12)
+    np.testing.assert_array_equal(result.iterations, 3)
+    assert probe.problems[-1].tolerance == 0.5
+
+
+def test_options_object_and_changes_combine(probe: _Probe) -> None:
+    base = SolveOptions(max_iterations=7, tolerance=0.25)
+    solve(CHAIN, [0.0, 0.0, 1.0], method="probe", options=base, pole_angle=0.5)
+    opts = probe.problems[-1].options
+    assert (opts.max_iterations, opts.tolerance, opts.pole_angle) == (7, 0.25, 0.5)
+    assert base.pole_angle == 0.0
+
+
+def test_pole_rotation_and_initial_broadcast_to_the_batch(probe: _Probe) -> None:
+    targets = np.zeros((2, 3, 3))
+    start = rot.from_axis_angle([1.0, 0.0, 0.0], np.linspace(0.1, 0.5, N))
+    goal = np.array([2.0, 0.0, 0.0, 0.0])  # not unit: normalised by solve
+    result = solve(
+        CHAIN,
+        targets,
+        method="probe",
+        pole=[1.0, 2.0, 3.0],
+        target_rotation=goal,
+        initial=2.0 * start,
+    )
+    problem = probe.problems[-1]
+    assert problem.poles is not None
+    assert problem.target_rotations is not None
+    np.testing.assert_array_equal(problem.poles, np.broadcast_to([1.0, 2.0, 3.0], (6, 3)))
+    np.testing.assert_array_equal(problem.target_rotations, np.broadcast_to(rot.identity(), (6, 4)))
+    np.testing.assert_allclose(problem.initial, np.broadcast_to(start, (6, N, 4)), atol=1e-15)
+    # The probe returns the start pose, so the angle error is the effector frame's angle.
+    effector_rotation = forward_kinematics(CHAIN, start)[1][-1]
+    assert result.angle_error is not None
+    assert result.angle_error.shape == (2, 3)
+    np.testing.assert_allclose(result.angle_error, rot.angle(effector_rotation), atol=1e-12)
+
+
+def test_orientation_goal_convergence_uses_position_weight(probe: _Probe) -> None:
+    target = [0.0, 0.0, 40.0]
+    at_rest = forward_kinematics(CHAIN)[1][-1]
+    other = rot.from_axis_angle([0.0, 1.0, 0.0], 0.3)
+    # Position reached, orientation reached: converged for any weight.
+    assert solve(CHAIN, target, method="probe", target_rotation=at_rest).success
+    # Orientation missed: converged only when it is ignored (weight 1).
+    assert not solve(CHAIN, target, method="probe", target_rotation=other).success
+    assert solve(CHAIN, target, method="probe", target_rotation=other, position_weight=1.0).success
+    # Position missed, orientation reached: converged only when position is ignored.
+    far = [0.0, 5.0, 30.0]
+    assert not solve(CHAIN, far, method="probe", target_rotation=at_rest).success
+    assert solve(CHAIN, far, method="probe", target_rotation=at_rest, position_weight=0.0).success
+
+
+# ---------------------------------------------------------------------- real methods (smoke)
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_returns_consistent_results(method: str) -> None:
+    """Shapes, finiteness and positions = FK(rotations) for each registered method."""
+    targets = np.array([[10.0, 5.0, 20.0], [0.0, 0.0, 40.0], [0.0, 0.0, 0.0], [100.0, 0.0, 0.0]])
+    try:
+        result = solve(CHAIN, targets, method=method, max_iterations=20)
+    except NotImplementedError:
+        pytest.skip(f"core.solve(method={method!r}) is not implemented yet")
+    assert result.rotations.shape == (4, N, 4)
+    assert np.all(np.isfinite(result.rotations))
+    assert np.all(np.isfinite(result.positions))
+    positions = forward_kinematics(CHAIN, result.rotations)[0]
+    np.testing.assert_allclose(result.positions, positions, atol=1e-9 * CHAIN.reach)
+    np.testing.assert_allclose(
+        result.error, np.linalg.norm(positions[:, -1] - targets, axis=-1), atol=1e-9
+    )
+    single = solve(CHAIN, targets[0], method=method, max_iterations=20)
+    assert single.rotations.shape == (N, 4)
+    assert single.error.shape == ()
+
+
+# ---------------------------------------------------------------------- SolveOptions
+def test_default_options_are_valid_and_frozen() -> None:
+    opts = SolveOptions()
+    assert opts.tolerance is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.max_iterations = 3  # type: ignore[misc]
+
+
+def test_replace_changes_one_field_and_rejects_unknown_names() -> None:
+    opts = SolveOptions()
+    changed = opts.replace(step=0.25, rotation_params="euler")
+    assert (changed.step, changed.rotation_params) == (0.25, "euler")
+    assert opts.step == 0.5
+    with pytest.raises(SolveInputError, match=r"unknown option.*dampning.*valid options are"):
+        opts.replace(dampning=0.1)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("max_iterations", 0, "max_iterations must be an integer >= 1"),
+        ("max_iterations", 2.5, "max_iterations must be an integer >= 1"),
+        ("max_iterations", True, "max_iterations must be an integer >= 1"),
+        ("tolerance", 0.0, "tolerance must be > 0"),
+        ("tolerance", math.inf, "tolerance must be > 0"),
+        ("tolerance", math.nan, "tolerance must be > 0"),
+        ("angle_tolerance", -1e-3, "angle_tolerance must be > 0 radians"),
+        ("angle_tolerance", math.nan, "angle_tolerance must be > 0 radians"),
+        ("position_weight", 1.5, r"position_weight must be in \[0, 1\]"),
+        ("position_weight", math.nan, r"position_weight must be in \[0, 1\]"),
+        ("pole_angle", math.inf, "pole_angle must be a finite angle"),
+        ("bend_plane", "plane", "bend_plane must be 'rest' or 'minimal'"),
+        ("delta_b_deg", 45.0, "delta_b_deg must be 180 .* or 90"),
+        ("sweep_steps", -1, "sweep_steps must be an integer >= 0"),
+        ("sweep_steps", 2.0, "sweep_steps must be an integer >= 0"),
+        ("step", 0.0, r"step must be in \(0, 1\]"),
+        ("step", 1.5, r"step must be in \(0, 1\]"),
+        ("max_step_deg", 0.0, r"max_step_deg must be in \(0, 180\]"),
+        ("max_step_deg", 270.0, r"max_step_deg must be in \(0, 180\]"),
+        ("damping", -0.1, "damping must be >= 0"),
+        ("damping", math.inf, "damping must be >= 0"),
+        ("singular_cutoff", 0.0, r"singular_cutoff must be in \(0, 1\)"),
+        ("singular_cutoff", 1.0, r"singular_cutoff must be in \(0, 1\)"),
+        ("rotation_params", "quaternion", "rotation_params must be 'expmap' or 'euler'"),
+        ("posture_weight", -1.0, "posture_weight must be >= 0"),
+        ("posture_weight", math.nan, "posture_weight must be >= 0"),
+    ],
+)
+def test_invalid_option_values(field: str, value: object, message: str) -> None:
+    with pytest.raises(SolveInputError, match=message):
+        SolveOptions(**{field: value})  # type: ignore[arg-type]
+    with pytest.raises(SolveInputError, match=message):
+        SolveOptions().replace(**{field: value})
+
+
+@pytest.mark.parametrize("value", [1, 99, np.int64(99), np.int32(5)])
+def test_integer_options_accept_numpy_integers(value: object) -> None:
+    """Scripts often compute counts with numpy; an np.int64 is an integer too."""
+    assert SolveOptions(max_iterations=value, sweep_steps=value).max_iterations == value  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("delta_b_deg", 90), ("delta_b_deg", 180.0), ("position_weight", 0), ("tolerance", 1e-9)],
+)
+def test_valid_option_edge_values(field: str, value: object) -> None:
+    assert getattr(SolveOptions(**{field: value}), field) == value  # type: ignore[arg-type]
