@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import handlers, operators, panels, properties
+from . import bake, handlers, operators, panels, properties
 
-classes = (*properties.classes, *operators.classes, *panels.classes)
+classes = (*properties.classes, *operators.classes, *bake.classes, *panels.classes)
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 

@@ -366,12 +366,14 @@ def _concatenate(parts: Sequence[_KeyArrays]) -> _KeyArrays:
 
 @dataclass(frozen=True)
 class FCurveWrite:
-    """What writing one F-curve did: keys replaced inside the range and keys kept outside."""
+    """What writing one F-curve did: keys replaced inside the range, keys kept outside, and
+    how many modifiers the F-curve has (they change what the keys play back)."""
 
     data_path: str
     index: int
     replaced: int
     kept: int
+    modifiers: int
 
 
 def _neighbours(
@@ -466,5 +468,9 @@ def _merge_into(
         fresh[kept] = merged.values[name].reshape(-1, 2)[kept]
         points.foreach_set(name, fresh.ravel())
     return FCurveWrite(
-        fcurve.data_path, fcurve.array_index, int(x.size - lo.sum() - hi.sum()), int(kept.sum())
+        fcurve.data_path,
+        fcurve.array_index,
+        int(x.size - lo.sum() - hi.sum()),
+        int(kept.sum()),
+        len(fcurve.modifiers),
     )

@@ -1,0 +1,860 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bake Reach IK chains to ordinary keyframes: options → one bake function → a result.
+
+:class:`BakeOptions` says what to bake, :func:`bake` does it (no UI, no context needed, so
+the operator and the headless script ``scripts/bake.py`` share it), :class:`BakeResult`
+holds what happened: the action keyed, one :class:`~.quality.ChainQuality` per chain and
+warnings. :class:`REACH_IK_OT_bake` is the thin operator around it.
+
+How a bake runs (nothing is written until every frame is solved, so an interrupted or
+failed bake leaves the file as it was; only the scene's frame is set back):
+
+1. **Sample.** For each baked frame the scene is set to it with live solving paused, and
+   each chain's inputs are read from the evaluated depsgraph: the armature's world matrix,
+   the root parent's posed matrix and the root's location, target and pole positions, the
+   target's orientation, the animatable settings (enabled, influence, pole angle,
+   orientation weight) and, where the chain is blended with FK, the FK pose.
+2. **Solve.** Each chain is solved for all frames at once — one batched :func:`core.solve`
+   call per group of frames sharing the same settings — by exactly the steps
+   :func:`.evaluate.solve_chains` takes for one frame (base frame, targets in it, solve from
+   the rest pose, blend with FK by influence). At the first and last frame the batched
+   result is checked against :func:`.evaluate.solve_chains` itself. Chains whose inputs
+   depend on bones another chain moves (nested chains, targets on driven bones) are solved
+   frame by frame with :func:`.evaluate.solve_chains`, the live solver, instead.
+3. **Key.** :mod:`.keying` writes each chain bone's rotation channels (the bone's rotation
+   mode only) in bulk; keys outside the range and other channels stay untouched.
+4. **Report.** :mod:`.quality` measures each chain (residual error, frames out of reach,
+   largest joint turn per frame, pops).
+
+Frames: ``frame_start, frame_start + step, …`` and always ``frame_end``; integer frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
+
+from ..core import ReachIKError, SolveOptions, forward_kinematics, solve
+from ..core import rotations as rot
+from . import evaluate, handlers, keying
+from .operators import remove_chain
+from .quality import ChainQuality, chain_quality
+from .rig import RigChain
+
+Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
+Into = Literal["CURRENT", "NEW"]
+After = Literal["KEEP", "DISABLE", "REMOVE"]
+
+#: Largest allowed difference (radians, per joint) between the batched solve and the live
+#: solver at the frames where both run; beyond it the bake falls back to frame by frame.
+CHECK_TOLERANCE = 1e-7
+
+#: Settings of a chain that can be animated, read at every frame (the others once).
+ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
+
+Progress = Callable[[float], None]
+
+
+class BakeError(ReachIKError):
+    """A bake cannot start (bad range, no chain, unknown chain…); the message says why."""
+
+
+@dataclass(frozen=True)
+class BakeOptions:
+    """What to bake.
+
+    Attributes:
+        frame_start: first frame (inclusive).
+        frame_end: last frame (inclusive), ``>= frame_start``.
+        frame_step: key every this many frames (``frame_end`` is always keyed).
+        chains: tip bones of the chains to bake; ``None`` = every enabled chain.
+        into: ``"CURRENT"`` keys into the armature's action (a new one if it has none),
+            ``"NEW"`` into a copy of it, leaving the original action as it was.
+        after: what becomes of the baked chains: ``"KEEP"`` them as they are,
+            ``"DISABLE"`` them (settings kept; the keys take over), or ``"REMOVE"`` them.
+        solver: bake with this solver instead of each chain's own (``None``: their own).
+    """
+
+    frame_start: int
+    frame_end: int
+    frame_step: int = 1
+    chains: tuple[str, ...] | None = None
+    into: Into = "CURRENT"
+    after: After = "DISABLE"
+    solver: str | None = None
+
+    def check(self) -> None:
+        """Raise :class:`BakeError` unless the options make sense on their own."""
+        if self.frame_end < self.frame_start:
+            raise BakeError(
+                f"frame range {self.frame_start}..{self.frame_end} is reversed: the end "
+                "must not come before the start"
+            )
+        if self.frame_step < 1:
+            raise BakeError(f"frame step must be 1 or more, got {self.frame_step}")
+        if self.chains is not None and not self.chains:
+            raise BakeError("no chains given to bake")
+        if self.into not in ("CURRENT", "NEW"):
+            raise BakeError(f"into must be CURRENT or NEW, got {self.into!r}")
+        if self.after not in ("KEEP", "DISABLE", "REMOVE"):
+            raise BakeError(f"after must be KEEP, DISABLE or REMOVE, got {self.after!r}")
+        methods = evaluate.available_methods()
+        if self.solver is not None and self.solver not in methods:
+            raise BakeError(
+                f"unknown solver {self.solver!r}; available solvers are {', '.join(methods)}"
+            )
+
+    def frames(self) -> np.ndarray:
+        """The baked frames ``(F,)`` (integers as floats), increasing."""
+        frames = np.arange(self.frame_start, self.frame_end + 1, self.frame_step, dtype=float)
+        if frames[-1] != self.frame_end:
+            frames = np.append(frames, float(self.frame_end))
+        return frames
+
+
+@dataclass
+class BakeResult:
+    """What a bake did.
+
+    Attributes:
+        armature: the armature object's name.
+        action: the action keyed.
+        frames: how many frames were keyed per channel.
+        frame_start, frame_end, frame_step: the range baked.
+        chains: one quality report per baked chain.
+        warnings: things the user should know (skipped chains, F-curve modifiers, …).
+        method: ``"batched"`` or ``"frame by frame"`` (see the module docstring).
+        seconds: wall time of the bake.
+    """
+
+    armature: str
+    action: str
+    frames: int
+    frame_start: int
+    frame_end: int
+    frame_step: int
+    chains: list[ChainQuality] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    method: str = "batched"
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of the whole result."""
+        return {
+            "armature": self.armature,
+            "action": self.action,
+            "frames": self.frames,
+            "frame_start": self.frame_start,
+            "frame_end": self.frame_end,
+            "frame_step": self.frame_step,
+            "method": self.method,
+            "seconds": self.seconds,
+            "chains": [c.to_dict() for c in self.chains],
+            "warnings": list(self.warnings),
+        }
+
+    def summary(self) -> str:
+        """One line: what was baked, how well, how fast."""
+        worst = max((c.error_max for c in self.chains), default=0.0)
+        pops = sum(c.pops for c in self.chains)
+        line = (
+            f"Baked {len(self.chains)} chain(s) of '{self.armature}' over {self.frames} frames "
+            f"({self.frame_start}–{self.frame_end}) into '{self.action}' in "
+            f"{self.seconds:.2f} s; largest residual {worst * 1000:.3g} mm"
+        )
+        if pops:
+            line += f"; {pops} pop(s)"
+        if self.warnings:
+            line += f"; {len(self.warnings)} warning(s)"
+        return line
+
+
+# --------------------------------------------------------------------------------------------
+# Sampling
+
+
+@contextmanager
+def live_solving_paused() -> Iterator[None]:
+    """Keep the live handlers from solving while the bake sets frames."""
+    before = handlers._busy
+    handlers._busy = True
+    try:
+        yield
+    finally:
+        handlers._busy = before
+
+
+def _ancestors(obj: Any, name: str) -> set[str]:
+    """``name`` and every bone above it."""
+    out = set()
+    bone = obj.data.bones.get(name)
+    while bone is not None:
+        out.add(bone.name)
+        bone = bone.parent
+    return out
+
+
+@dataclass
+class _Samples:
+    """One chain's inputs over all frames (world metres; matrices map local → world)."""
+
+    spec: evaluate.ChainSpec
+    rig: RigChain
+    count: int
+    parents: np.ndarray | None = None  # (F, 4, 4) root parent's posed matrix, armature space
+    root_location: np.ndarray = field(init=False)  # (F, 3) the root's location channels
+    target: np.ndarray = field(init=False)  # (F, 4, 4) target object/bone matrix
+    target_space: np.ndarray | None = None  # (F, 4, 4) the bone target's armature's world
+    pole: np.ndarray | None = None  # (F, 4, 4) pole matrix (head: translation)
+    pole_space: np.ndarray | None = None
+    settings: np.ndarray = field(init=False)  # (F, len(ANIMATED_SETTINGS))
+    fk: np.ndarray = field(init=False)  # (F, n, 4) FK pose, where blended with it
+
+    def __post_init__(self) -> None:
+        n, f = len(self.rig.bone_names), self.count
+        self.root_location = np.zeros((f, 3))
+        self.target = np.zeros((f, 4, 4))
+        self.settings = np.zeros((f, len(ANIMATED_SETTINGS)))
+        self.fk = np.broadcast_to(rot.identity(), (f, n, 4)).copy()
+        if self.rig.parent is not None:
+            self.parents = np.zeros((f, 4, 4))
+        spec = self.spec
+        if spec.target_bone and spec.target.type == "ARMATURE":
+            self.target_space = np.zeros((f, 4, 4))
+        if spec.pole is not None:
+            self.pole = np.zeros((f, 4, 4))
+            if spec.pole_bone and spec.pole.type == "ARMATURE":
+                self.pole_space = np.zeros((f, 4, 4))
+
+
+def _read_goal(
+    obj_id: Any, bone: str, own: Any, out: np.ndarray, space: np.ndarray | None, i: int
+) -> None:
+    """Store the posed matrix of an object or bone at frame index ``i``."""
+    if space is None:
+        out[i] = obj_id.matrix_world
+        return
+    armature = own if obj_id.original == own.original else obj_id
+    out[i] = armature.pose.bones[bone].matrix
+    space[i] = armature.matrix_world
+
+
+def _sample_frame(obj_eval: Any, samples: list[_Samples], world: np.ndarray, i: int) -> None:
+    world[i] = obj_eval.matrix_world
+    pose_bones = obj_eval.pose.bones
+    for s in samples:
+        tip = pose_bones[s.spec.tip]
+        settings = tip.reach_ik
+        s.settings[i] = [getattr(settings, name) for name in ANIMATED_SETTINGS]
+        root = s.rig.bone_names[0]
+        s.root_location[i] = pose_bones[root].location
+        if s.parents is not None:
+            s.parents[i] = pose_bones[s.rig.parent].matrix
+        _read_goal(settings.target, s.spec.target_bone, obj_eval, s.target, s.target_space, i)
+        if s.pole is not None:
+            _read_goal(settings.pole, s.spec.pole_bone, obj_eval, s.pole, s.pole_space, i)
+        if s.settings[i, 1] < 1.0 or not s.settings[i, 0]:
+            s.fk[i] = [
+                evaluate.values_to_quaternion(*evaluate._fk_state(pose_bones[name]))
+                for name in s.rig.bone_names
+            ]
+
+
+# --------------------------------------------------------------------------------------------
+# Batched solve
+
+
+def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.ndarray) -> Any:
+    """:func:`.rig.base_matrix` for many frames: ``(F, 4, 4)`` base frames, armature space.
+
+    Args:
+        parents: ``(F, 4, 4)`` the root parent's posed matrices, or ``None`` (no parent).
+        root_location: ``(F, 3)`` the root's location channels, metres.
+    """
+    count = root_location.shape[0]
+    parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
+    rest = rig.root_rest
+    local_t = rest[:3, 3] + root_location @ rest[:3, :3].T
+    head = np.einsum("fij,fj->fi", parent[:, :3, :3], local_t) + parent[:, :3, 3]
+    base = (
+        parent.copy() if rig.inherit_rotation else np.broadcast_to(np.eye(4), parent.shape).copy()
+    )
+    base[:, :3, 3] = head
+    return base
+
+
+def _points(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
+    """World positions ``(F, 3)`` of heads given their ``(F, 4, 4)`` matrices."""
+    if space is None:
+        return matrices[:, :3, 3].copy()
+    return np.einsum("fij,fj->fi", space, matrices[:, :, 3])[:, :3]
+
+
+def _orientation(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
+    """Column-normalised world rotation matrices ``(F, 3, 3)``."""
+    m = matrices if space is None else space @ matrices
+    r = m[:, :3, :3]
+    return r / np.linalg.norm(r, axis=-2, keepdims=True)
+
+
+@dataclass
+class _Solved:
+    """One chain's baked pose over all frames."""
+
+    spec: evaluate.ChainSpec
+    bone_names: tuple[str, ...]
+    chain_length_world: float
+    rotations: np.ndarray  # (F, n, 4) basis rotations, blended with FK
+    errors: np.ndarray  # (F,) world metres
+    reachable: np.ndarray  # (F,)
+    targets: np.ndarray  # (F, 3) world
+    disabled: int = 0
+
+
+def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
+    return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
+
+
+def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
+    """Every frame of one chain, following :func:`.evaluate._solve_one` step by step."""
+    spec, rig, chain = s.spec, s.rig, s.rig.chain
+    solver = spec.solver
+    if solver not in evaluate.available_methods():
+        raise ReachIKError(
+            f"solver '{solver}' is not available; choose one of "
+            f"{', '.join(evaluate.available_methods())}"
+        )
+    base = world @ base_matrices(rig, s.parents, s.root_location)
+    if np.any(np.abs(np.linalg.det(base[:, :3, :3])) < 1e-18):
+        raise ReachIKError("the chain's parent or the armature has zero scale")
+    to_base = np.linalg.inv(base)
+    target_w = _points(s.target, s.target_space)
+    target_b = _to_frame(to_base, target_w)
+    pole_b = None
+    if s.pole is not None:
+        pole_b = _to_frame(to_base, _points(s.pole, s.pole_space))
+    enabled, influence, pole_angle, orient_weight = s.settings.T
+    goal = None
+    weight = np.ones(s.count)
+    if spec.use_rotation:
+        base_rot = base[:, :3, :3] / np.linalg.norm(base[:, :3, :3], axis=-2, keepdims=True)
+        world_rot = _orientation(s.target, s.target_space)
+        goal = rot.from_matrix(np.swapaxes(base_rot, -1, -2) @ world_rot)
+        weight = 1.0 - orient_weight
+    tolerance = spec.tolerance if spec.tolerance > 0.0 else None
+    n = chain.n_joints
+    ik = np.empty((s.count, n, 4))
+    keys = np.stack([pole_angle, weight], axis=-1)
+    groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+    for g, (angle, w) in enumerate(groups):
+        idx = np.flatnonzero(inverse.ravel() == g)
+        options = SolveOptions(
+            max_iterations=max(spec.iterations, 1),
+            tolerance=tolerance,
+            pole_angle=float(angle),
+            position_weight=float(w),
+        )
+        result = solve(
+            chain,
+            target_b[idx],
+            method=solver,
+            pole=None if pole_b is None else pole_b[idx],
+            target_rotation=None if goal is None else goal[idx],
+            options=options,
+        )
+        ik[idx] = result.rotations
+    if not np.all(np.isfinite(ik)):
+        raise ReachIKError(f"solver '{solver}' returned non-finite rotations")
+    share = np.where(enabled > 0.5, np.clip(influence, 0.0, 1.0), 0.0)
+    blend = share < 1.0
+    if np.any(blend):
+        ik[blend] = rot.normalize(rot.slerp(s.fk[blend], ik[blend], share[blend]))
+    effector_b = forward_kinematics(chain, ik)[0][:, -1]
+    effector_w = np.einsum("fij,fj->fi", base[:, :3, :3], effector_b) + base[:, :3, 3]
+    reach_tol = chain.reach * 1e-9 + (tolerance or 1e-6 * chain.reach)
+    scale = float(np.mean(np.linalg.norm(world[0, :3, :3], axis=0)))
+    return _Solved(
+        spec=spec,
+        bone_names=rig.bone_names,
+        chain_length_world=float(np.sum(chain.lengths)) * scale,
+        rotations=ik,
+        errors=np.linalg.norm(effector_w - target_w, axis=-1),
+        reachable=np.linalg.norm(target_b, axis=-1) <= chain.reach + reach_tol,
+        targets=target_w,
+        disabled=int(np.count_nonzero(enabled <= 0.5)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The bake
+
+
+def _selected_specs(obj: Any, options: BakeOptions) -> list[evaluate.ChainSpec]:
+    tips = evaluate.chain_tips(obj)
+    if options.chains is None:
+        chosen = [t for t in tips if obj.pose.bones[t].reach_ik.enabled]
+        if not chosen:
+            raise BakeError(f"armature '{obj.name}' has no enabled Reach IK chain to bake")
+    else:
+        missing = [t for t in options.chains if t not in tips]
+        if missing:
+            raise BakeError(
+                f"armature '{obj.name}' has no Reach IK chain on bone(s) {', '.join(missing)}; "
+                f"its chains are on: {', '.join(tips) or 'none'}"
+            )
+        chosen = list(options.chains)
+    return [evaluate.read_spec(obj.pose.bones[t]) for t in chosen]
+
+
+def _rest_dependencies(obj: Any, spec: evaluate.ChainSpec, rig: RigChain) -> set[str]:
+    """Bones of ``obj`` whose pose this chain's inputs depend on."""
+    deps = _ancestors(obj, rig.parent) if rig.parent else set()
+    for goal, bone in ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone)):
+        if goal is not None and bone and goal.original == obj.original:
+            deps |= _ancestors(obj, bone)
+    return deps
+
+
+def _batchable(obj: Any, rigs: dict[str, RigChain], specs: list[evaluate.ChainSpec]) -> bool:
+    """No baked chain depends on a bone that an enabled chain drives."""
+    from .properties import driven_bones
+
+    driven = driven_bones(obj)
+    return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
+
+
+def _depsgraph(scene: Any) -> Any:
+    """The depsgraph that ``scene.frame_set`` evaluates."""
+    if scene == bpy.context.scene:
+        return bpy.context.evaluated_depsgraph_get()
+    return scene.view_layers[0].depsgraph
+
+
+def _report_progress(progress: Progress | None, value: float) -> None:
+    if progress is not None:
+        progress(min(max(value, 0.0), 1.0))
+
+
+def _checks(obj: Any, depsgraph: Any, tips: Sequence[str]) -> dict[str, np.ndarray]:
+    """The live solver's rotations ``(n, 4)`` per tip at the current frame."""
+    report = evaluate.solve_chains(obj, depsgraph)
+    return {p.tip: p.rotations for p in report.poses if p.tip in tips}
+
+
+@contextmanager
+def _solver_override(obj: Any, specs: Sequence[evaluate.ChainSpec], solver: str | None) -> Any:
+    """Let the chains use ``solver`` for the bake (their own setting is put back after)."""
+    if solver is None:
+        yield specs
+        return
+    saved = {s.tip: obj.pose.bones[s.tip].reach_ik.solver for s in specs}
+    try:
+        for tip in saved:
+            obj.pose.bones[tip].reach_ik.solver = solver
+        yield [dataclasses.replace(s, solver=solver) for s in specs]
+    finally:
+        for tip, value in saved.items():
+            obj.pose.bones[tip].reach_ik.solver = value
+
+
+def _sample_and_solve(
+    scene: Any,
+    obj: Any,
+    specs: list[evaluate.ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress | None,
+    warnings: list[str],
+) -> list[_Solved] | None:
+    """The batched bake (module docstring, steps 1–2); ``None`` if the check failed."""
+    depsgraph = _depsgraph(scene)
+    count = frames.size
+    samples = [_Samples(spec, rigs[spec.tip], count) for spec in specs]
+    world = np.zeros((count, 4, 4))
+    tips = [s.tip for s in specs]
+    checks: dict[int, dict[str, np.ndarray]] = {}
+    step = max(count // 100, 1)
+    for i, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        obj_eval = obj.evaluated_get(depsgraph)
+        _sample_frame(obj_eval, samples, world, i)
+        if i in (0, count - 1):
+            checks[i] = _checks(obj, depsgraph, tips)
+        if i % step == 0:
+            _report_progress(progress, 0.9 * (i + 1) / count)
+    solved = []
+    for s in samples:
+        try:
+            solved.append(_solve_batched(s, world))
+        except ReachIKError as exc:
+            warnings.append(f"chain '{s.spec.tip}' skipped: {exc}")
+    for i, expected in checks.items():
+        for result in solved:
+            want = expected.get(result.spec.tip)
+            if want is None:
+                continue
+            got = result.rotations[i]
+            gap = float(np.max(rot.angle(rot.multiply(rot.conjugate(want), got))))
+            if not gap <= CHECK_TOLERANCE:
+                warnings.append(
+                    f"chain '{result.spec.tip}': batched solve differs from the live solve by "
+                    f"{math.degrees(gap):.3g}° at frame {int(frames[i])}; baked frame by frame"
+                )
+                return None
+    return solved
+
+
+def _solve_frame_by_frame(
+    scene: Any,
+    obj: Any,
+    specs: list[evaluate.ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress | None,
+    warnings: list[str],
+) -> list[_Solved]:
+    """The live solver at every frame (module docstring, step 2's fallback)."""
+    depsgraph = _depsgraph(scene)
+    count = frames.size
+    results: dict[str, dict[str, list[Any]]] = {s.tip: {} for s in specs}
+    failed: dict[str, str] = {}
+    step = max(count // 100, 1)
+    world_scale = 1.0
+    for i, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        report = evaluate.solve_chains(obj, depsgraph)
+        if i == 0:
+            m = np.array(obj.evaluated_get(depsgraph).matrix_world, dtype=float)
+            world_scale = float(np.mean(np.linalg.norm(m[:3, :3], axis=0)))
+        poses = {p.tip: p for p in report.poses}
+        for spec in specs:
+            if spec.tip in failed:
+                continue
+            pose = poses.get(spec.tip)
+            if pose is None:
+                why = report.problems.get(spec.tip, "the chain is disabled")
+                failed[spec.tip] = f"frame {int(frame)}: {why}"
+                continue
+            acc = results[spec.tip]
+            acc.setdefault("rotations", []).append(pose.rotations)
+            acc.setdefault("errors", []).append(pose.error)
+            acc.setdefault("reachable", []).append(pose.reachable)
+            acc.setdefault("targets", []).append(pose.target_world)
+        if i % step == 0:
+            _report_progress(progress, 0.9 * (i + 1) / count)
+    solved = []
+    for spec in specs:
+        if spec.tip in failed:
+            warnings.append(f"chain '{spec.tip}' skipped: {failed[spec.tip]}")
+            continue
+        acc = results[spec.tip]
+        rig = rigs[spec.tip]
+        solved.append(
+            _Solved(
+                spec=spec,
+                bone_names=rig.bone_names,
+                chain_length_world=float(np.sum(rig.chain.lengths)) * world_scale,
+                rotations=np.array(acc["rotations"]),
+                errors=np.array(acc["errors"]),
+                reachable=np.array(acc["reachable"]),
+                targets=np.array(acc["targets"]),
+            )
+        )
+    return solved
+
+
+def _fcurve_warnings(obj: Any, solved: list[_Solved]) -> list[str]:
+    """Warn about what would make the keys play back differently from the bake."""
+    out: list[str] = []
+    adt = obj.animation_data
+    if adt is None:
+        return out
+    bones = {name for s in solved for name in s.bone_names}
+    for fcurve in adt.drivers:
+        path = fcurve.data_path
+        if any(f'pose.bones["{b}"].rotation' in path for b in bones):
+            out.append(f"'{path}' has a driver, which overrides the baked keys")
+    if adt.nla_tracks and any(not t.mute for t in adt.nla_tracks):
+        out.append("the armature has NLA tracks; the baked action is blended with them")
+    if adt.action_blend_type != "REPLACE" or adt.action_influence < 1.0:
+        out.append("the action does not replace the pose (blend type or influence)")
+    return out
+
+
+def _apply_after(obj: Any, specs: Sequence[evaluate.ChainSpec], after: str) -> None:
+    for spec in specs:
+        pb = obj.pose.bones[spec.tip]
+        if after == "DISABLE":
+            pb.reach_ik.enabled = False
+        elif after == "REMOVE":
+            remove_chain(obj, pb)
+
+
+def bake(
+    obj: Any,
+    options: BakeOptions,
+    *,
+    scene: Any = None,
+    progress: Progress | None = None,
+) -> BakeResult:
+    """Bake Reach IK chains of the armature ``obj`` to keyframes (see the module docstring).
+
+    Args:
+        obj: the armature object (any mode; edit-mode changes are taken over first).
+        options: what to bake.
+        scene: the scene whose frames are set (default: the context's).
+        progress: called with the fraction done, ``0 … 1``; may raise to cancel (nothing
+            is written then).
+
+    Raises:
+        BakeError: bad options, not an armature, no such chain.
+    """
+    started = time.perf_counter()
+    options.check()
+    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+        raise BakeError("bake needs an armature object")
+    scene = scene or bpy.context.scene
+    if obj.name not in scene.objects:
+        raise BakeError(f"armature '{obj.name}' is not in scene '{scene.name}'")
+    adt = obj.animation_data
+    if adt is not None and adt.use_tweak_mode:
+        raise BakeError("the armature's NLA is in tweak mode; leave tweak mode before baking")
+    if obj.mode == "EDIT":
+        obj.update_from_editmode()
+    specs = _selected_specs(obj, options)
+    warnings: list[str] = []
+    rigs: dict[str, RigChain] = {}
+    usable = []
+    for spec in specs:
+        try:
+            rigs[spec.tip] = evaluate.rig_chain(obj, spec.tip, spec.chain_length, spec.use_tail)
+        except ReachIKError as exc:
+            warnings.append(f"chain '{spec.tip}' skipped: {exc}")
+            continue
+        if spec.target is None:
+            warnings.append(f"chain '{spec.tip}' skipped: it has no target")
+            continue
+        usable.append(spec)
+    if not usable:
+        raise BakeError("no chain can be baked: " + "; ".join(warnings))
+    frames = options.frames()
+    frame_back = (scene.frame_current, scene.frame_subframe)
+    method = "batched"
+    solved: list[_Solved] | None = None
+    try:
+        with live_solving_paused(), _solver_override(obj, usable, options.solver) as chosen:
+            if _batchable(obj, rigs, chosen):
+                solved = _sample_and_solve(scene, obj, chosen, rigs, frames, progress, warnings)
+            if solved is None:
+                method = "frame by frame"
+                solved = _solve_frame_by_frame(scene, obj, chosen, rigs, frames, progress, warnings)
+    except BaseException:
+        scene.frame_set(frame_back[0], subframe=frame_back[1])
+        raise
+    if not solved:
+        scene.frame_set(frame_back[0], subframe=frame_back[1])
+        raise BakeError("no chain could be baked: " + "; ".join(warnings))
+    action = keying.prepare_action(obj, options.into)
+    channels = keying.Channels(obj)
+    for result in solved:
+        for j, name in enumerate(result.bone_names):
+            written = keying.write_bone_rotations(
+                channels,
+                obj.pose.bones[name],
+                frames,
+                result.rotations[:, j],
+                options.frame_start,
+                options.frame_end,
+            )
+            warnings.extend(
+                f"F-curve '{w.data_path}'[{w.index}] has modifiers, which change the baked keys"
+                for w in written
+                if w.modifiers
+            )
+        if result.disabled:
+            warnings.append(
+                f"chain '{result.spec.tip}' is disabled on {result.disabled} frame(s); "
+                "those are keyed with the FK pose"
+            )
+    warnings.extend(_fcurve_warnings(obj, solved))
+    _apply_after(obj, [r.spec for r in solved], options.after)
+    scene.frame_set(frame_back[0], subframe=frame_back[1])
+    _report_progress(progress, 1.0)
+    qualities = [
+        chain_quality(
+            r.spec.tip,
+            r.bone_names,
+            r.spec.solver,
+            frames,
+            r.errors,
+            r.reachable,
+            r.rotations,
+            r.targets,
+            r.chain_length_world,
+        )
+        for r in solved
+    ]
+    return BakeResult(
+        armature=obj.name,
+        action=action.name,
+        frames=int(frames.size),
+        frame_start=options.frame_start,
+        frame_end=options.frame_end,
+        frame_step=options.frame_step,
+        chains=qualities,
+        warnings=warnings,
+        method=method,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def write_report(result: BakeResult, path: str) -> None:
+    """Save ``result`` as JSON at ``path``."""
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(result.to_dict(), handle, indent=2)
+        handle.write("\n")
+
+
+# --------------------------------------------------------------------------------------------
+# The operator
+
+
+def _armature(context: Any, name: str) -> Any:
+    obj = bpy.data.objects.get(name) if name else context.object
+    return obj if obj is not None and obj.type == "ARMATURE" else None
+
+
+class REACH_IK_OT_bake(bpy.types.Operator):
+    """Bake the armature's Reach IK chains to keyframes on the chain bones' rotations"""
+
+    bl_idname = "reach_ik.bake"
+    bl_label = "Bake Reach IK"
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 (Blender reads a plain set)
+
+    armature: StringProperty(  # type: ignore[valid-type]
+        name="Armature", description="Armature object to bake; empty = the active object"
+    )
+    frame_start: IntProperty(  # type: ignore[valid-type]
+        name="Start Frame", description="First frame to bake", default=1
+    )
+    frame_end: IntProperty(  # type: ignore[valid-type]
+        name="End Frame", description="Last frame to bake", default=250
+    )
+    frame_step: IntProperty(  # type: ignore[valid-type]
+        name="Frame Step", description="Key every this many frames", default=1, min=1, max=1000
+    )
+    only_selected: BoolProperty(  # type: ignore[valid-type]
+        name="Only Selected Chains",
+        description="Bake only the chains whose tip bone is selected (else every enabled chain)",
+        default=False,
+    )
+    into: EnumProperty(  # type: ignore[valid-type]
+        name="Into",
+        items=(
+            ("CURRENT", "Current Action", "Key into the armature's action"),
+            ("NEW", "New Action", "Key into a copy of the action; the original stays as it was"),
+        ),
+        default="CURRENT",
+    )
+    after: EnumProperty(  # type: ignore[valid-type]
+        name="Chains After",
+        items=(
+            ("DISABLE", "Disable", "Switch the chains off: the baked keys play"),
+            ("KEEP", "Keep", "Leave the chains as they are (they still drive the bones)"),
+            ("REMOVE", "Remove", "Remove the chains' settings"),
+        ),
+        default="DISABLE",
+    )
+    report_path: StringProperty(  # type: ignore[valid-type]
+        name="Report File",
+        description="Save the quality report as JSON here (empty: do not save)",
+        subtype="FILE_PATH",
+    )
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        obj = context.object
+        if obj is None or obj.type != "ARMATURE":
+            cls.poll_message_set("Needs an active armature object")
+            return False
+        if not any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj)):
+            cls.poll_message_set("The armature has no enabled Reach IK chain")
+            return False
+        return True
+
+    def invoke(self, context: Any, event: Any) -> Result:
+        scene = context.scene
+        self.frame_start = scene.frame_start
+        self.frame_end = scene.frame_end
+        return context.window_manager.invoke_props_dialog(self)
+
+    def execute(self, context: Any) -> Result:
+        obj = _armature(context, self.armature)
+        if obj is None:
+            self.report({"ERROR"}, f"No armature '{self.armature or 'active'}' to bake")
+            return {"CANCELLED"}
+        chains = None
+        if self.only_selected:
+            chains = tuple(t for t in evaluate.chain_tips(obj) if _is_selected(obj.pose.bones[t]))
+            if not chains:
+                self.report({"ERROR"}, "No selected bone holds a Reach IK chain")
+                return {"CANCELLED"}
+        options = BakeOptions(
+            frame_start=self.frame_start,
+            frame_end=self.frame_end,
+            frame_step=self.frame_step,
+            chains=chains,
+            into=self.into,
+            after=self.after,
+        )
+        wm = context.window_manager
+        wm.progress_begin(0, 1000)
+        try:
+            result = bake(
+                obj,
+                options,
+                scene=context.scene,
+                progress=lambda x: wm.progress_update(int(1000 * x)),
+            )
+        except ReachIKError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        finally:
+            wm.progress_end()
+        store_report(obj, result)
+        if self.report_path:
+            path = bpy.path.abspath(self.report_path)
+            try:
+                write_report(result, path)
+            except OSError as exc:
+                self.report({"WARNING"}, f"Could not save the report to '{path}': {exc}")
+        for warning in result.warnings:
+            self.report({"WARNING"}, warning)
+        self.report({"INFO"}, result.summary())
+        return {"FINISHED"}
+
+
+def _is_selected(pb: Any) -> bool:
+    return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
+
+
+#: ``armature object name`` → the last bake's result, for the panel (not saved).
+last_results: dict[str, BakeResult] = {}
+
+
+def store_report(obj: Any, result: BakeResult) -> None:
+    """Keep ``result`` for the panel."""
+    last_results[obj.name] = result
+
+
+classes = (REACH_IK_OT_bake,)
