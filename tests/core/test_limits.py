@@ -79,9 +79,9 @@ def ranges_with_zero(draw: st.DrawFn) -> Range:
 
 
 @st.composite
-def any_range(draw: st.DrawFn, bound: float) -> Range:
+def any_range(draw: st.DrawFn, bound: float, optional: bool = True) -> Range:
     """Any range inside ``[-bound, bound]``, possibly excluding zero, or ``None``."""
-    if draw(st.booleans()):
+    if optional and draw(st.booleans()):
         return None
     lo, hi = sorted((draw(st.floats(-bound, bound)), draw(st.floats(-bound, bound))))
     return (lo, hi)
@@ -91,9 +91,10 @@ def any_range(draw: st.DrawFn, bound: float) -> Range:
 def ball_limits(draw: st.DrawFn) -> JointLimits:
     """Ball joints with any mix of locks, ranges and cone.
 
-    X/Z ranges that exclude zero stay within ±π/2 and come without a cone: with a cone, or
-    beyond that, the box of allowed swing vectors can leave the ball |s| <= π or miss the
-    cone (see the report on core.limits); Blender's own ranges always contain zero.
+    X/Z ranges that may exclude zero are both given, within ±π/2, and come without a cone:
+    otherwise the box of allowed swing vectors can leave the ball |s| <= π (X free, Z in
+    [1, 1]) or miss the cone, and the projection then breaks a limit. Blender's own ranges
+    always contain zero, where neither can happen.
     """
     lock = draw(
         st.sampled_from(
@@ -109,7 +110,8 @@ def ball_limits(draw: st.DrawFn) -> JointLimits:
         ranges = (draw(ranges_with_zero()), draw(any_range(PI)), draw(ranges_with_zero()))
         cone = draw(st.none() | st.floats(0.0, PI))
     else:
-        ranges = (draw(any_range(PI / 2)), draw(any_range(PI)), draw(any_range(PI / 2)))
+        x, z = draw(any_range(PI / 2, False)), draw(any_range(PI / 2, False))
+        ranges = (x, draw(any_range(PI)), z)
         cone = None
     return JointLimits(lock=lock, ranges=ranges, cone=cone)
 
