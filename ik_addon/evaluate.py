@@ -220,15 +220,29 @@ def chain_tips(obj: Any) -> list[str]:
     return [pb.name for pb in obj.pose.bones if pb.reach_ik.has_chain]
 
 
-def read_spec(pose_bone: Any) -> ChainSpec:
+def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
+    """A chain's settings from its tip pose bone.
+
+    Args:
+        pose_bone: the tip, preferably of the evaluated armature (animated settings such
+            as influence are read from it).
+        depsgraph: when given, target and pole are read from the original bone and taken
+            as evaluated in it (an object added in the same update is not yet linked from
+            the evaluated armature's settings).
+    """
     s = pose_bone.reach_ik
+    target, pole = s.target, s.pole
+    if depsgraph is not None:
+        original = pose_bone.id_data.original.pose.bones[pose_bone.name].reach_ik
+        target = original.target.evaluated_get(depsgraph) if original.target else None
+        pole = original.pole.evaluated_get(depsgraph) if original.pole else None
     return ChainSpec(
         tip=pose_bone.name,
         chain_length=int(s.chain_length),
         use_tail=bool(s.use_tail),
-        target=s.target,
+        target=target,
         target_bone=s.target_bone,
-        pole=s.pole,
+        pole=pole,
         pole_bone=s.pole_bone,
         pole_angle=float(s.pole_angle),
         solver=s.solver,
@@ -451,7 +465,7 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         pb = obj_eval.pose.bones.get(tip)
         if pb is None or not pb.reach_ik.enabled:
             continue
-        specs.append(read_spec(pb))
+        specs.append(read_spec(pb, depsgraph))
     # Parents first: a chain whose bones lie above another chain's root is solved before it.
     specs.sort(key=lambda s: (_depth(obj, s.tip) - s.chain_length + s.use_tail, s.tip))
     for spec in specs:

@@ -64,11 +64,19 @@ def driven_bones(obj: Any) -> set[str]:
     return out
 
 
+def _tag(self: Any, _context: Any) -> None:
+    """Make the depsgraph copy the changed setting (custom properties are not tagged)."""
+    obj = self.id_data
+    if obj is not None:
+        obj.update_tag()
+
+
 def _release_undriven(self: Any, context: Any) -> None:
     """Give the FK pose back to bones no enabled chain drives any more."""
     obj = self.id_data
     if obj is not None and obj.pose is not None:
         restore_fk(obj, driven_bones(obj))
+    _tag(self, context)
 
 
 def _poll_target(self: Any, obj: Any) -> bool:
@@ -83,6 +91,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         description="This bone is the tip of a Reach IK chain",
         default=False,
         options=set(),
+        update=_tag,
     )
     enabled: BoolProperty(  # type: ignore[valid-type]
         name="Enabled",
@@ -109,11 +118,13 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         poll=_poll_target,
         options=set(),
+        update=_tag,
     )
     target_bone: StringProperty(  # type: ignore[valid-type]
         name="Bone",
         description="Bone of the target armature (its head is the goal)",
         options=set(),
+        update=_tag,
     )
     pole: PointerProperty(  # type: ignore[valid-type]
         name="Pole",
@@ -121,11 +132,13 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         poll=_poll_target,
         options=set(),
+        update=_tag,
     )
     pole_bone: StringProperty(  # type: ignore[valid-type]
         name="Pole Bone",
         description="Bone of the pole armature",
         options=set(),
+        update=_tag,
     )
     pole_angle: FloatProperty(  # type: ignore[valid-type]
         name="Pole Angle",
@@ -137,12 +150,14 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=-math.pi,
         max=math.pi,
         subtype="ANGLE",
+        update=_tag,
     )
     solver: EnumProperty(  # type: ignore[valid-type]
         name="Solver",
         description="IK method",
         items=_solver_items(),
         options=set(),
+        update=_tag,
     )
     iterations: IntProperty(  # type: ignore[valid-type]
         name="Iterations",
@@ -151,6 +166,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=1,
         max=10000,
         options=set(),
+        update=_tag,
     )
     tolerance: FloatProperty(  # type: ignore[valid-type]
         name="Tolerance",
@@ -164,6 +180,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         precision=6,
         subtype="DISTANCE",
         options=set(),
+        update=_tag,
     )
     influence: FloatProperty(  # type: ignore[valid-type]
         name="Influence",
@@ -172,6 +189,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
         subtype="FACTOR",
+        update=_tag,
     )
     use_tail: BoolProperty(  # type: ignore[valid-type]
         name="Use Tail",
@@ -188,6 +206,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         description="Also match the target's orientation with the chain's last bone",
         default=False,
         options=set(),
+        update=_tag,
     )
     orient_weight: FloatProperty(  # type: ignore[valid-type]
         name="Orientation Weight",
@@ -196,6 +215,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
         subtype="FACTOR",
+        update=_tag,
     )
     ik_active: BoolProperty(  # type: ignore[valid-type]
         name="Driven by Reach IK",

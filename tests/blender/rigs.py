@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Rigs and helpers shared by the real-Blender tests (imports ``bpy`` lazily)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+ARM_BONES = ("shoulder", "upper", "fore", "hand")
+
+
+def blender_module() -> Any:
+    """``bpy``, untyped: the tests drive Blender's API dynamically."""
+    import importlib
+
+    return importlib.import_module("bpy")
+
+
+def world_matrix(obj: Any, bone: str) -> np.ndarray:
+    """Blender's own evaluated world matrix ``(4, 4)`` of a pose bone."""
+    bpy = blender_module()
+
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(depsgraph)
+    return np.array(ev.matrix_world, dtype=np.float64) @ np.array(
+        ev.pose.bones[bone].matrix, dtype=np.float64
+    )
+
+
+def tail_world(obj: Any, bone: str) -> np.ndarray:
+    """World position ``(3,)`` of a pose bone's tail, from Blender's evaluated pose."""
+    m = world_matrix(obj, bone)
+    length = obj.data.bones[bone].length
+    return (m @ np.array([0.0, length, 0.0, 1.0]))[:3]
+
+
+def head_world(obj: Any, bone: str) -> np.ndarray:
+    return world_matrix(obj, bone)[:3, 3]
+
+
+def select_only(obj: Any, names: list[str], active: str) -> None:
+    """Select exactly these pose bones and make ``active`` the active bone (4.2–5.x)."""
+    for pb in obj.pose.bones:
+        state = pb.name in names
+        if hasattr(pb, "select"):
+            pb.select = state
+        else:
+            pb.bone.select = state
+    obj.data.bones.active = obj.data.bones[active]
+
+
+def build_arm(
+    name: str = "Arm",
+    *,
+    location: tuple[float, float, float] = (0.3, -0.2, 0.5),
+    rotation: tuple[float, float, float] = (0.3, -0.2, 0.7),
+    scale: float = 1.5,
+) -> Any:
+    """A hand-built arm with rolls, a disconnected upper arm and a gap before the hand.
+
+    Bones: ``shoulder`` (root, the chain's parent) → ``upper`` (disconnected, offset from the
+    shoulder's tail) → ``fore`` (connected) → ``hand`` (disconnected, 2 cm gap). The object
+    is moved, rotated and uniformly scaled. Leaves the object active in pose mode.
+    """
+    bpy = blender_module()
+
+    arm = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, arm)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    obj.location = location
+    obj.rotation_euler = rotation
+    obj.scale = (scale, scale, scale)
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = arm.edit_bones
+    shoulder = eb.new("shoulder")
+    shoulder.head, shoulder.tail, shoulder.roll = (0, 0, 1.0), (0.15, 0.02, 1.02), 0.4
+    upper = eb.new("upper")
+    upper.head, upper.tail, upper.roll = (0.18, 0.03, 1.0), (0.45, 0.08, 0.9), -0.6
+    upper.parent = shoulder
+    fore = eb.new("fore")
+    fore.head, fore.tail, fore.roll = (0.45, 0.08, 0.9), (0.7, 0.02, 0.82), 1.1
+    fore.parent, fore.use_connect = upper, True
+    hand = eb.new("hand")
+    hand.head, hand.tail, hand.roll = (0.72, 0.02, 0.81), (0.8, 0.0, 0.79), 0.2
+    hand.parent = fore
+    bpy.ops.object.mode_set(mode="POSE")
+    return obj
+
+
+def add_empty(name: str, location: Any) -> Any:
+    bpy = blender_module()
+
+    empty = bpy.data.objects.new(name, None)
+    empty.location = location
+    bpy.context.scene.collection.objects.link(empty)
+    return empty
+
+
+def chain_length(obj: Any, names: tuple[str, ...]) -> float:
+    """Sum of the world distances between consecutive joints and the tip's tail at rest."""
+    bones = obj.data.bones
+    s = max(obj.matrix_world.to_scale())
+    pts = [np.array(bones[n].head_local) for n in names] + [np.array(bones[names[-1]].tail_local)]
+    return float(sum(np.linalg.norm(b - a) for a, b in itertools.pairwise(pts)) * s)

@@ -1,0 +1,393 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Live solving in real Blender: chains added through the operators reach their targets
+(Blender's own evaluated matrices are the oracle), deterministically, without losing the FK
+pose or writing keys, in every rotation mode, and survive save and reload."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from rigs import (
+    ARM_BONES,
+    add_empty,
+    blender_module,
+    build_arm,
+    chain_length,
+    head_world,
+    select_only,
+    tail_world,
+    world_matrix,
+)
+
+CHAIN = ("upper", "fore", "hand")
+
+
+def _methods(addon: Any) -> list[str]:
+    return list(addon.evaluate.available_methods())
+
+
+def _reachable_points(obj: Any, rng: np.random.Generator, count: int) -> list[np.ndarray]:
+    """Tail positions of the hand for random poses of the chain (reachable by construction)."""
+    bpy = blender_module()
+
+    points = []
+    for _ in range(count):
+        for name in CHAIN:
+            pb = obj.pose.bones[name]
+            pb.rotation_mode = "QUATERNION"
+            axis = rng.normal(size=3)
+            pb.rotation_quaternion = (math.cos(0.5), *(math.sin(0.5) * axis / np.linalg.norm(axis)))
+        bpy.context.view_layer.update()
+        points.append(tail_world(obj, "hand"))
+    for name in CHAIN:
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    return points
+
+
+def _arm_with_chain(method: str = "triangulation", **arm: Any) -> tuple[Any, Any]:
+    """Hand-built arm with a 3-bone chain on 'hand' added by the operator; new target empty."""
+    bpy = blender_module()
+
+    obj = build_arm(**arm)
+    select_only(obj, ["hand"], "hand")
+    assert bpy.ops.reach_ik.add(chain_length=3, solver=method, new_target=True) == {"FINISHED"}
+    s = obj.pose.bones["hand"].reach_ik
+    return obj, s.target
+
+
+def _animate(target: Any, points: list[np.ndarray], frames: list[int]) -> None:
+    for f, p in zip(frames, points, strict=True):
+        target.location = p
+        target.keyframe_insert("location", frame=f)
+
+
+def _pose_matrices(obj: Any) -> np.ndarray:
+    return np.array([world_matrix(obj, n) for n in ARM_BONES])
+
+
+@pytest.mark.parametrize("method", ["triangulation", "ccd", "jacobian_dls"])
+def test_animated_target_is_reached(clean_scene: Any, addon: Any, method: str) -> None:
+    if method not in _methods(addon):
+        pytest.skip(f"{method} is not implemented yet")
+    bpy = blender_module()
+
+    obj, target = _arm_with_chain(method)
+    rng = np.random.default_rng(1)
+    frames = [1, 11, 21, 31, 41]
+    _animate(target, _reachable_points(obj, rng, len(frames)), frames)
+    length = chain_length(obj, CHAIN)
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        want = np.array(target.matrix_world.translation)
+        err = np.linalg.norm(tail_world(obj, "hand") - want)
+        assert err <= 1e-4 * length, f"frame {f}: effector {err:.2e} m from target"
+        st = addon.handlers.status[(obj.name, "hand")]
+        assert st.reachable
+        assert st.error == pytest.approx(err, abs=1e-6)
+    assert obj.animation_data is None, "live solving must not key the chain bones"
+
+
+def test_scrubbing_is_deterministic(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+
+    obj, target = _arm_with_chain()
+    frames = list(range(1, 61, 6))
+    _animate(target, _reachable_points(obj, np.random.default_rng(2), len(frames)), frames)
+    scene = bpy.context.scene
+    scene.frame_set(10)
+    scene.frame_set(50)
+    jumped = _pose_matrices(obj)
+    scene.frame_set(49)
+    scene.frame_set(50)
+    stepped = _pose_matrices(obj)
+    for f in range(50, 0, -7):
+        scene.frame_set(f)
+    scene.frame_set(50)
+    wandered = _pose_matrices(obj)
+    np.testing.assert_array_equal(jumped, stepped)
+    np.testing.assert_array_equal(jumped, wandered)
+
+
+def _set_fk(obj: Any, modes: dict[str, str], rng: np.random.Generator) -> dict[str, tuple]:
+    values = {}
+    for name, mode in modes.items():
+        pb = obj.pose.bones[name]
+        pb.rotation_mode = mode
+        if mode == "QUATERNION":
+            q = rng.normal(size=4)
+            pb.rotation_quaternion = q / np.linalg.norm(q)
+            values[name] = tuple(pb.rotation_quaternion)
+        elif mode == "AXIS_ANGLE":
+            pb.rotation_axis_angle = (rng.uniform(-3, 3), *rng.normal(size=3))
+            values[name] = tuple(pb.rotation_axis_angle)
+        else:
+            pb.rotation_euler = rng.uniform(-3, 3, size=3)
+            values[name] = tuple(pb.rotation_euler)
+    return values
+
+
+def _values(obj: Any, names: Any) -> dict[str, tuple]:
+    out = {}
+    for name in names:
+        pb = obj.pose.bones[name]
+        mode = pb.rotation_mode
+        if mode == "QUATERNION":
+            out[name] = tuple(pb.rotation_quaternion)
+        elif mode == "AXIS_ANGLE":
+            out[name] = tuple(pb.rotation_axis_angle)
+        else:
+            out[name] = tuple(pb.rotation_euler)
+    return out
+
+
+MODES = {"upper": "YZX", "fore": "AXIS_ANGLE", "hand": "QUATERNION"}
+
+
+def test_disable_and_remove_restore_unkeyed_fk_exactly(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+
+    obj = build_arm()
+    fk = _set_fk(obj, MODES, np.random.default_rng(3))
+    bpy.context.view_layer.update()
+    fk_matrices = _pose_matrices(obj)
+    select_only(obj, ["hand"], "hand")
+    bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    s = obj.pose.bones["hand"].reach_ik
+    s.target.location = head_world(obj, "upper") + np.array([0.2, 0.3, -0.1])
+    bpy.context.scene.frame_set(5)
+    assert _values(obj, CHAIN) != fk, "the chain should have moved the bones"
+    s.enabled = False
+    assert _values(obj, CHAIN) == fk
+    bpy.context.view_layer.update()
+    np.testing.assert_array_equal(_pose_matrices(obj), fk_matrices)
+    s.enabled = True
+    bpy.context.scene.frame_set(6)
+    assert _values(obj, CHAIN) != fk
+    select_only(obj, ["hand"], "hand")
+    assert bpy.ops.reach_ik.remove() == {"FINISHED"}
+    assert _values(obj, CHAIN) == fk
+    assert not obj.pose.bones["hand"].reach_ik.has_chain
+    bpy.context.view_layer.update()
+    np.testing.assert_array_equal(_pose_matrices(obj), fk_matrices)
+
+
+def test_disable_restores_keyed_fk_and_user_edits_become_fk(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+
+    obj = build_arm()
+    rng = np.random.default_rng(4)
+    for f in (1, 20):
+        _set_fk(obj, MODES, rng)
+        for name, mode in MODES.items():
+            path = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+            obj.pose.bones[name].keyframe_insert(path.get(mode, "rotation_euler"), frame=f)
+    scene = bpy.context.scene
+    scene.frame_set(7)
+    keyed_7 = _values(obj, CHAIN)
+    keyed_matrices = _pose_matrices(obj)
+    select_only(obj, ["hand"], "hand")
+    bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    s = obj.pose.bones["hand"].reach_ik
+    s.target.location = head_world(obj, "upper") + np.array([-0.2, 0.3, 0.2])
+    scene.frame_set(12)
+    scene.frame_set(7)
+    assert _values(obj, CHAIN) != keyed_7
+    s.enabled = False
+    assert _values(obj, CHAIN) == keyed_7
+    bpy.context.view_layer.update()
+    np.testing.assert_array_equal(_pose_matrices(obj), keyed_matrices)
+    # An edit by the user while the chain is on becomes the new FK value.
+    s.enabled = True
+    scene.frame_set(7)
+    obj.pose.bones["hand"].rotation_quaternion = (0.8, 0.6, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    s.enabled = False
+    assert tuple(obj.pose.bones["hand"].rotation_quaternion) == pytest.approx((0.8, 0.6, 0, 0))
+
+
+def test_rotation_modes_reach_and_stay_continuous(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+
+    obj, target = _arm_with_chain()
+    orders = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE", "QUATERNION")
+    frames = list(range(1, 81, 10))
+    _animate(target, _reachable_points(obj, np.random.default_rng(5), len(frames)), frames)
+    length = chain_length(obj, CHAIN)
+    for i, mode_set in enumerate((orders[0:3], orders[3:6], orders[5:8])):
+        for name, mode in zip(CHAIN, mode_set, strict=True):
+            obj.pose.bones[name].rotation_mode = mode
+        previous = None
+        for f in range(1 + i, 72, 3):
+            bpy.context.scene.frame_set(f)
+            err = np.linalg.norm(
+                tail_world(obj, "hand") - np.array(target.matrix_world.translation)
+            )
+            assert err <= 1e-4 * length, f"{mode_set} frame {f}: {err:.2e} m"
+            values = np.array([v for vals in _values(obj, CHAIN).values() for v in vals])
+            if previous is not None:
+                assert np.max(np.abs(values - previous)) < math.pi, "rotation values jumped"
+            previous = values
+
+
+def test_animated_parent_and_moving_armature(clean_scene: Any, addon: Any) -> None:
+    """The parent above the chain root and the armature object are both animated."""
+    bpy = blender_module()
+
+    obj, target = _arm_with_chain()
+    target.location = (0.0, 0.0, 0.0)
+    shoulder = obj.pose.bones["shoulder"]
+    for f, angle in ((1, 0.0), (30, 0.8)):
+        shoulder.rotation_quaternion = (math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2))
+        shoulder.keyframe_insert("rotation_quaternion", frame=f)
+        obj.location = (0.1 * f / 30, 0.0, 0.2 * f / 30)
+        obj.keyframe_insert("location", frame=f)
+    s = obj.pose.bones["hand"].reach_ik
+    rng = np.random.default_rng(6)
+    length = chain_length(obj, CHAIN)
+    for f in (1, 10, 20, 30):
+        s.enabled = False
+        bpy.context.scene.frame_set(f)
+        point = _reachable_points(obj, rng, 1)[0]  # reachable with the base at frame f
+        target.location = point
+        s.enabled = True
+        bpy.context.scene.frame_set(f)
+        err = np.linalg.norm(tail_world(obj, "hand") - point)
+        assert err <= 1e-4 * length, f"frame {f}: {err:.2e} m"
+        assert addon.handlers.status[(obj.name, "hand")].error == pytest.approx(err, abs=1e-6)
+
+
+def test_pole_sets_the_bend_plane(clean_scene: Any, addon: Any) -> None:
+    """With a pole, the elbow lies in the plane through root, target and pole, on the pole's
+    side (pole angle 0)."""
+    bpy = blender_module()
+
+    obj, target = _arm_with_chain()
+    s = obj.pose.bones["hand"].reach_ik
+    s.chain_length = 2
+    s.use_tail = False  # upper + fore, effector = fore's tail
+    root = head_world(obj, "upper")
+    pole = add_empty("Pole", root + np.array([0.0, 0.0, -1.0]))
+    s.pole = pole
+    rng = np.random.default_rng(8)
+    for _ in range(5):
+        pole.location = root + rng.normal(size=3)
+        target.location = root + rng.normal(size=3) * 0.2
+        bpy.context.view_layer.update()
+        elbow = head_world(obj, "fore")
+        axis = np.array(target.location) - root
+        axis /= np.linalg.norm(axis)
+        bend = (elbow - root) - axis * ((elbow - root) @ axis)
+        want = (np.array(pole.location) - root) - axis * ((np.array(pole.location) - root) @ axis)
+        cos = bend @ want / (np.linalg.norm(bend) * np.linalg.norm(want))
+        assert cos > math.cos(math.radians(0.05))
+
+
+def test_influence_blends_with_fk(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+    from mathutils import Quaternion
+
+    obj, target = _arm_with_chain()
+    target.location = head_world(obj, "upper") + np.array([0.1, 0.2, -0.3])
+    fk = Quaternion((0.9, 0.3, 0.1, -0.2)).normalized()
+    for name in CHAIN:
+        obj.pose.bones[name].rotation_quaternion = fk
+    s = obj.pose.bones["hand"].reach_ik
+    s.enabled = True
+    bpy.context.scene.frame_set(1)
+    full = {n: Quaternion(obj.pose.bones[n].rotation_quaternion) for n in CHAIN}
+    s.influence = 0.0
+    bpy.context.scene.frame_set(1)
+    for name in CHAIN:
+        assert Quaternion(obj.pose.bones[name].rotation_quaternion).rotation_difference(
+            fk
+        ).angle == pytest.approx(0.0, abs=1e-5)
+    s.influence = 0.4
+    bpy.context.scene.frame_set(1)
+    for name in CHAIN:
+        want = fk.slerp(full[name], 0.4)
+        got = Quaternion(obj.pose.bones[name].rotation_quaternion)
+        assert got.rotation_difference(want).angle == pytest.approx(0.0, abs=1e-4)
+
+
+def test_interactive_moves_settle(clean_scene: Any, addon: Any) -> None:
+    """Moving a target re-solves on the depsgraph update; the write's own update then
+    changes nothing (no endless update loop)."""
+    bpy = blender_module()
+
+    obj, target = _arm_with_chain()
+    writes = []
+
+    def count(scene: Any, depsgraph: Any) -> None:
+        writes.append([u.id.name for u in depsgraph.updates])
+
+    bpy.app.handlers.depsgraph_update_post.append(count)
+    try:
+        target.location = head_world(obj, "upper") + np.array([0.2, -0.2, 0.1])
+        for _ in range(4):
+            bpy.context.view_layer.update()
+        err = np.linalg.norm(tail_world(obj, "hand") - np.array(target.location))
+        assert err <= 1e-4 * chain_length(obj, CHAIN)
+        assert len(writes) <= 2, f"updates kept coming: {writes}"
+    finally:
+        bpy.app.handlers.depsgraph_update_post.remove(count)
+
+
+def test_save_and_reload_keep_chains_and_fk(clean_scene: Any, addon: Any, tmp_path: Any) -> None:
+    bpy = blender_module()
+
+    obj = build_arm()
+    fk = _set_fk(obj, MODES, np.random.default_rng(9))
+    select_only(obj, ["hand"], "hand")
+    bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    s = obj.pose.bones["hand"].reach_ik
+    s.target.location = head_world(obj, "upper") + np.array([0.1, 0.3, 0.1])
+    s.influence = 0.9
+    bpy.context.scene.frame_set(3)
+    before = _pose_matrices(obj)
+    path = str(tmp_path / "chain.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Arm"]
+    s = obj.pose.bones["hand"].reach_ik
+    assert s.has_chain
+    assert s.enabled
+    assert s.chain_length == 3
+    assert s.target is not None
+    assert s.influence == pytest.approx(0.9)
+    bpy.context.scene.frame_set(3)
+    np.testing.assert_allclose(_pose_matrices(obj), before, atol=1e-6)
+    s.enabled = False
+    assert _values(obj, CHAIN) == fk
+
+
+def test_metarig_four_limbs(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+
+    obj = metarig
+    tips = ("forearm.L", "forearm.R", "shin.L", "shin.R")
+    rng = np.random.default_rng(10)
+    for tip in tips:
+        select_only(obj, [tip], tip)
+        assert bpy.ops.reach_ik.add(new_target=True) == {"FINISHED"}
+        assert obj.pose.bones[tip].reach_ik.chain_length == 2
+    targets = {tip: obj.pose.bones[tip].reach_ik.target for tip in tips}
+    for tip in tips:
+        root = obj.data.bones[tip].parent
+        head = head_world(obj, root.name)
+        reach = root.length + obj.data.bones[tip].length
+        for f in (1, 25):
+            d = rng.normal(size=3)
+            targets[tip].location = head + d / np.linalg.norm(d) * reach * rng.uniform(0.5, 0.95)
+            targets[tip].keyframe_insert("location", frame=f)
+    for f in (1, 9, 17, 25):
+        bpy.context.scene.frame_set(f)
+        for tip in tips:
+            err = np.linalg.norm(
+                tail_world(obj, tip) - np.array(targets[tip].matrix_world.translation)
+            )
+            reach = obj.data.bones[tip].length + obj.data.bones[tip].parent.length
+            assert err <= 1e-4 * reach, f"{tip} frame {f}: {err:.2e} m"
