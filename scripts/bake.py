@@ -49,7 +49,6 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
-INSIDE_BLENDER = "bpy" in sys.modules
 ROOT = Path(__file__).resolve().parent.parent
 PROG = "bake.py"
 
@@ -131,8 +130,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def blender_module() -> Any:
+    """``bpy``, untyped: scripts drive Blender's API dynamically."""
+    return importlib.import_module("bpy")
+
+
+def inside_blender() -> bool:
+    """Running in a Blender program (``blender --python``), not the ``bpy`` module."""
+    bpy = blender_module()
+    return not getattr(bpy.app, "module", False)
+
+
 def script_argv() -> list[str]:
-    if INSIDE_BLENDER:
+    if inside_blender():
         return sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
     return sys.argv[1:]
 
@@ -334,13 +344,13 @@ def open_input(bpy: Any, args: argparse.Namespace) -> Path:
         if not path.is_file():
             raise UsageError(f"input file {args.input!r} does not exist")
         loaded = bpy.data.filepath
-        if not (INSIDE_BLENDER and loaded and os.path.samefile(loaded, path)):
+        if not (inside_blender() and loaded and os.path.samefile(loaded, path)):
             try:
                 bpy.ops.wm.open_mainfile(filepath=str(path.resolve()), load_ui=False)
             except RuntimeError as exc:
                 raise UsageError(f"cannot open {args.input!r}: {exc}") from None
         return path.resolve()
-    if INSIDE_BLENDER and bpy.data.filepath:
+    if inside_blender() and bpy.data.filepath:
         return Path(bpy.data.filepath).resolve()
     raise UsageError("no input file: give IN.blend (inside Blender: blender -b IN.blend …)")
 
@@ -377,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
     if args.step < 1:
         raise UsageError(f"--step {args.step}: must be 1 or more")
     chains = [parse_chain(text) for text in args.chain]
-    import bpy
+    bpy = blender_module()
 
     source = open_input(bpy, args)
     if out.resolve() == source or report_path.resolve() == source:
