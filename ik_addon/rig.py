@@ -292,10 +292,10 @@ def pole_angle_from_blender(obj: Any, names: Sequence[str], blender_angle: float
     Blender turns the solved chain so that the root bone's axis ``X·cos θ + Z·sin θ``
     (``θ`` = the constraint's pole angle), projected across the root→target line, points at
     the pole. Reach IK turns it so that the bend (inner joints' mean offset from that line)
-    points at the pole, then by its pole angle further. Turning the chain about that line is
-    rigid, so the angle from the bend to Blender's axis is the rest pose's: that is the
-    Reach IK pole angle. Exact for two-bone chains (checked against Blender's own IK in the
-    tests), close for longer ones.
+    points at the pole turned by its pole angle (right-handed about root→effector). Turning
+    the chain about that line is rigid, so the angle from Blender's axis to the bend is the
+    rest pose's: that is the Reach IK pole angle. Exact for two-bone chains (checked against
+    Blender's own IK in the tests), close for longer ones.
 
     Args:
         obj: the armature object.
@@ -305,13 +305,13 @@ def pole_angle_from_blender(obj: Any, names: Sequence[str], blender_angle: float
     axis, bend, root = _rest_bend(obj, names)
     up = root[:3, 0] * np.cos(blender_angle) + root[:3, 2] * np.sin(blender_angle)
     up = up - axis * float(up @ axis)
-    return _signed_angle(bend, up, axis)
+    return _signed_angle(up, bend, axis)
 
 
 def pole_angle_to_blender(obj: Any, names: Sequence[str], reach_angle: float) -> float:
     """The IK constraint's pole angle for a Reach IK pole angle (inverse of the above)."""
     axis, bend, root = _rest_bend(obj, names)
-    want = rot.rotate(rot.from_axis_angle(axis, reach_angle), bend)
+    want = rot.rotate(rot.from_axis_angle(axis, -reach_angle), bend)
     x = root[:3, 0] - axis * float(root[:3, 0] @ axis)
     z = root[:3, 2] - axis * float(root[:3, 2] @ axis)
     # Solve x·cos θ + z·sin θ ∥ want (same side): cross product with want along axis = 0.

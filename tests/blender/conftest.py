@@ -22,6 +22,7 @@ Every test in this directory is marked ``blender``.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import shutil
 import subprocess
@@ -63,8 +64,9 @@ def _zip_path() -> Path:
 @pytest.fixture(scope="session")
 def blender() -> Any:
     """``bpy`` with Reach IK installed from the zip and enabled, and Rigify enabled."""
-    import addon_utils
     import bpy
+
+    addon_utils = importlib.import_module("addon_utils")  # on the path once bpy is imported
 
     if not addon_utils.check(EXTENSION)[1]:
         result = bpy.ops.extensions.package_install_files(
@@ -79,8 +81,6 @@ def blender() -> Any:
 @pytest.fixture
 def addon(blender: Any) -> ModuleType:
     """The installed extension's Blender layer package."""
-    import importlib
-
     return importlib.import_module(f"{EXTENSION}.ik_addon")
 
 

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Converting Blender IK constraints to Reach IK chains and back, on the Rigify metarig.
+
+Oracle: Blender's own IK constraint evaluation. After converting, Reach IK must reach the
+same targets with the limbs bent the same way (pole and pole angle carried over), and
+converting back must give the original constraints.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from rigs import add_empty, blender_module, head_world, tail_world
+
+LIMBS = {"shin.L": -90.0, "shin.R": 0.0, "forearm.L": 45.0, "forearm.R": 180.0}
+
+
+def _limb_length(obj: Any, tip: str) -> float:
+    bone = obj.data.bones[tip]
+    return float(bone.length + bone.parent.length)
+
+
+def _setup_constraints(obj: Any, rng: np.random.Generator) -> dict[str, dict[str, Any]]:
+    bpy = blender_module()
+    made = {}
+    for tip, pole_deg in LIMBS.items():
+        root = obj.data.bones[tip].parent.name
+        head = head_world(obj, root)
+        length = _limb_length(obj, tip)
+        d = rng.normal(size=3)
+        target = add_empty(f"{tip} IK", head + d / np.linalg.norm(d) * length * 0.75)
+        pole = add_empty(f"{tip} pole", head + rng.normal(size=3) * length)
+        con = obj.pose.bones[tip].constraints.new("IK")
+        con.target, con.pole_target = target, pole
+        con.pole_angle = math.radians(pole_deg)
+        con.chain_count = 2
+        con.iterations = 300
+        made[tip] = {
+            "target": target,
+            "pole": pole,
+            "pole_angle": con.pole_angle,
+            "chain_count": 2,
+            "iterations": 300,
+        }
+    bpy.context.view_layer.update()
+    return made
+
+
+def _joints(obj: Any, tip: str) -> np.ndarray:
+    root = obj.data.bones[tip].parent.name
+    return np.array([head_world(obj, root), head_world(obj, tip), tail_world(obj, tip)])
+
+
+def test_convert_metarig_constraints_both_ways(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    obj = metarig
+    made = _setup_constraints(obj, np.random.default_rng(11))
+    blender_pose = {tip: _joints(obj, tip) for tip in LIMBS}
+    for tip, joints in blender_pose.items():
+        target = np.array(made[tip]["target"].location)
+        assert np.linalg.norm(joints[-1] - target) < 1e-3 * _limb_length(obj, tip)
+
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    for tip in LIMBS:
+        pb = obj.pose.bones[tip]
+        assert not [c for c in pb.constraints if c.type == "IK"]
+        s = pb.reach_ik
+        assert s.has_chain
+        assert s.target == made[tip]["target"]
+        assert s.pole == made[tip]["pole"]
+        assert s.chain_length == 2
+        assert s.iterations == 300
+    bpy.context.view_layer.update()
+    for tip, joints in blender_pose.items():
+        ours = _joints(obj, tip)
+        length = _limb_length(obj, tip)
+        target = np.array(made[tip]["target"].location)
+        assert np.linalg.norm(ours[-1] - target) <= 1e-4 * length, tip
+        # Same bend: the middle joints agree to Blender's own IK accuracy.
+        gap = np.linalg.norm(ours[1] - joints[1])
+        assert gap <= 2e-3 * length, f"{tip}: knee/elbow {gap * 1000:.2f} mm from Blender's"
+
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
+    for tip in LIMBS:
+        pb = obj.pose.bones[tip]
+        assert not pb.reach_ik.has_chain
+        (con,) = [c for c in pb.constraints if c.type == "IK"]
+        assert con.target == made[tip]["target"]
+        assert con.pole_target == made[tip]["pole"]
+        assert con.chain_count == made[tip]["chain_count"]
+        assert con.iterations == made[tip]["iterations"]
+        turn = con.pole_angle - made[tip]["pole_angle"]
+        assert math.remainder(turn, 2.0 * math.pi) == pytest.approx(0.0, abs=1e-5)
+    bpy.context.view_layer.update()
+    for tip, joints in blender_pose.items():
+        np.testing.assert_allclose(_joints(obj, tip), joints, atol=1e-5)
+
+
+def test_keep_source_mutes_and_reuses(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    obj = metarig
+    _setup_constraints(obj, np.random.default_rng(12))
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK", keep_source=True) == {
+        "FINISHED"
+    }
+    for tip in LIMBS:
+        (con,) = [c for c in obj.pose.bones[tip].constraints if c.type == "IK"]
+        assert con.mute
+        assert obj.pose.bones[tip].reach_ik.enabled
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER", keep_source=True) == {
+        "FINISHED"
+    }
+    for tip in LIMBS:
+        (con,) = [c for c in obj.pose.bones[tip].constraints if c.type == "IK"]
+        assert not con.mute
+        s = obj.pose.bones[tip].reach_ik
+        assert s.has_chain
+        assert not s.enabled
+
+
+def test_nothing_to_convert_is_reported(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"CANCELLED"}
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"CANCELLED"}
