@@ -1,11 +1,967 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Placeholder: being written."""
+"""Triangulation IK: one root-to-tip pass with the law of cosines.
+
+Implements R. Müller-Cajar and R. Mukundan, "Triangulation: A New Algorithm for Inverse
+Kinematics", IVCNZ 2007 (``../shared/references/000_c08bf4be023a5d3e.txt``), Algorithm 1 and
+sections 3.1.1–3.1.3, for general chains (:mod:`core.chain`): links are the chain's
+``offsets`` in each joint's frame, rest rotations are arbitrary, and the pass starts from
+``problem.initial``. Equations cited below are the paper's.
+
+One pass, root first. At joint ``i`` (position ``p_i``, current link direction ``û``):
+
+* ``a`` = link length, ``b`` = length of the chain beyond the link (``chain.remaining_lengths``,
+  stored once per joint), ``c⃗`` = vector from the joint to the target, ``c = |c⃗|``.
+* The link must make the angle ``δ`` with ``ĉ`` given by the law of cosines (eqs. 4–5),
+  ``cos δ = (a² + c² − b²) / (2ac)``. Clipping ``cos δ`` to ``[−1, 1]`` gives the paper's special
+  cases (§3.1.3) at once: ``c ≥ a + b`` → ``δ = 0`` (point at the target); ``c < b − a`` →
+  ``δ = 180°`` (point away, eq. 8); ``c < a − b`` (the target is inside the sphere the rest of
+  the chain cannot leave) → ``δ = 0``: the paper declares "no solution" there and points away,
+  we point at the target, which is the closest approach.
+* The link turns by ``θ = acos(û·ĉ) − δ`` (eq. 6) about ``r⃗ = û × ĉ`` (eq. 7), i.e. to
+  ``d̂ = cos δ · ĉ + sin δ · ŵ`` with ``ŵ = ĉ × r̂`` (the unit part of ``û`` perpendicular to
+  ``ĉ``). The joint's new world orientation is the *shortest* rotation taking ``û`` to ``d̂``
+  applied to its current one, so every joint turns as little as the triangle allows (the
+  paper's cost ``C = Σ θ``, eq. 3). Only ``cos δ`` and ``sin δ`` are used, never ``acos``;
+  ``sin δ`` comes from Heron's factors, so nearly flat triangles (``c ≈ a + b``) stay exact.
+* Undefined axis (§3.1.1, ``û ∥ ĉ``, ``|û × ĉ| ≤ 1e-9``): the previous joint's axis, else this
+  joint's current local X axis (a Blender bone bends about X), made perpendicular to ``ĉ``.
+* Full triangle formed (§3.1.2): once ``|a − b| ≤ c ≤ a + b`` held at a joint, every later link
+  points straight at the target.
+* A target at the joint itself (``c ≤ 1e-12 × reach``) leaves the link where it is.
+* ``options.delta_b_deg == 90`` (the paper's future work): when ``c < b − a`` the link turns
+  perpendicular to ``ĉ`` instead of away, unless that would put the next joint inside the
+  unreachable core of the free chain beyond it (radius ``max(0, 2·max link − b)``); then it
+  turns just far enough (the law of cosines with that radius as the third side). With this
+  guard both variants reach every target of a free chain with
+  ``max(0, 2·max link − reach) ≤ |t| ≤ reach``.
+
+Constrained chains (the paper's chain C, §3.1.3 last paragraph) — joints whose limit is a
+pure bend (cone) limit with the link along the bone's +Y axis:
+
+* The link direction is limited to the cone about the joint's rest direction (relative to the
+  previous joint, as the paper says): if the triangle direction reached by the shortest turn
+  is outside it, the link is turned about ``ĉ`` to the nearest allowed direction on the
+  triangle's circle; if the circle misses the cone, it is clamped to the cone's edge.
+* ``b`` is chosen between the straight and the collapsed remaining chain: the rest of the
+  chain is modelled by the one-parameter family of *uniform planar collapses* — every later
+  cone joint bent by ``s × its limit`` in one plane, curling the same way, free joints straight
+  — whose effector distance ``b(s)`` and angle ``γ(s)`` to its first link are computed by planar
+  forward kinematics. ``s = 1`` is the paper's "fully collapsed" chain. The joint takes the
+  smallest ``s`` (the straightest rest) for which the triangle ``(a, b(s), c)`` exists, its own
+  cone allows the triangle (``|∠(k̂, ĉ) − δ| ≤ φ``) and the next joint can bend enough
+  (``|∠(d̂, e⃗) − γ(s)| ≤ φ_next``, ``e⃗`` = next joint → target); grid of 33 values, then bisection.
+  If no ``s`` works the free rule above is used (no solution: the effector stays off target).
+  By induction, the ``s`` a joint chose stays feasible for the next joint, so once the root
+  finds one the target is reached. This is exact when the family contains a solution
+  whenever one exists — e.g. for chains of up to three links with a straight rest pose like
+  chain C, where the family has one parameter (the wrist); for longer chains the true closest
+  collapse may be non-uniform or out of plane and near-core targets can be missed, and for
+  rest poses that are not straight the cone axes differ from the previous links and the
+  family is only a heuristic (limits still hold).
+* Bending every later joint to its limit does not in general minimise the remaining
+  distance: a planar curl whose limits add up past 180° wraps around (five links of 90°
+  end one link from the start, while bends of 72° close a pentagon), which is why the family
+  varies ``s`` instead of using ``s = 1`` only.
+
+Other limits (per-axis ranges, locks, hinges, cones on off-axis links) are an extension
+beyond the paper: after each joint is placed, its rotation is replaced by
+:meth:`JointLimits.project`, and the later joints work from where it ended up. Limits always
+hold; reaching is not guaranteed.
+
+Finally the bend plane is oriented by :func:`core.bend_plane.orient_bend` (poles, the default
+``"rest"`` plane; ``"minimal"`` keeps the paper's shortest-rotation bend). Its effect is
+computed inline here on component arrays, because the general routine is too slow for the
+benchmark's batches; tests check that the results equal calling it.
+
+Two implementations of the same algorithm: :func:`_solve_batch` (numpy, component arrays
+``(N,)``, every chain) and :func:`_solve_single` (plain Python floats, one target on a free
+chain, for interactive single solves); tests check they agree to rounding.
+"""
 
 from __future__ import annotations
 
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .chain import Chain
 from .problem import Problem
 from .result import Solution
+from .rotations import FloatArray
+
+#: A target closer than this fraction of the reach to a joint is "at" the joint.
+_NEAR = 1e-12
+#: ``|û × ĉ|`` at or below this: the rotation axis is undefined (§3.1.1).
+_PARALLEL = 1e-9
+#: Bends and pole offsets below this fraction of the reach are ignored (as core.bend_plane).
+_BEND_TINY = 1e-9
+#: Slack on the triangle and cone tests of the constrained search (cosines and radians).
+_FEASIBLE_EPS = 1e-12
+#: Grid size and bisection steps of the constrained search over the collapse parameter s.
+_GRID = 33
+_BISECTIONS = 30
+#: Floor for divisors that may be zero in a branch whose result is discarded.
+_SAFE = 1e-300
+
+Num = Any
+"""A float or an ``(N,)`` float array (one component of a batch of vectors)."""
+Vec = tuple[Num, Num, Num]
+Quat = tuple[Num, Num, Num, Num]
+
+_IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
+_X: Vec = (1.0, 0.0, 0.0)
+_Y: Vec = (0.0, 1.0, 0.0)
+_MINUS_Z: Vec = (0.0, 0.0, -1.0)
 
 
+# --------------------------------------------------------------------------- per-chain plan
+@dataclass(frozen=True)
+class _Family:
+    """Uniform planar collapses of the links after joint ``i`` (module docstring).
+
+    Attributes:
+        links: ``(m,)`` lengths of links ``i + 1 … n − 1``.
+        curl: ``(m,)`` direction of each link relative to link ``i + 1`` at ``s = 1``
+            (radians, cumulative cone limits of joints ``i + 2 …``; 0 for free joints).
+        s: ``(33,)`` grid of the collapse parameter in ``[0, 1]``.
+        b: ``(33,)`` distance from joint ``i + 1`` to the effector on the grid.
+        gamma: ``(33,)`` angle between link ``i + 1`` and that vector on the grid.
+    """
+
+    links: FloatArray
+    curl: FloatArray
+    s: FloatArray
+    b: FloatArray
+    gamma: FloatArray
+
+    @staticmethod
+    def build(links: FloatArray, curl: FloatArray) -> _Family:
+        s = np.linspace(0.0, 1.0, _GRID)
+        b, gamma = _Family.planar(links, curl, s)
+        return _Family(links, curl, s, b, gamma)
+
+    @staticmethod
+    def planar(links: FloatArray, curl: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``b(s)`` and ``γ(s)`` for collapse parameters ``s (...)`` by planar FK."""
+        theta = s[..., None] * curl
+        ex = np.sum(links * np.cos(theta), axis=-1)
+        ey = np.sum(links * np.sin(theta), axis=-1)
+        return np.hypot(ex, ey), np.arctan2(np.abs(ey), ex)
+
+    @property
+    def trivial(self) -> bool:
+        """True when no later joint bends in the family (``b`` is the straight length)."""
+        return not np.any(self.curl)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Per-chain constants of the pass (computed once per chain, see :func:`_plan`)."""
+
+    n: int
+    reach: float
+    lengths: tuple[float, ...]
+    remaining: tuple[float, ...]
+    inner: tuple[float, ...]
+    offsets: tuple[Vec, ...]
+    units: tuple[Vec, ...]
+    rests: tuple[Quat, ...]
+    kinds: tuple[str, ...]
+    cones: tuple[float, ...]
+    families: tuple[_Family | None, ...]
+    straight: tuple[bool, ...]
+    all_free: bool
+    rest_start: tuple[Vec, Vec]
+
+
+_PLANS: weakref.WeakKeyDictionary[Chain, _Plan] = weakref.WeakKeyDictionary()
+
+
+def _joint_kind(chain: Chain, i: int) -> str:
+    """``"free"``, ``"cone"`` (pure bend limit, link along +Y) or ``"project"``."""
+    lim = chain.limits[i]
+    if lim.is_free:
+        return "free"
+    unit = chain.offsets[i] / chain.lengths[i]
+    pure_cone = (
+        lim.cone is not None
+        and lim.hinge_axis is None
+        and not any(lim.lock)
+        and all(r is None for r in lim.ranges)
+    )
+    if pure_cone and abs(unit[1] - 1.0) <= 1e-12:
+        return "cone"
+    return "project"
+
+
+def _plan(chain: Chain) -> _Plan:
+    plan = _PLANS.get(chain)
+    if plan is not None:
+        return plan
+    n = chain.n_joints
+    lengths = chain.lengths
+    remaining = chain.remaining_lengths
+    kinds = tuple(_joint_kind(chain, i) for i in range(n))
+    cones = tuple(
+        float(chain.limits[i].cone) if kinds[i] == "cone" else math.pi  # type: ignore[arg-type]
+        for i in range(n)
+    )
+    inner = []
+    families: list[_Family | None] = []
+    for i in range(n):
+        after = lengths[i + 1 :]
+        inner.append(
+            max(0.0, 2.0 * float(after.max()) - float(remaining[i])) if after.size else 0.0
+        )
+        bends = np.array([cones[k] if kinds[k] == "cone" else 0.0 for k in range(i + 2, n)])
+        needs = kinds[i] == "cone" or (i + 1 < n and kinds[i + 1] == "cone") or np.any(bends)
+        if needs and after.size:
+            families.append(_Family.build(after, np.concatenate(([0.0], np.cumsum(bends)))))
+        else:
+            families.append(None)
+    plan = _Plan(
+        n=n,
+        reach=chain.reach,
+        lengths=tuple(float(x) for x in lengths),
+        remaining=tuple(float(x) for x in remaining),
+        inner=tuple(inner),
+        offsets=tuple(tuple(float(x) for x in o) for o in chain.offsets),  # type: ignore[misc]
+        units=tuple(
+            tuple(float(x) for x in o / length)  # type: ignore[misc]
+            for o, length in zip(chain.offsets, lengths, strict=True)
+        ),
+        rests=tuple(tuple(float(x) for x in q) for q in chain.rest_rotations),  # type: ignore[misc]
+        kinds=kinds,
+        cones=cones,
+        families=tuple(families),
+        straight=tuple(
+            i > 0
+            and kinds[i - 1] != "project"
+            and not np.any(chain.rest_rotations[i] - (1.0, 0.0, 0.0, 0.0))
+            and bool(np.all(chain.offsets[i] / lengths[i] == chain.offsets[i - 1] / lengths[i - 1]))
+            for i in range(n)
+        ),
+        all_free=all(k == "free" for k in kinds),
+        rest_start=_rest_start(chain),
+    )
+    _PLANS[chain] = plan
+    return plan
+
+
+def _floats(v: Vec) -> Vec:
+    return (float(v[0]), float(v[1]), float(v[2]))
+
+
+def _rest_start(chain: Chain) -> tuple[Vec, Vec]:
+    axis, bend = _start_frame(chain, [_IDENTITY] * chain.n_joints)
+    return _floats(axis), _floats(bend)
+
+
+# --------------------------------------------------------------------------- vector algebra
+# Component-wise on tuples whose entries are floats or (N,) arrays (broadcasting).
+def _dot(a: Vec, b: Vec) -> Num:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _cross(a: Vec, b: Vec) -> Vec:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def _add(a: Vec, b: Vec) -> Vec:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def _sub(a: Vec, b: Vec) -> Vec:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def _scale(a: Vec, s: Num) -> Vec:
+    return (a[0] * s, a[1] * s, a[2] * s)
+
+
+def _combine(s: Num, a: Vec, t: Num, b: Vec) -> Vec:
+    """``s·a + t·b``."""
+    return (s * a[0] + t * b[0], s * a[1] + t * b[1], s * a[2] + t * b[2])
+
+
+def _qmul(p: Quat, q: Quat) -> Quat:
+    """Hamilton product, as :func:`core.rotations.multiply`."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw - px * qx - py * qy - pz * qz,
+        pw * qx + px * qw + py * qz - pz * qy,
+        pw * qy - px * qz + py * qw + pz * qx,
+        pw * qz + px * qy - py * qx + pz * qw,
+    )
+
+
+def _qconj(q: Quat) -> Quat:
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+def _rotate(q: Quat, v: Vec) -> Vec:
+    """``v + w·t + u × t`` with ``t = 2 u × v``, as :func:`core.rotations.rotate`."""
+    u = (q[1], q[2], q[3])
+    t = _scale(_cross(u, v), 2.0)
+    return _add(_add(v, _scale(t, q[0])), _cross(u, t))
+
+
+def _where(cond: Any, a: tuple[Num, ...], b: tuple[Num, ...]) -> tuple[Any, ...]:
+    return tuple(np.where(cond, x, y) for x, y in zip(a, b, strict=True))
+
+
+def _norm(v: Vec) -> Num:
+    return np.sqrt(_dot(v, v))
+
+
+def _unit_or_zero(v: Vec, n: Num) -> Vec:
+    """``v / n`` where ``n > 0``, else zero (as the numpy routines of core.rotations)."""
+    inv = np.where(n > 0.0, 1.0 / np.maximum(n, _SAFE), 0.0)
+    return _scale(v, inv)
+
+
+def _perpendicular(v: Vec, hint: Vec) -> Vec:
+    """Unit vectors perpendicular to ``v``, as :func:`core.rotations.perpendicular`."""
+    u = _unit_or_zero(v, _norm(v))
+    ax, ay, az = np.abs(u[0]), np.abs(u[1]), np.abs(u[2])
+    pick_x = (ax <= ay) & (ax <= az)
+    pick_y = ~pick_x & (ay <= az)
+    least = (
+        np.where(pick_x, 1.0, 0.0),
+        np.where(pick_y, 1.0, 0.0),
+        np.where(pick_x | pick_y, 0.0, 1.0),
+    )
+    h_perp = _sub(hint, _scale(u, _dot(hint, u)))
+    axis = _where(_norm(h_perp) > 1e-9, h_perp, least)
+    p = _sub(axis, _scale(u, _dot(axis, u)))
+    return _scale(p, 1.0 / np.maximum(_norm(p), _SAFE))
+
+
+def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
+    """Shortest rotations ``a → b`` exactly as :func:`core.rotations.between`."""
+    na, nb = _norm(a), _norm(b)
+    ua, ub = _unit_or_zero(a, na), _unit_or_zero(b, nb)
+    dot = _dot(ua, ub)
+    x = _cross(ua, ub)
+    q: Quat = (1.0 + dot, x[0], x[1], x[2])
+    degenerate = (dot < -1.0 + 1e-12) & (na > 0.0) & (nb > 0.0)
+    if np.any(degenerate):
+        axis = _perpendicular(ua, hint)
+        q = _where(degenerate, (0.0, *axis), q)
+    norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    inv = np.where(norm > 0.0, 1.0 / np.maximum(norm, _SAFE), 0.0)
+    return (np.where(norm > 0.0, q[0] * inv, 1.0), q[1] * inv, q[2] * inv, q[3] * inv)
+
+
+def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
+    """Unit quaternions of the shortest rotations taking unit ``u`` to unit ``d``.
+
+    A half turn (``d = −u``) goes about ``axis`` made perpendicular to ``u``.
+    """
+    dot = _dot(u, d)
+    x = _cross(u, d)
+    q: Quat = (1.0 + dot, x[0], x[1], x[2])
+    half = dot < -1.0 + 1e-12
+    if np.any(half):
+        q = _where(half, (0.0, *_perpendicular(u, axis)), q)
+    inv = 1.0 / np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
+
+
+def _stack(q: tuple[Num, ...], size: int) -> FloatArray:
+    return np.stack([np.broadcast_to(np.asarray(x, dtype=np.float64), (size,)) for x in q], -1)
+
+
+# --------------------------------------------------------------------------- bend plane
+def _start_frame(chain: Chain, initial: list[Quat]) -> tuple[Vec, Vec]:
+    """Start pose's root→effector unit axis and bend vector (as core.bend_plane).
+
+    ``initial`` holds one local rotation per joint, each component a float or ``(N,)``
+    array. Returns ``(start_axis, bend)``: the bend is the mean inner-joint offset from
+    the root→effector line, or for a straight start pose the root's local −Z made
+    perpendicular to that line.
+    """
+    reach = chain.reach
+    world: Quat = _IDENTITY
+    p: Vec = (0.0, 0.0, 0.0)
+    inner: Vec = (0.0, 0.0, 0.0)
+    root: Quat = _IDENTITY
+    n = chain.n_joints
+    for i in range(n):
+        rest = tuple(float(x) for x in chain.rest_rotations[i])
+        world = _qmul(_qmul(world, rest), initial[i])  # type: ignore[arg-type]
+        if i == 0:
+            root = world
+        p = _add(p, _rotate(world, tuple(float(x) for x in chain.offsets[i])))  # type: ignore[arg-type]
+        if i < n - 1:
+            inner = _add(inner, p)
+    length = _norm(p)
+    axis = _unit_or_zero(p, np.where(length > _BEND_TINY * reach, length, 0.0))
+    if n > 1:
+        mean = _scale(inner, 1.0 / (n - 1))
+        bend = _sub(mean, _scale(axis, _dot(mean, axis)))
+    else:
+        bend = (0.0, 0.0, 0.0)
+    side = _rotate(root, _MINUS_Z)
+    side = _sub(side, _scale(axis, _dot(side, axis)))
+    straight = _norm(bend) <= _BEND_TINY * reach
+    bend = _where(straight, side, bend)
+    return axis, bend
+
+
+def _orient_batch(
+    problem: Problem,
+    plan: _Plan,
+    targets: Vec,
+    rotations: list[Quat],
+    positions: list[Vec],
+    initial: list[Quat],
+) -> tuple[list[Quat], list[Vec]]:
+    """:func:`core.bend_plane.orient_bend` on component arrays (same arithmetic)."""
+    opts = problem.options
+    if problem.target_rotations is not None and opts.position_weight < 1.0:
+        return rotations, positions
+    if problem.poles is not None:
+        poles: Vec = tuple(np.ascontiguousarray(problem.poles.T))
+    elif opts.bend_plane == "rest":
+        if all(_is_identity(q) for q in initial):
+            start_axis, bend = plan.rest_start
+        else:
+            start_axis, bend = _start_frame(problem.chain, initial)
+        carry = _between(start_axis, targets, bend)
+        poles = _rotate(carry, bend)
+    else:
+        return rotations, positions
+    reach = plan.reach
+    n = plan.n
+    eff = positions[n]
+    length = _norm(eff)
+    axis = _unit_or_zero(eff, np.where(length > _BEND_TINY * reach, length, 0.0))
+    inner: Vec = (0.0, 0.0, 0.0)
+    for j in range(1, n):
+        inner = _add(inner, positions[j])
+    if n > 1:
+        mean = _scale(inner, 1.0 / (n - 1))
+        bend = _sub(mean, _scale(axis, _dot(mean, axis)))
+    else:
+        bend = (0.0, 0.0, 0.0)
+    want = _sub(poles, _scale(axis, _dot(poles, axis)))
+    axis_len = _norm(axis)
+    unit_axis = _unit_or_zero(axis, axis_len)
+    if opts.pole_angle:
+        half = 0.5 * opts.pole_angle
+        want = _rotate((math.cos(half), *_scale(unit_axis, math.sin(half))), want)
+    usable = (
+        (_norm(bend) > _BEND_TINY * reach) & (_norm(want) > _BEND_TINY * reach) & (axis_len > 0.0)
+    )
+    if not np.any(usable):
+        return rotations, positions
+    phi = np.arctan2(_dot(_cross(bend, want), axis), _dot(bend, want))
+    half_phi = 0.5 * np.where(usable, phi, 0.0)
+    turn: Quat = (np.cos(half_phi), *_scale(unit_axis, np.sin(half_phi)))
+    rest0 = plan.rests[0]
+    q0 = _qmul(_qmul(_qconj(rest0), turn), _qmul(rest0, rotations[0]))
+    limits0 = problem.chain.limits[0]
+    if not limits0.is_free:
+        size = problem.size
+        usable = usable & (limits0.violation(_stack(q0, size)) <= 1e-9)
+    out_rot = [_where(usable, q0, rotations[0]), *rotations[1:]]
+    out_pos = [_where(usable, _rotate(turn, p), p) for p in positions]
+    return out_rot, out_pos
+
+
+# --------------------------------------------------------------------------- batch pass
+def _triangle(a: float, b: Num, c: Num, c2: Num, inv_c: Num) -> tuple[Num, Num]:
+    """``cos δ`` (eq. 5, clipped to ``[−1, 1]``) and ``sin δ`` of the angle at ``a``–``c``.
+
+    ``sin δ = √((c + b − a)(a + b − c)(a + c − b)(a + b + c)) / (2ac)`` (Heron's factors),
+    zero outside the triangle inequality: accurate near a degenerate triangle, where
+    ``√(1 − cos²δ)`` would turn a rounding error of ``1e-16`` into an angle of ``1e-8``.
+    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``.
+    """
+    scale = inv_c * (0.5 / a)
+    cos_d = np.clip((a * a - b * b + c2) * scale, -1.0, 1.0)
+    heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
+    return cos_d, np.sqrt(np.maximum(heron, 0.0)) * scale
+
+
+def _free_rule(plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, delta90: bool) -> tuple[Num, Num]:
+    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant)."""
+    a, b = plan.lengths[i], plan.remaining[i]
+    cos_d, sin_d = _triangle(a, b, c, c2, inv_c)
+    if delta90 and b > a:
+        r = plan.inner[i]
+        guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
+        cos_g = np.clip(np.minimum(0.0, guard), -1.0, 1.0)
+        close = c < b - a
+        cos_d = np.where(close, cos_g, cos_d)
+        sin_d = np.where(close, np.sqrt(1.0 - cos_g * cos_g), sin_d)
+    return cos_d, sin_d
+
+
+def _feasible(
+    plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, kappa: Num, b: Num, gamma: Num
+) -> tuple[Num, Num, Num]:
+    """Constrained triangle test at joint ``i`` for remaining distances ``b``, angles ``γ``.
+
+    Returns ``(ok, cos δ, sin δ)``. ``kappa`` is the angle between the joint's cone axis
+    and ``ĉ``.
+    """
+    a = plan.lengths[i]
+    raw = (a * a - b * b + c2) * inv_c * (0.5 / a)
+    ok = (raw >= -1.0 - _FEASIBLE_EPS) & (raw <= 1.0 + _FEASIBLE_EPS)
+    cos_d, sin_d = _triangle(a, b, c, c2, inv_c)
+    if plan.kinds[i] == "cone":
+        ok = ok & (np.abs(kappa - np.arctan2(sin_d, cos_d)) <= plan.cones[i] + _FEASIBLE_EPS)
+    if i + 1 < plan.n and plan.kinds[i + 1] == "cone":
+        cos_next = np.clip((c * cos_d - a) / np.maximum(b, _SAFE), -1.0, 1.0)
+        bend = np.abs(np.arccos(cos_next) - gamma)
+        ok = ok & (bend <= plan.cones[i + 1] + _FEASIBLE_EPS)
+    return ok, cos_d, sin_d
+
+
+def _constrained_rule(
+    plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, kappa: Num, delta90: bool
+) -> tuple[Num, Num, Num]:
+    """``(cos δ, sin δ, formed)`` at a joint with cone limits around it.
+
+    Searches the smallest collapse parameter ``s`` that passes :func:`_feasible` (module
+    docstring); where none does, falls back to :func:`_free_rule`. ``formed`` marks where
+    the triangle closed with the straight rest of the chain (§3.1.2).
+    """
+    family = plan.families[i]
+    assert family is not None
+    free_cos, free_sin = _free_rule(plan, i, c, c2, inv_c, delta90)
+    if family.trivial:
+        ok, cos_d, sin_d = _feasible(plan, i, c, c2, inv_c, kappa, family.b[0], 0.0)
+        return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok
+    kappa = np.broadcast_to(kappa, np.shape(c))
+    grid_ok = _feasible(
+        plan,
+        i,
+        c[:, None],
+        c2[:, None],
+        inv_c[:, None],
+        kappa[:, None],
+        family.b[None, :],
+        family.gamma[None, :],
+    )[0]
+    found = grid_ok.any(axis=1)
+    first = np.argmax(grid_ok, axis=1)
+    s = family.s[first]
+    refine = np.flatnonzero(found & (first > 0))
+    if refine.size:
+        sub = (c[refine], c2[refine], inv_c[refine], kappa[refine])
+        lo = family.s[first[refine] - 1]
+        hi = family.s[first[refine]]
+        for _ in range(_BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            b_mid, g_mid = _Family.planar(family.links, family.curl, mid)
+            ok_mid = _feasible(plan, i, *sub, b_mid, g_mid)[0]
+            hi = np.where(ok_mid, mid, hi)
+            lo = np.where(ok_mid, lo, mid)
+        s[refine] = hi
+    b, gamma = _Family.planar(family.links, family.curl, s)
+    ok, cos_d, sin_d = _feasible(plan, i, c, c2, inv_c, kappa, b, gamma)
+    ok = ok & found
+    return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok & (s == 0.0)
+
+
+def _cone_select(d: Vec, chat: Vec, cos_d: Num, sin_d: Num, w: Vec, k: Vec, phi: float) -> Vec:
+    """Keep link directions ``d`` inside the cone of half-angle ``phi`` about ``k``.
+
+    Outside it: the direction on the triangle's circle (angle ``δ`` about ``ĉ``) nearest
+    the shortest-turn one that the cone allows; if the circle misses the cone, the point
+    of the cone's edge nearest ``d``.
+    """
+    cos_phi, sin_phi = math.cos(phi), math.sin(phi)
+    inside = _dot(k, d) >= cos_phi
+    if np.all(inside):
+        return d
+    kc = _dot(k, chat)
+    k_perp = _sub(k, _scale(chat, kc))
+    kpn = _norm(k_perp)
+    e1 = _where(kpn > 1e-12, _scale(k_perp, 1.0 / np.maximum(kpn, _SAFE)), w)
+    e2 = _cross(chat, e1)
+    radius = sin_d * kpn
+    m = (cos_phi - cos_d * kc) / np.maximum(radius, _SAFE)
+    on_circle = (radius > 1e-15) & (m <= 1.0)
+    psi_max = np.arccos(np.clip(m, -1.0, 1.0))
+    psi = np.clip(np.arctan2(_dot(w, e2), _dot(w, e1)), -psi_max, psi_max)
+    ring = _combine(np.cos(psi), e1, np.sin(psi), e2)
+    d_ring = _combine(cos_d, chat, sin_d, ring)
+    d_perp = _sub(d, _scale(k, _dot(d, k)))
+    dpn = _norm(d_perp)
+    side = _where(dpn > 1e-12, _scale(d_perp, 1.0 / np.maximum(dpn, _SAFE)), _perpendicular(k, w))
+    d_edge = _combine(cos_phi, k, sin_phi, side)
+    return _where(inside, d, _where(on_circle, d_ring, d_edge))
+
+
+def _take(v: tuple[Num, ...], idx: Any) -> tuple[Num, ...]:
+    """Rows ``idx`` of component arrays (floats are passed through)."""
+    return tuple(x[idx] if np.ndim(x) else x for x in v)
+
+
+def _patch(v: tuple[Num, ...], idx: Any, values: tuple[Num, ...], size: int) -> tuple[Any, ...]:
+    """Copies of component arrays ``(size,)`` with rows ``idx`` replaced by ``values``."""
+    out = []
+    for x, y in zip(v, values, strict=True):
+        z = np.array(np.broadcast_to(x, (size,)), dtype=np.float64)
+        z[idx] = y
+        out.append(z)
+    return tuple(out)
+
+
+def _is_identity(q: Quat) -> bool:
+    """True for the identity given as floats (component arrays never count)."""
+    return type(q[0]) is float and q == _IDENTITY
+
+
+def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
+    """The pass for ``N`` targets at once, on ``(N,)`` component arrays."""
+    chain = problem.chain
+    size = problem.size
+    n = plan.n
+    delta90 = problem.options.delta_b_deg == 90.0
+    targets: Vec = tuple(np.ascontiguousarray(problem.targets.T))
+    init = problem.initial
+    shared = size == 1 or init.strides[0] == 0 or bool(np.all(init == init[:1]))
+    initial: list[Quat]
+    if shared:
+        initial = [tuple(float(x) for x in q) for q in init[0]]  # type: ignore[misc]
+    else:
+        initial = [tuple(np.ascontiguousarray(init[:, i, :].T)) for i in range(n)]
+    near = _NEAR * plan.reach
+    world: Quat = _IDENTITY
+    p: Vec = (0.0, 0.0, 0.0)
+    d: Vec = p
+    prev_axis: Vec | None = None
+    formed: Num = np.zeros(size, dtype=bool)
+    rotations: list[Quat] = []
+    positions: list[Vec] = [p]
+    for i in range(n):
+        a = plan.lengths[i]
+        kind = plan.kinds[i]
+        parent = _qmul(world, plan.rests[i]) if plan.rests[i] != _IDENTITY else world
+        current = parent if _is_identity(initial[i]) else _qmul(parent, initial[i])
+        # A straight chain's next link starts along the previous link's new direction.
+        follows = plan.straight[i] and _is_identity(initial[i])
+        u = d if follows else _rotate(current, plan.units[i])
+        cv = _sub(targets, p)
+        c2 = _dot(cv, cv)
+        c = np.sqrt(c2)
+        inv_c = 1.0 / np.maximum(c, near)
+        chat = _scale(cv, inv_c)
+        # Rotation axis r = a × c (eq. 7); undefined when parallel (§3.1.1).
+        r = _cross(u, chat)
+        rn = _norm(r)
+        axis = _scale(r, 1.0 / np.maximum(rn, _SAFE))
+        bad = np.flatnonzero(rn <= _PARALLEL)
+        if bad.size:
+            # Already pointing at the target after a full triangle: no axis is needed.
+            aligned = formed[bad] & (_dot(_take(u, bad), _take(chat, bad)) > 0.0)
+            need, keep = bad[~aligned], bad[aligned]
+            if need.size:
+                hint = prev_axis if prev_axis is not None else _rotate(current, _X)
+                fallback = _perpendicular(_take(chat, need), _take(hint, need))
+                axis = _patch(axis, need, fallback, size)
+            if keep.size and prev_axis is not None:
+                axis = _patch(axis, keep, _take(prev_axis, keep), size)
+        prev_axis = axis
+        w = _cross(chat, axis)
+        # Law of cosines (eqs. 4–6) with the special cases of §3.1.2–3.1.3.
+        cone_axis = _rotate(parent, _Y) if kind == "cone" else None
+        if plan.families[i] is not None:
+            kappa: Num = 0.0
+            if cone_axis is not None:
+                kappa = np.arccos(np.clip(_dot(cone_axis, chat), -1.0, 1.0))
+            cos_d, sin_d, now_formed = _constrained_rule(plan, i, c, c2, inv_c, kappa, delta90)
+        else:
+            cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90)
+            b = plan.remaining[i]
+            now_formed = (c >= abs(a - b)) & (c <= a + b)
+        cos_d = np.where(formed, 1.0, cos_d)
+        sin_d = np.where(formed, 0.0, sin_d)
+        formed = formed | (now_formed & (c > near))
+        d = _combine(cos_d, chat, sin_d, w)
+        at_joint = np.flatnonzero(c <= near)
+        if at_joint.size:
+            d = _patch(d, at_joint, _take(u, at_joint), size)
+        if cone_axis is not None:
+            d = _cone_select(d, chat, cos_d, sin_d, w, cone_axis, plan.cones[i])
+        turned = _qmul(_shortest_turn(u, d, axis), current)
+        local = _qmul(_qconj(parent), turned)
+        if kind == "project":
+            projected = chain.limits[i].project(_stack(local, size))
+            local = tuple(np.moveaxis(projected, -1, 0))
+            turned = _qmul(parent, local)
+            d = _rotate(turned, plan.units[i])
+        p = _add(p, _scale(d, a))
+        rotations.append(local)
+        positions.append(p)
+        world = turned
+    rotations, positions = _orient_batch(problem, plan, targets, rotations, positions, initial)
+    rot = np.empty((size, n, 4))
+    for i, q in enumerate(rotations):
+        for k in range(4):
+            rot[:, i, k] = q[k]
+    np.negative(rot, out=rot, where=rot[..., :1] < 0.0)
+    pos = np.empty((size, n + 1, 3))
+    for j, v in enumerate(positions):
+        for k in range(3):
+            pos[:, j, k] = v[k]
+    return rot, pos
+
+
+# --------------------------------------------------------------------------- single target
+def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
+    """The pass for one target on a free chain, in plain Python floats.
+
+    The same arithmetic as :func:`_solve_batch` (and its inline bend-plane step), written
+    out for speed: numpy's per-call overhead dominates for one small chain.
+    """
+    tx, ty, tz = problem.targets[0].tolist()
+    init = problem.initial[0].tolist()
+    rest_pose = [q == [1.0, 0.0, 0.0, 0.0] for q in init]
+    n = plan.n
+    near = _NEAR * plan.reach
+    delta90 = problem.options.delta_b_deg == 90.0
+    ww, wx, wy, wz = 1.0, 0.0, 0.0, 0.0
+    px = py = pz = 0.0
+    dx = dy = dz = 0.0
+    have_prev = False
+    ax = ay = az = 0.0
+    formed = False
+    rots: list[list[float]] = []
+    pos: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)]
+    sqrt = math.sqrt
+    for i in range(n):
+        a = plan.lengths[i]
+        b = plan.remaining[i]
+        # parent = world · rest_i; current = parent · initial_i
+        rw, rx, ry, rz = plan.rests[i]
+        if (rw, rx, ry, rz) != _IDENTITY:
+            ww, wx, wy, wz = (
+                ww * rw - wx * rx - wy * ry - wz * rz,
+                ww * rx + wx * rw + wy * rz - wz * ry,
+                ww * ry - wx * rz + wy * rw + wz * rx,
+                ww * rz + wx * ry - wy * rx + wz * rw,
+            )
+        gw, gx, gy, gz = ww, wx, wy, wz
+        qw, qx, qy, qz = init[i]
+        if not rest_pose[i]:
+            gw, gx, gy, gz = (
+                ww * qw - wx * qx - wy * qy - wz * qz,
+                ww * qx + wx * qw + wy * qz - wz * qy,
+                ww * qy - wx * qz + wy * qw + wz * qx,
+                ww * qz + wx * qy - wy * qx + wz * qw,
+            )
+        # u = current · unit offset (as _rotate)
+        if plan.straight[i] and rest_pose[i]:
+            ux, uy, uz = dx, dy, dz
+        else:
+            vx, vy, vz = plan.units[i]
+            t1 = 2.0 * (gy * vz - gz * vy)
+            t2 = 2.0 * (gz * vx - gx * vz)
+            t3 = 2.0 * (gx * vy - gy * vx)
+            ux = vx + t1 * gw + (gy * t3 - gz * t2)
+            uy = vy + t2 * gw + (gz * t1 - gx * t3)
+            uz = vz + t3 * gw + (gx * t2 - gy * t1)
+        cx, cy, cz = tx - px, ty - py, tz - pz
+        c2 = cx * cx + cy * cy + cz * cz
+        c = sqrt(c2)
+        inv_c = 1.0 / (c if c > near else near)
+        hx, hy, hz = cx * inv_c, cy * inv_c, cz * inv_c
+        rx_, ry_, rz_ = uy * hz - uz * hy, uz * hx - ux * hz, ux * hy - uy * hx
+        rn = sqrt(rx_ * rx_ + ry_ * ry_ + rz_ * rz_)
+        if rn > _PARALLEL:
+            inv = 1.0 / rn
+            ax, ay, az = rx_ * inv, ry_ * inv, rz_ * inv
+        elif not (formed and ux * hx + uy * hy + uz * hz > 0.0):
+            if have_prev:
+                hint: Vec = (ax, ay, az)
+            else:
+                hint = _rotate((gw, gx, gy, gz), _X)
+            ax, ay, az = (float(x) for x in _perpendicular((hx, hy, hz), hint))
+        have_prev = True
+        sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
+        if formed:
+            cos_d, sin_d = 1.0, 0.0
+        else:
+            scale = inv_c * (0.5 / a)
+            cos_d = (a * a - b * b + c2) * scale
+            cos_d = -1.0 if cos_d < -1.0 else 1.0 if cos_d > 1.0 else cos_d
+            heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
+            sin_d = sqrt(heron if heron > 0.0 else 0.0) * scale
+            if delta90 and b > a and c < b - a:
+                r = plan.inner[i]
+                guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
+                guard = 0.0 if guard > 0.0 else guard
+                cos_d = -1.0 if guard < -1.0 else guard
+                sin_d = sqrt(1.0 - cos_d * cos_d)
+            formed = abs(a - b) <= c <= a + b and c > near
+        if c <= near:
+            dx, dy, dz = ux, uy, uz
+        else:
+            dx, dy, dz = cos_d * hx + sin_d * sx, cos_d * hy + sin_d * sy, cos_d * hz + sin_d * sz
+        # shortest turn u → d, then world = turn · current, local = conj(parent) · world
+        dot = ux * dx + uy * dy + uz * dz
+        if dot < -1.0 + 1e-12:
+            ew = 0.0
+            ex, ey, ez = (float(x) for x in _perpendicular((ux, uy, uz), (ax, ay, az)))
+        else:
+            ew = 1.0 + dot
+            ex, ey, ez = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
+        inv = 1.0 / sqrt(ew * ew + ex * ex + ey * ey + ez * ez)
+        ew, ex, ey, ez = ew * inv, ex * inv, ey * inv, ez * inv
+        nw = ew * gw - ex * gx - ey * gy - ez * gz
+        nx = ew * gx + ex * gw + ey * gz - ez * gy
+        ny = ew * gy - ex * gz + ey * gw + ez * gx
+        nz = ew * gz + ex * gy - ey * gx + ez * gw
+        rots.append(
+            [
+                ww * nw + wx * nx + wy * ny + wz * nz,
+                ww * nx - wx * nw - wy * nz + wz * ny,
+                ww * ny + wx * nz - wy * nw - wz * nx,
+                ww * nz - wx * ny + wy * nx - wz * nw,
+            ]
+        )
+        px, py, pz = px + dx * a, py + dy * a, pz + dz * a
+        pos.append((px, py, pz))
+        ww, wx, wy, wz = nw, nx, ny, nz
+    _orient_single(problem, plan, (tx, ty, tz), rots, pos, init, all(rest_pose))
+    for q in rots:
+        if q[0] < 0.0:
+            q[0], q[1], q[2], q[3] = -q[0], -q[1], -q[2], -q[3]
+    return np.array([rots]), np.array([pos])
+
+
+def _orient_single(
+    problem: Problem,
+    plan: _Plan,
+    target: Vec,
+    rots: list[list[float]],
+    pos: list[tuple[float, float, float]],
+    init: list[list[float]],
+    rest_pose: bool,
+) -> None:
+    """:func:`_orient_batch` for one target in floats; updates ``rots`` and ``pos``."""
+    opts = problem.options
+    if problem.target_rotations is not None and opts.position_weight < 1.0:
+        return
+    if problem.poles is not None:
+        pole: Vec = tuple(problem.poles[0].tolist())
+    elif opts.bend_plane == "rest":
+        if rest_pose:
+            start_axis, bend = plan.rest_start
+        else:
+            start: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in init]
+            axis_v, bend_v = _start_frame(problem.chain, start)
+            start_axis, bend = _floats(axis_v), _floats(bend_v)
+        pole = _rotate(_between_float(start_axis, target, bend), bend)
+    else:
+        return
+    reach = plan.reach
+    n = plan.n
+    sqrt = math.sqrt
+    ex, ey, ez = pos[n]
+    length = sqrt(ex * ex + ey * ey + ez * ez)
+    if length > _BEND_TINY * reach:
+        xx, xy, xz = ex / length, ey / length, ez / length
+    else:
+        xx = xy = xz = 0.0
+    if n > 1:
+        mx = my = mz = 0.0
+        for j in range(1, n):
+            mx, my, mz = mx + pos[j][0], my + pos[j][1], mz + pos[j][2]
+        inv = 1.0 / (n - 1)
+        mx, my, mz = mx * inv, my * inv, mz * inv
+        dm = mx * xx + my * xy + mz * xz
+        bx, by, bz = mx - xx * dm, my - xy * dm, mz - xz * dm
+    else:
+        bx = by = bz = 0.0
+    dp = pole[0] * xx + pole[1] * xy + pole[2] * xz
+    vx, vy, vz = pole[0] - xx * dp, pole[1] - xy * dp, pole[2] - xz * dp
+    axis_len = sqrt(xx * xx + xy * xy + xz * xz)
+    if axis_len > 0.0:
+        kx, ky, kz = xx / axis_len, xy / axis_len, xz / axis_len
+    else:
+        kx = ky = kz = 0.0
+    if opts.pole_angle:
+        half = 0.5 * opts.pole_angle
+        s = math.sin(half)
+        vx, vy, vz = _rotate((math.cos(half), kx * s, ky * s, kz * s), (vx, vy, vz))
+    if not (
+        sqrt(bx * bx + by * by + bz * bz) > _BEND_TINY * reach
+        and sqrt(vx * vx + vy * vy + vz * vz) > _BEND_TINY * reach
+        and axis_len > 0.0
+    ):
+        return
+    cross = (by * vz - bz * vy) * xx + (bz * vx - bx * vz) * xy + (bx * vy - by * vx) * xz
+    half = 0.5 * math.atan2(cross, bx * vx + by * vy + bz * vz)
+    s = math.sin(half)
+    turn = (math.cos(half), kx * s, ky * s, kz * s)
+    rest0 = plan.rests[0]
+    q0 = _qmul(_qmul(_qconj(rest0), turn), _qmul(rest0, tuple(rots[0])))  # type: ignore[arg-type]
+    rots[0] = list(q0)
+    tw, tx, ty, tz = turn
+    for j in range(1, n + 1):
+        vx, vy, vz = pos[j]
+        t1 = 2.0 * (ty * vz - tz * vy)
+        t2 = 2.0 * (tz * vx - tx * vz)
+        t3 = 2.0 * (tx * vy - ty * vx)
+        pos[j] = (
+            vx + t1 * tw + (ty * t3 - tz * t2),
+            vy + t2 * tw + (tz * t1 - tx * t3),
+            vz + t3 * tw + (tx * t2 - ty * t1),
+        )
+
+
+def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:
+    """:func:`_between` for one pair of vectors, in floats."""
+    sqrt = math.sqrt
+    na = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    nb = sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])
+    ia = 1.0 / na if na > 0.0 else 0.0
+    ib = 1.0 / nb if nb > 0.0 else 0.0
+    ua = (a[0] * ia, a[1] * ia, a[2] * ia)
+    ub = (b[0] * ib, b[1] * ib, b[2] * ib)
+    dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
+    if dot < -1.0 + 1e-12 and na > 0.0 and nb > 0.0:
+        qw = 0.0
+        qx, qy, qz = (float(x) for x in _perpendicular(ua, hint))
+    else:
+        qw = 1.0 + dot
+        qx, qy, qz = _cross(ua, ub)
+    norm = sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    if norm == 0.0:
+        return _IDENTITY
+    inv = 1.0 / norm
+    return (qw * inv, qx * inv, qy * inv, qz * inv)
+
+
+# --------------------------------------------------------------------------- entry point
 def solve_triangulation(problem: Problem) -> Solution:
-    raise NotImplementedError
+    """Triangulation IK (Müller-Cajar & Mukundan 2007, Algorithm 1), one pass per target.
+
+    Args:
+        problem: ``N`` targets on one chain; reads ``options.delta_b_deg``,
+            ``options.bend_plane``, ``options.pole_angle``, the poles and the start pose.
+            Orientation goals are not pursued (position only).
+
+    Returns:
+        A :class:`Solution` with ``iterations == 1`` for every target.
+    """
+    plan = _plan(problem.chain)
+    if problem.size == 1 and plan.all_free:
+        rotations, positions = _solve_single(problem, plan)
+    else:
+        rotations, positions = _solve_batch(problem, plan)
+    return Solution(rotations, positions, np.ones(problem.size, dtype=np.int64))
+
+
+__all__ = ["solve_triangulation"]

@@ -1,0 +1,500 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of core.triangulation (Müller-Cajar & Mukundan 2007, Algorithm 1).
+
+Oracles: forward kinematics of the returned rotations, the law of cosines for two links,
+targets made by forward kinematics of random allowed poses (so they are reachable),
+:meth:`JointLimits.violation`, and :func:`core.bend_plane.orient_bend` called on the
+method's own ``"minimal"`` result. The single-target float path is compared with the
+numpy batch path on the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from core import rotations as rot
+from core import solve
+from core.bend_plane import orient_bend
+from core.chain import Chain
+from core.kinematics import forward_kinematics
+from core.limits import JointLimits
+from core.options import SolveOptions
+from core.problem import Problem
+from core.triangulation import _plan, _solve_batch, _solve_single, solve_triangulation
+
+FAST = settings(max_examples=60, deadline=None)
+
+U = Chain.from_lengths([9, 9, 9, 9, 4])
+C = Chain.from_lengths([18, 18, 4], bend_limits_deg=[None, 126, 90])
+
+
+def _problem(
+    chain: Chain,
+    targets: np.ndarray,
+    *,
+    initial: np.ndarray | None = None,
+    poles: np.ndarray | None = None,
+    **options: object,
+) -> Problem:
+    targets = np.atleast_2d(np.asarray(targets, dtype=float))
+    size, n = targets.shape[0], chain.n_joints
+    if initial is None:
+        start = np.broadcast_to(rot.identity((n,)), (size, n, 4))
+    else:
+        start = np.broadcast_to(rot.normalize(initial), (size, n, 4))
+    return Problem(
+        chain,
+        targets,
+        None,
+        None if poles is None else np.atleast_2d(poles),
+        start,
+        1e-6 * chain.reach,
+        SolveOptions(**options),  # type: ignore[arg-type]
+    )
+
+
+def _same_rotations(a: np.ndarray, b: np.ndarray, atol: float) -> None:
+    """Assert unit quaternions ``a`` and ``b`` are the same rotations (sign-free)."""
+    diff = rot.angle(rot.multiply(rot.conjugate(a), b))
+    assert float(np.max(diff)) <= atol, float(np.max(diff))
+
+
+def _link_directions(positions: np.ndarray) -> np.ndarray:
+    links = np.diff(positions, axis=-2)
+    return links / np.linalg.norm(links, axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------------- strategies
+@st.composite
+def unit_quaternions(draw: st.DrawFn) -> np.ndarray:
+    q = np.array(draw(st.lists(st.floats(-1, 1), min_size=4, max_size=4)))
+    assume(np.linalg.norm(q) > 0.1)
+    return q / np.linalg.norm(q)
+
+
+@st.composite
+def free_chains(draw: st.DrawFn, max_joints: int = 6) -> Chain:
+    """Free chains with random link vectors (not along +Y) and random rest rotations."""
+    n = draw(st.integers(1, max_joints))
+    offsets = []
+    for _ in range(n):
+        v = np.array(draw(st.lists(st.floats(-1, 1), min_size=3, max_size=3)))
+        assume(np.linalg.norm(v) > 0.2)
+        offsets.append(v * draw(st.floats(0.3, 3.0)) / np.linalg.norm(v))
+    rest = np.array([draw(unit_quaternions()) for _ in range(n)])
+    return Chain(np.array(offsets), rest)
+
+
+@st.composite
+def directions(draw: st.DrawFn) -> np.ndarray:
+    v = np.array(draw(st.lists(st.floats(-1, 1), min_size=3, max_size=3)))
+    assume(np.linalg.norm(v) > 0.1)
+    return v / np.linalg.norm(v)
+
+
+def _core_radius(chain: Chain) -> float:
+    """Inner radius of a free chain's workspace: ``max(0, 2·longest − total)``."""
+    return max(0.0, 2.0 * float(chain.lengths.max()) - chain.reach)
+
+
+# ---------------------------------------------------------------------- closed forms
+def test_two_links_bend_by_the_law_of_cosines() -> None:
+    chain = Chain.from_lengths([3.0, 2.0])
+    target = np.array([1.0, 2.0, 2.5])
+    c = float(np.linalg.norm(target))
+    res = solve(chain, target, bend_plane="minimal")
+    interior = math.acos((3.0**2 + 2.0**2 - c**2) / (2 * 3.0 * 2.0))
+    assert res.error <= 1e-12
+    assert rot.angle(res.rotations[1]) == pytest.approx(math.pi - interior, abs=1e-12)
+    # Eq. 6: the first link turns by acos(â·ĉ) − δ from the rest direction +Z.
+    delta = math.acos((3.0**2 + c**2 - 2.0**2) / (2 * 3.0 * c))
+    theta = math.acos(target[2] / c) - delta
+    assert rot.angle(res.rotations[0]) == pytest.approx(abs(theta), abs=1e-12)
+    assert res.iterations == 1
+
+
+def test_full_triangle_leaves_the_remaining_links_straight() -> None:
+    """§3.1.2: after the triangle at the root, links 2… point straight at the target."""
+    target = np.array([5.0, -12.0, 20.0])  # |t| = 23.85 ≥ 31 − 9: triangle at the root
+    res = solve(U, target, bend_plane="minimal")
+    assert res.error <= 1e-12
+    dirs = _link_directions(res.positions)
+    np.testing.assert_allclose(dirs[2:], np.broadcast_to(dirs[1], (3, 3)), atol=1e-12)
+    np.testing.assert_allclose(rot.angle(res.rotations[2:]), 0.0, atol=1e-7)
+    # Only the first two joints turn: the paper's low-cost property.
+    assert res.cost() == pytest.approx(float(np.sum(rot.angle(res.rotations[:2]))), abs=1e-7)
+
+
+def test_close_target_points_the_first_link_away() -> None:
+    """§3.1.3, eq. 8: c < b − a → δb = 180°, the link points away from the target."""
+    target = np.array([3.0, 4.0, 5.0])
+    res = solve(U, target, bend_plane="minimal")
+    away = -target / np.linalg.norm(target)
+    np.testing.assert_allclose(_link_directions(res.positions)[0], away, atol=1e-12)
+    assert res.error <= 1e-12
+
+
+def test_delta_b_90_turns_the_first_link_perpendicular() -> None:
+    target = np.array([3.0, 4.0, 5.0])
+    res = solve(U, target, bend_plane="minimal", delta_b_deg=90.0)
+    first = _link_directions(res.positions)[0]
+    assert float(first @ target) == pytest.approx(0.0, abs=1e-12)
+    assert res.error <= 1e-12
+
+
+def test_delta_b_90_guard_keeps_a_long_last_link_reachable() -> None:
+    """Links 1, 1, 10 reach only 8 ≤ |t| ≤ 12; a plain 90° turn would miss 8.5."""
+    chain = Chain.from_lengths([1.0, 1.0, 10.0])
+    for delta in (180.0, 90.0):
+        res = solve(chain, [0.0, 8.5, 0.0], delta_b_deg=delta)
+        assert res.error <= 1e-12, delta
+
+
+def test_far_target_straightens_the_chain_toward_it() -> None:
+    target = np.array([100.0, -50.0, 20.0])
+    unit = target / np.linalg.norm(target)
+    for chain in (U, C):
+        res = solve(chain, target)
+        expected = np.outer(np.concatenate(([0.0], np.cumsum(chain.lengths))), unit)
+        np.testing.assert_allclose(res.positions, expected, atol=1e-9)
+
+
+def test_undefined_axis_uses_the_joints_local_x_axis() -> None:
+    """§3.1.1: a target on the straight chain's axis; the root bends about its local X."""
+    res = solve(U, [0.0, 0.0, 20.0], bend_plane="minimal")
+    assert res.error <= 1e-12
+    np.testing.assert_allclose(res.positions[:, 0], 0.0, atol=1e-12)
+    axis, angle = rot.to_axis_angle(res.rotations[0])
+    assert angle > 0.1
+    assert abs(float(axis[0])) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_undefined_axis_reuses_the_previous_joints_axis() -> None:
+    """Joint 1 points away along the target line; its axis is then joint 0's."""
+    target = np.array([0.0, 3.0, 4.0])
+    res = solve(U, target, bend_plane="minimal")
+    assert res.error <= 1e-12
+    # Every joint turned about the same world axis: the chain stays in one plane.
+    normal = np.cross(target, [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(res.positions @ normal, 0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("chain", [U, C], ids=["U", "C"])
+def test_degenerate_targets_give_finite_results(chain: Chain) -> None:
+    reach = chain.reach
+    targets = np.array(
+        [
+            [0.0, 0.0, 0.0],
+            [0.0, 0.0, 1e-300],
+            [0.0, 0.0, 9.0],
+            [0.0, 0.0, -9.0],
+            [0.0, 0.0, reach],
+            [0.0, reach, 0.0],
+            [0.0, 0.0, -reach],
+            [0.0, 0.0, 2 * reach],
+            [0.0, 0.0, -2 * reach],
+            [1e12, -1e12, 1e12],
+            [0.0, 1e-13, 18.0],
+        ]
+    )
+    for opts in ({}, {"delta_b_deg": 90.0}, {"bend_plane": "minimal"}):
+        batch = solve(chain, targets, **opts)
+        singles = [solve(chain, t, **opts) for t in targets]
+        for res in (batch, *singles):
+            assert np.all(np.isfinite(res.rotations))
+            assert np.all(np.isfinite(res.positions))
+        for k, single in enumerate(singles):
+            np.testing.assert_allclose(single.positions, batch.positions[k], atol=1e-9 * reach)
+        # Exactly at full reach, on and off the axis: reached.
+        assert np.all(batch.error[4:7] <= 1e-9 * reach)
+        fk = forward_kinematics(chain, batch.rotations)[0]
+        np.testing.assert_allclose(fk[:9], batch.positions[:9], atol=1e-9 * reach)
+
+
+def test_target_at_the_root_is_reached_by_a_free_chain() -> None:
+    for opts in ({}, {"delta_b_deg": 90.0}):
+        res = solve(U, [0.0, 0.0, 0.0], **opts)  # type: ignore[arg-type]
+        assert res.error <= 1e-9
+
+
+# ---------------------------------------------------------------------- properties, free
+@FAST
+@given(
+    chain=free_chains(),
+    direction=directions(),
+    fraction=st.floats(0.0, 1.0),
+    delta=st.sampled_from([180.0, 90.0]),
+    bend_plane=st.sampled_from(["rest", "minimal"]),
+    start=st.booleans(),
+    data=st.data(),
+)
+def test_reachable_targets_of_free_chains_are_reached(
+    chain: Chain,
+    direction: np.ndarray,
+    fraction: float,
+    delta: float,
+    bend_plane: str,
+    start: bool,
+    data: st.DataObject,
+) -> None:
+    lo = _core_radius(chain) * (1 + 1e-9)
+    hi = chain.reach * (1 - 1e-9)
+    target = direction * (lo + fraction * (hi - lo))
+    initial = None
+    if start:
+        initial = np.array([data.draw(unit_quaternions()) for _ in range(chain.n_joints)])
+    targets = np.stack([target, -target, 0.5 * target])
+    res = solve(chain, targets, initial=initial, delta_b_deg=delta, bend_plane=bend_plane)
+    single = solve(chain, target, initial=initial, delta_b_deg=delta, bend_plane=bend_plane)
+    assert float(res.error[0]) <= 1e-6 * chain.reach
+    assert float(res.error[1]) <= 1e-6 * chain.reach
+    assert float(single.error) <= 1e-6 * chain.reach
+    if 0.5 * np.linalg.norm(target) >= lo:
+        assert float(res.error[2]) <= 1e-6 * chain.reach
+    fk = forward_kinematics(chain, res.rotations)[0]
+    np.testing.assert_allclose(fk, res.positions, atol=1e-9 * chain.reach)
+    np.testing.assert_allclose(np.linalg.norm(res.rotations, axis=-1), 1.0, atol=1e-12)
+
+
+@FAST
+@given(chain=free_chains(), direction=directions(), scale=st.floats(1.0 + 1e-9, 1e6))
+def test_far_targets_of_free_chains_straighten_toward_them(
+    chain: Chain, direction: np.ndarray, scale: float
+) -> None:
+    res = solve(chain, direction * chain.reach * scale)
+    np.testing.assert_allclose(
+        _link_directions(res.positions), np.broadcast_to(direction, (chain.n_joints, 3)), atol=1e-7
+    )
+    assert float(res.error) == pytest.approx(chain.reach * (scale - 1.0), abs=1e-9 * scale)
+
+
+@FAST
+@given(
+    chain=free_chains(),
+    targets=st.lists(st.lists(st.floats(-8, 8), min_size=3, max_size=3), min_size=1, max_size=4),
+    delta=st.sampled_from([180.0, 90.0]),
+    bend_plane=st.sampled_from(["rest", "minimal"]),
+    use_pole=st.booleans(),
+    pole_angle=st.sampled_from([0.0, 0.7]),
+    start=st.booleans(),
+    data=st.data(),
+)
+def test_single_target_path_equals_batch_path(
+    chain: Chain,
+    targets: list[list[float]],
+    delta: float,
+    bend_plane: str,
+    use_pole: bool,
+    pole_angle: float,
+    start: bool,
+    data: st.DataObject,
+) -> None:
+    plan = _plan(chain)
+    initial = None
+    if start:
+        initial = np.array([data.draw(unit_quaternions()) for _ in range(chain.n_joints)])
+    pole = np.array([1.0, -2.0, 0.5]) if use_pole else None
+    for target in np.array(targets):
+        problem = _problem(
+            chain,
+            target,
+            initial=initial,
+            poles=pole,
+            delta_b_deg=delta,
+            bend_plane=bend_plane,
+            pole_angle=pole_angle,
+        )
+        rot_s, pos_s = _solve_single(problem, plan)
+        rot_b, pos_b = _solve_batch(problem, plan)
+        np.testing.assert_allclose(pos_s, pos_b, atol=1e-12 * chain.reach)
+        np.testing.assert_allclose(rot_s, rot_b, atol=1e-12)
+
+
+@FAST
+@given(
+    chain=free_chains(),
+    targets=st.lists(st.lists(st.floats(-8, 8), min_size=3, max_size=3), min_size=1, max_size=4),
+    pole=st.one_of(st.none(), st.lists(st.floats(-5, 5), min_size=3, max_size=3)),
+    pole_angle=st.sampled_from([0.0, -1.2]),
+    start=st.booleans(),
+    data=st.data(),
+)
+def test_bend_plane_step_equals_orient_bend(
+    chain: Chain,
+    targets: list[list[float]],
+    pole: list[float] | None,
+    pole_angle: float,
+    start: bool,
+    data: st.DataObject,
+) -> None:
+    """The inline bend-plane step gives what core.bend_plane.orient_bend gives."""
+    initial = None
+    if start:
+        initial = np.array([data.draw(unit_quaternions()) for _ in range(chain.n_joints)])
+    t = np.array(targets)
+    poles = None if pole is None else np.broadcast_to(np.array(pole), t.shape)
+    minimal = solve_triangulation(_problem(chain, t, initial=initial, bend_plane="minimal"))
+    oriented_problem = _problem(
+        chain, t, initial=initial, poles=poles, bend_plane="rest", pole_angle=pole_angle
+    )
+    expected_rot, expected_pos = orient_bend(oriented_problem, minimal.rotations, minimal.positions)
+    ours = solve_triangulation(oriented_problem)
+    np.testing.assert_allclose(ours.positions, expected_pos, atol=1e-9 * chain.reach)
+    _same_rotations(ours.rotations, expected_rot, 1e-9)
+    for k in range(t.shape[0]):
+        single = solve_triangulation(
+            _problem(
+                chain,
+                t[k],
+                initial=initial,
+                poles=None if poles is None else poles[k],
+                bend_plane="rest",
+                pole_angle=pole_angle,
+            )
+        )
+        np.testing.assert_allclose(single.positions[0], expected_pos[k], atol=1e-9 * chain.reach)
+        _same_rotations(single.rotations[0], expected_rot[k], 1e-9)
+
+
+def test_orientation_goal_leaves_the_minimal_bend() -> None:
+    """With an orientation goal (position_weight < 1) the bend plane is not turned."""
+    target = np.array([[10.0, 5.0, 20.0]])
+    minimal = solve_triangulation(_problem(U, target, bend_plane="minimal"))
+    problem = _problem(U, target)
+    problem = Problem(
+        U, problem.targets, rot.identity((1,)), None, problem.initial, 1e-5, SolveOptions()
+    )
+    for size_path in (problem, _stacked(problem)):
+        res = solve_triangulation(size_path)
+        np.testing.assert_allclose(res.positions[0], minimal.positions[0], atol=1e-12)
+
+
+def _stacked(problem: Problem) -> Problem:
+    """The same problem twice, so the batch path runs."""
+    return Problem(
+        problem.chain,
+        np.repeat(problem.targets, 2, axis=0),
+        None if problem.target_rotations is None else np.repeat(problem.target_rotations, 2, 0),
+        None,
+        np.repeat(problem.initial, 2, axis=0),
+        problem.tolerance,
+        problem.options,
+    )
+
+
+# ---------------------------------------------------------------------- constrained chains
+def _random_allowed_poses(chain: Chain, rng: np.random.Generator, size: int) -> np.ndarray:
+    """Random local rotations inside each joint's limits (projected random rotations)."""
+    q = rot.normalize(rng.normal(size=(size, chain.n_joints, 4)))
+    return np.stack([lim.project(q[:, i]) for i, lim in enumerate(chain.limits)], axis=1)
+
+
+def test_chain_c_reaches_every_pose_it_can_take() -> None:
+    rng = np.random.default_rng(7)
+    poses = _random_allowed_poses(C, rng, 3000)
+    targets = forward_kinematics(C, poses)[0][:, -1, :]
+    for opts in ({}, {"delta_b_deg": 90.0}, {"bend_plane": "minimal"}):
+        res = solve(C, targets, **opts)
+        assert float(np.max(res.error)) <= 1e-6 * C.reach
+        for i, lim in enumerate(C.limits):
+            assert float(np.max(lim.violation(res.rotations[:, i]))) <= 1e-9
+
+
+def test_chain_c_core_is_unreachable_without_nan() -> None:
+    """Chain C's closest approach to its root is 12.91 (elbow 126°, wrist 90°, one plane)."""
+    rng = np.random.default_rng(3)
+    poses = _random_allowed_poses(C, rng, 20000)
+    closest = float(np.min(np.linalg.norm(forward_kinematics(C, poses)[0][:, -1], axis=-1)))
+    elbow = math.radians(126.0)
+    wrist = math.radians(90.0)
+    analytic = abs(18 + 18 * np.exp(1j * elbow) + 4 * np.exp(1j * (elbow + wrist)))
+    assert analytic == pytest.approx(12.91, abs=0.01)
+    assert closest >= analytic - 1e-9
+    inside = np.array([[0.0, 0.0, 0.0], [3.0, 4.0, 5.0], [0.0, 0.0, -12.0]])
+    res = solve(C, inside)
+    assert np.all(np.isfinite(res.rotations))
+    assert np.all(res.error > 0.5)
+    shell = np.array([[0.0, 0.0, analytic * (1 + 1e-9)], [analytic * (1 + 1e-6), 0.0, 0.0]])
+    assert np.all(solve(C, shell).error <= 1e-6 * C.reach)
+
+
+@st.composite
+def cone_chains(draw: st.DrawFn) -> Chain:
+    """Straight 2–3-link chains with bend limits on the joints after the root."""
+    n = draw(st.integers(2, 3))
+    lengths = [draw(st.floats(0.3, 3.0)) for _ in range(n)]
+    root = draw(st.one_of(st.none(), st.floats(10.0, 180.0)))
+    bends = [root] + [draw(st.floats(5.0, 180.0)) for _ in range(n - 1)]
+    return Chain.from_lengths(lengths, draw(directions()), bend_limits_deg=bends)
+
+
+@FAST
+@given(chain=cone_chains(), seed=st.integers(0, 2**32 - 1), start=st.booleans())
+def test_cone_chains_reach_the_poses_they_can_take(chain: Chain, seed: int, start: bool) -> None:
+    rng = np.random.default_rng(seed)
+    targets = forward_kinematics(chain, _random_allowed_poses(chain, rng, 64))[0][:, -1]
+    initial = _random_allowed_poses(chain, rng, 1)[0] if start else None
+    res = solve(chain, targets, initial=initial)
+    assert float(np.max(res.error)) <= 1e-6 * chain.reach
+    for i, lim in enumerate(chain.limits):
+        assert float(np.max(lim.violation(res.rotations[:, i]))) <= 1e-9
+
+
+@st.composite
+def limited_chains(draw: st.DrawFn) -> Chain:
+    """Random chains with every kind of joint limit."""
+    chain = draw(free_chains(max_joints=5))
+    if draw(st.booleans()):
+        chain = Chain.from_lengths(chain.lengths, draw(directions()))
+    kinds = st.sampled_from(["free", "cone", "ranges", "lock", "hinge", "fixed"])
+    limits = []
+    for _ in range(chain.n_joints):
+        kind = draw(kinds)
+        angle = st.floats(0.0, math.pi)
+        if kind == "free":
+            limits.append(JointLimits())
+        elif kind == "cone":
+            limits.append(JointLimits(cone=draw(angle)))
+        elif kind == "ranges":
+            lo, hi = sorted(
+                (draw(st.floats(-math.pi, math.pi)), draw(st.floats(-math.pi, math.pi)))
+            )
+            limits.append(JointLimits(ranges=((lo, hi), None, (-draw(angle), draw(angle)))))
+        elif kind == "lock":
+            limits.append(JointLimits(lock=(True, False, draw(st.booleans()))))
+        elif kind == "hinge":
+            limits.append(
+                JointLimits(hinge_axis=tuple(draw(directions())), hinge_range=(-draw(angle), 1.0))
+            )
+        else:
+            limits.append(JointLimits(lock=(True, True, True)))
+    return chain.with_limits(limits)
+
+
+@FAST
+@given(
+    chain=limited_chains(),
+    targets=st.lists(st.lists(st.floats(-12, 12), min_size=3, max_size=3), min_size=1, max_size=5),
+    delta=st.sampled_from([180.0, 90.0]),
+    bend_plane=st.sampled_from(["rest", "minimal"]),
+)
+def test_limits_always_hold(
+    chain: Chain, targets: list[list[float]], delta: float, bend_plane: str
+) -> None:
+    t = np.array(targets)
+    for res in (
+        solve(chain, t, delta_b_deg=delta, bend_plane=bend_plane),
+        solve(chain, t[0], delta_b_deg=delta, bend_plane=bend_plane),
+    ):
+        assert np.all(np.isfinite(res.rotations))
+        assert np.all(np.isfinite(res.positions))
+        rotations = res.rotations.reshape(-1, chain.n_joints, 4)
+        for i, lim in enumerate(chain.limits):
+            assert float(np.max(lim.violation(rotations[:, i]))) <= 1e-9
+        fk = forward_kinematics(chain, res.rotations)[0]
+        np.testing.assert_allclose(fk, res.positions, atol=1e-9 * chain.reach)
