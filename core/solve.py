@@ -87,6 +87,11 @@ def solve(
     impl = METHODS.get(method)
     if impl is None:
         raise SolveInputError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+    if options is not None and not isinstance(options, SolveOptions):
+        raise SolveInputError(
+            f"options must be a SolveOptions (or None), got {type(options).__name__}; "
+            "pass single settings as keywords, e.g. tolerance=0.5"
+        )
     opts = options or SolveOptions()
     if option_changes:
         opts = opts.replace(**option_changes)
@@ -152,7 +157,7 @@ def _measure(problem: Problem, method: str, sol: Solution, batch: tuple[int, ...
         )
 
     def shaped(a: np.ndarray, tail: tuple[int, ...] = ()) -> Any:
-        return a.reshape(*batch, *tail)
+        return a.reshape((*batch, *tail))
 
     return IKResult(
         rotations=shaped(sol.rotations, (n, 4)),
