@@ -48,18 +48,27 @@ so disabling or removing a chain gives back exactly the FK pose, keyed or not.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from ..core import METHODS, Chain, ReachIKError, SolveOptions, forward_kinematics, solve
+from ..core import METHODS, Chain, ReachIKError, SolveOptions, solve
 from ..core import rotations as rot
-from .rig import RigChain, base_matrix, build_rig_chain, matrix, rig_signature
+from .rig import (
+    RigChain,
+    affine_inverse,
+    base_matrix,
+    build_rig_chain,
+    chain_bones,
+    matrix,
+    rig_signature,
+)
 
 #: The solver methods in the order the UI lists them (those the core has implemented).
 METHOD_ORDER = ("triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls")
@@ -220,6 +229,56 @@ def chain_tips(obj: Any) -> list[str]:
     return [pb.name for pb in obj.pose.bones if pb.reach_ik.has_chain]
 
 
+@dataclass(frozen=True)
+class ArmatureChains:
+    """Which bones of an armature Reach IK deals with.
+
+    Attributes:
+        tips: the bones holding chains.
+        candidates: every bone Reach IK may have written: those driven when scanned and
+            those in a chain; only these need their FK pose given back.
+    """
+
+    tips: tuple[str, ...]
+    candidates: frozenset[str]
+
+
+_generation = 0
+_chains_cache: dict[int, tuple[int, ArmatureChains]] = {}
+
+
+def invalidate() -> None:
+    """Forget which bones hold chains: after a chain is added, removed, lengthened or
+    shortened, a file is loaded, or an undo step (the property callbacks and handlers call
+    this)."""
+    global _generation
+    _generation += 1
+
+
+def armature_chains(obj: Any) -> ArmatureChains:
+    """:class:`ArmatureChains` of ``obj``; scanning every pose bone only after
+    :func:`invalidate` (scanning a big rig on every frame costs more than the solve)."""
+    key = obj.as_pointer()
+    hit = _chains_cache.get(key)
+    if hit is not None and hit[0] == _generation:
+        bones = obj.pose.bones
+        if all(tip in bones for tip in hit[1].tips):
+            return hit[1]
+    tips = []
+    candidates: set[str] = set()
+    for pb in obj.pose.bones:
+        s = pb.reach_ik
+        if s.has_chain:
+            tips.append(pb.name)
+            with contextlib.suppress(ReachIKError):
+                candidates.update(chain_bones(obj, pb.name, s.chain_length, s.use_tail))
+        if s.ik_active:
+            candidates.add(pb.name)
+    found = ArmatureChains(tuple(tips), frozenset(candidates))
+    _chains_cache[key] = (_generation, found)
+    return found
+
+
 def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
     """A chain's settings from its tip pose bone.
 
@@ -271,6 +330,8 @@ def rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain
 def clear_caches() -> None:
     """Forget cached chains (after loading a file; they are also checked on every use)."""
     _rig_cache.clear()
+    _chains_cache.clear()
+    invalidate()
 
 
 # ----------------------------------------------------------------------------- posed state
@@ -284,18 +345,23 @@ class _PoseState:
     def __init__(self, obj_eval: Any) -> None:
         self.pose_bones = obj_eval.pose.bones
         self.bones = obj_eval.data.bones
-        self.solved: dict[str, np.ndarray] = {}
+        self.solved: dict[str, np.ndarray] = {}  # bone → solved rotation (4,) of this pass
         self._cache: dict[str, np.ndarray] = {}
         self._moved: dict[str, bool] = {}
 
     def add_solved(self, names: tuple[str, ...], rotations: np.ndarray) -> None:
         for name, q in zip(names, rotations, strict=True):
-            basis = matrix(self.pose_bones[name].matrix_basis)
-            scale = np.linalg.norm(basis[:3, :3], axis=0)
-            basis[:3, :3] = rot.to_matrix(q) * scale
-            self.solved[name] = basis
+            self.solved[name] = q
         self._cache.clear()
         self._moved.clear()
+
+    def _basis(self, name: str) -> np.ndarray:
+        basis = matrix(self.pose_bones[name].matrix_basis)
+        q = self.solved.get(name)
+        if q is not None:
+            scale = np.linalg.norm(basis[:3, :3], axis=0)
+            basis[:3, :3] = rot.to_matrix(q) * scale
+        return basis
 
     def _is_moved(self, name: str) -> bool:
         moved = self._moved.get(name)
@@ -314,13 +380,11 @@ class _PoseState:
             m = matrix(self.pose_bones[name].matrix)
         else:
             bone = self.bones[name]
-            basis = self.solved.get(name)
-            if basis is None:
-                basis = matrix(self.pose_bones[name].matrix_basis)
+            basis = self._basis(name)
             if bone.parent is None:
                 m = matrix(bone.matrix_local) @ basis
             else:
-                rel = np.linalg.inv(matrix(bone.parent.matrix_local)) @ matrix(bone.matrix_local)
+                rel = affine_inverse(matrix(bone.parent.matrix_local)) @ matrix(bone.matrix_local)
                 m = self.matrix(bone.parent.name) @ rel @ basis
         self._cache[name] = m
         return m
@@ -370,48 +434,67 @@ def _fk_state(pose_bone: Any) -> tuple[str, tuple[float, ...]]:
     return s.fk_mode, tuple(s.fk_value)
 
 
-def _depth(obj: Any, name: str) -> int:
-    bone = obj.data.bones[name]
-    d = 0
-    while bone.parent is not None:
-        d += 1
-        bone = bone.parent
-    return d
+@lru_cache(maxsize=256)
+def _options(iterations: int, tolerance: float, pole_angle: float, weight: float) -> SolveOptions:
+    return SolveOptions(
+        max_iterations=max(iterations, 1),
+        tolerance=tolerance if tolerance > 0.0 else None,
+        pole_angle=pole_angle,
+        position_weight=weight,
+    )
+
+
+def _qmul(p: Sequence[float], q: Sequence[float]) -> tuple[float, float, float, float]:
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw - px * qx - py * qy - pz * qz,
+        pw * qx + px * qw + py * qz - pz * qy,
+        pw * qy - px * qz + py * qw + pz * qx,
+        pw * qz + px * qy - py * qx + pz * qw,
+    )
+
+
+def _effector(chain: Chain, rotations: np.ndarray) -> np.ndarray:
+    """End effector ``(3,)`` in the base frame: :func:`core.forward_kinematics` for one
+    pose, in plain floats (numpy's per-call overhead dominates for a few joints)."""
+    w: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0)
+    p = [0.0, 0.0, 0.0]
+    for rest, q, off in zip(
+        chain.rest_rotations.tolist(), rotations.tolist(), chain.offsets.tolist(), strict=True
+    ):
+        w = _qmul(_qmul(w, rest), q)
+        v = _qmul(_qmul(w, (0.0, *off)), (w[0], -w[1], -w[2], -w[3]))
+        n = w[0] * w[0] + w[1] * w[1] + w[2] * w[2] + w[3] * w[3]
+        p = [p[0] + v[1] / n, p[1] + v[2] / n, p[2] + v[3] / n]
+    return np.array(p)
 
 
 def _solve_one(
-    spec: ChainSpec, obj: Any, obj_eval: Any, state: _PoseState, world: np.ndarray
+    spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: np.ndarray
 ) -> ChainPose:
     if spec.solver not in available_methods():
         raise ReachIKError(
             f"solver '{spec.solver}' is not available; choose one of "
             f"{', '.join(available_methods())}"
         )
-    rig = rig_chain(obj, spec.tip, spec.chain_length, spec.use_tail)
     target_w = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
     parent = state.matrix(rig.parent) if rig.parent is not None else None
     root_pb = state.pose_bones[rig.bone_names[0]]
     base = world @ base_matrix(rig, parent, np.array(root_pb.location, dtype=np.float64))
-    if abs(np.linalg.det(base[:3, :3])) < 1e-18:
-        raise ReachIKError("the chain's parent or the armature has zero scale")
-    to_base = np.linalg.inv(base)
-    target_b = (to_base @ np.append(target_w, 1.0))[:3]
+    to_base = affine_inverse(base)
+    target_b = to_base[:3, :3] @ target_w + to_base[:3, 3]
     pole_b = None
     if spec.pole is not None:
         pole_w = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)
-        pole_b = (to_base @ np.append(pole_w, 1.0))[:3]
+        pole_b = to_base[:3, :3] @ pole_w + to_base[:3, 3]
     goal_rot = None
     weight = 1.0
     if spec.use_rotation:
         base_rot = base[:3, :3] / np.linalg.norm(base[:3, :3], axis=0)
         goal_rot = rot.from_matrix(base_rot.T @ _rotation_world(spec, obj_eval, state, world))
         weight = 1.0 - spec.orient_weight
-    options = SolveOptions(
-        max_iterations=max(spec.iterations, 1),
-        tolerance=spec.tolerance if spec.tolerance > 0.0 else None,
-        pole_angle=spec.pole_angle,
-        position_weight=weight,
-    )
+    options = _options(spec.iterations, spec.tolerance, spec.pole_angle, weight)
     chain = rig.chain
     result = solve(
         chain,
@@ -429,8 +512,10 @@ def _solve_one(
             [values_to_quaternion(*_fk_state(state.pose_bones[n])) for n in rig.bone_names]
         )
         ik = rot.normalize(rot.slerp(fk, ik, spec.influence))
-    effector_b = forward_kinematics(chain, ik)[0][-1]
-    effector_w = (base @ np.append(effector_b, 1.0))[:3]
+        effector_b = _effector(chain, ik)
+    else:
+        effector_b = np.asarray(result.positions[-1], dtype=np.float64)
+    effector_w = base[:3, :3] @ effector_b + base[:3, 3]
     reach_tol = chain.reach * 1e-9 + (options.tolerance or 1e-6 * chain.reach)
     return ChainPose(
         tip=spec.tip,
@@ -452,7 +537,7 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
     """
     problems: dict[str, str] = {}
     poses: list[ChainPose] = []
-    tips = chain_tips(obj)
+    tips = armature_chains(obj).tips
     if not tips:
         return SolveReport(poses, problems)
     obj_eval = obj.evaluated_get(depsgraph)
@@ -460,17 +545,23 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         return SolveReport(poses, problems)
     state = _PoseState(obj_eval)
     world = matrix(obj_eval.matrix_world)
-    specs = []
+    todo = []
     for tip in tips:
         pb = obj_eval.pose.bones.get(tip)
         if pb is None or not pb.reach_ik.enabled:
             continue
-        specs.append(read_spec(pb, depsgraph))
-    # Parents first: a chain whose bones lie above another chain's root is solved before it.
-    specs.sort(key=lambda s: (_depth(obj, s.tip) - s.chain_length + s.use_tail, s.tip))
-    for spec in specs:
+        spec = read_spec(pb, depsgraph)
         try:
-            pose = _solve_one(spec, obj, obj_eval, state, world)
+            rig = rig_chain(obj, spec.tip, spec.chain_length, spec.use_tail)
+        except ReachIKError as exc:
+            problems[spec.tip] = str(exc)
+            continue
+        todo.append((rig.root_depth, spec.tip, spec, rig))
+    # Parents first: a chain whose bones lie above another chain's root is solved before it.
+    todo.sort(key=lambda item: (item[0], item[1]))
+    for _depth, _tip, spec, rig in todo:
+        try:
+            pose = _solve_one(spec, rig, obj_eval, state, world)
         except ReachIKError as exc:
             problems[spec.tip] = str(exc)
             continue
@@ -485,22 +576,30 @@ def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:
 
 
 # ----------------------------------------------------------------------------- writing
-def _set_state(pose_bone: Any, **values: Any) -> None:
+def _write_bone(pose_bone: Any, q: np.ndarray) -> None:
+    """Write one solved rotation, keeping the FK bookkeeping (module docstring)."""
     s = pose_bone.reach_ik
-    for name, value in values.items():
-        current = getattr(s, name)
-        if isinstance(value, tuple):
-            if tuple(current) != value:
-                setattr(s, name, value)
-        elif current != value:
-            setattr(s, name, value)
-
-
-def _write(pose_bone: Any, values: tuple[float, ...]) -> None:
-    """Write rotation values unless the stored (float32) value would stay the same."""
-    new = tuple(float(np.float32(v)) for v in values)
-    if new != read_rotation(pose_bone):
+    mode = pose_bone.rotation_mode
+    current = read_rotation(pose_bone)
+    active = s.ik_active
+    if active and mode == s.ik_mode and current == tuple(s.ik_value):
+        fk = None  # unchanged: the value is ours
+    elif active and mode != s.ik_mode:
+        fk = None  # the mode changed, not the FK value
+    else:
+        fk = (mode, current)  # set by the animation or the user: the new FK value
+    new = tuple(float(np.float32(v)) for v in quaternion_to_values(q, mode, current))
+    if new != current:
         write_rotation(pose_bone, new)
+        new = read_rotation(pose_bone)
+    if fk is not None:
+        s.fk_mode, s.fk_value = fk
+    if s.ik_mode != mode:
+        s.ik_mode = mode
+    if new != current or fk is not None:
+        s.ik_value = new
+    if not active:
+        s.ik_active = True
 
 
 def apply_poses(obj: Any, poses: Iterable[ChainPose]) -> None:
@@ -509,23 +608,19 @@ def apply_poses(obj: Any, poses: Iterable[ChainPose]) -> None:
     for pose in poses:
         for name, q in zip(pose.bone_names, pose.rotations, strict=True):
             pb = pose_bones.get(name)
-            if pb is None:
-                continue
-            fk_mode, fk_values = _fk_state(pb)
-            mode = pb.rotation_mode
-            _write(pb, quaternion_to_values(q, mode, read_rotation(pb)))
-            _set_state(
-                pb,
-                fk_mode=fk_mode,
-                fk_value=tuple(float(v) for v in fk_values),
-                ik_mode=mode,
-                ik_value=read_rotation(pb),
-                ik_active=True,
-            )
+            if pb is not None:
+                _write_bone(pb, q)
 
 
-def restore_fk(obj: Any, keep: Iterable[str] = ()) -> list[str]:
+def restore_fk(
+    obj: Any, keep: Iterable[str] = (), candidates: Iterable[str] | None = None
+) -> list[str]:
     """Give back the FK rotation of every bone Reach IK drives, except those in ``keep``.
+
+    Args:
+        obj: the armature object.
+        keep: bones that stay driven.
+        candidates: only look at these bones (default: every pose bone).
 
     Returns:
         The names of the bones restored.
@@ -534,7 +629,12 @@ def restore_fk(obj: Any, keep: Iterable[str] = ()) -> list[str]:
     restored: list[str] = []
     if obj is None or obj.pose is None:
         return restored
-    for pb in obj.pose.bones:
+    pose_bones = obj.pose.bones
+    if candidates is None:
+        bones = list(pose_bones)
+    else:
+        bones = [pose_bones[n] for n in candidates if n not in kept and n in pose_bones]
+    for pb in bones:
         s = pb.reach_ik
         if not s.ik_active or pb.name in kept:
             continue
@@ -544,7 +644,9 @@ def restore_fk(obj: Any, keep: Iterable[str] = ()) -> list[str]:
         else:
             q = values_to_quaternion(fk_mode, fk_values)
             values = quaternion_to_values(q, pb.rotation_mode, read_rotation(pb))
-        _write(pb, values)
+        new = tuple(float(np.float32(v)) for v in values)
+        if new != read_rotation(pb):
+            write_rotation(pb, new)
         s.ik_active = False
         restored.append(pb.name)
     return restored
@@ -554,13 +656,16 @@ __all__ = [
     "ITERATIVE",
     "METHOD_LABELS",
     "METHOD_ORDER",
+    "ArmatureChains",
     "ChainPose",
     "ChainSpec",
     "SolveReport",
     "apply_poses",
+    "armature_chains",
     "available_methods",
     "chain_tips",
     "clear_caches",
+    "invalidate",
     "quaternion_to_values",
     "read_rotation",
     "restore_fk",

@@ -14,7 +14,8 @@ the pose), and give the FK pose back to bones no enabled chain drives any more.
   setting). Writing the pose causes one more depsgraph update, whose solve gives the same
   values and so writes nothing: the exchange stops by itself; a re-entrancy flag guards
   against anything running the handler from inside a solve.
-* ``load_post`` — a file that is opened is solved once (caches are dropped first).
+* ``load_post`` — a file that is opened is solved once (caches are dropped first);
+  ``undo_post``/``redo_post`` drop the record of which bones hold chains.
 
 All are ``@persistent`` (they survive loading files) and :func:`unregister_handlers`
 removes every one. No handler writes keyframes. The last solve's residual errors and
@@ -54,7 +55,11 @@ def solve_object(obj: Any, depsgraph: Any) -> None:
     """Solve, write and release (FK back) one armature object's chains."""
     report = evaluate.solve_chains(obj, depsgraph)
     evaluate.apply_poses(obj, report.poses)
-    evaluate.restore_fk(obj, {name for pose in report.poses for name in pose.bone_names})
+    evaluate.restore_fk(
+        obj,
+        {name for pose in report.poses for name in pose.bone_names},
+        evaluate.armature_chains(obj).candidates,
+    )
     for key in [k for k in status if k[0] == obj.name]:
         del status[key]
     for pose in report.poses:
@@ -67,8 +72,15 @@ def _armatures(scene: Any) -> list[Any]:
     return [
         obj
         for obj in scene.objects
-        if obj.type == "ARMATURE" and obj.mode != "EDIT" and obj.pose is not None
+        if obj.type == "ARMATURE"
+        and obj.mode != "EDIT"
+        and obj.pose is not None
+        and _has_work(evaluate.armature_chains(obj))
     ]
+
+
+def _has_work(found: evaluate.ArmatureChains) -> bool:
+    return bool(found.tips or found.candidates)
 
 
 def solve_scene(scene: Any, depsgraph: Any) -> None:
@@ -104,9 +116,17 @@ def on_frame_change(scene: Any, depsgraph: Any) -> None:
 def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
     if _busy:
         return
-    if not any(isinstance(u.id, bpy.types.Object) for u in depsgraph.updates):
+    updated = [u.id for u in depsgraph.updates]
+    if any(isinstance(i, bpy.types.Armature) for i in updated):
+        evaluate.invalidate()  # bones may have been added, renamed or edited
+    if not any(isinstance(i, bpy.types.Object) for i in updated):
         return
     solve_scene(scene, depsgraph)
+
+
+@persistent
+def on_undo(*_args: Any) -> None:
+    evaluate.invalidate()
 
 
 @persistent
@@ -124,6 +144,8 @@ _HANDLERS: tuple[tuple[list[Callable[..., None]], Callable[..., None]], ...] = (
     (bpy.app.handlers.frame_change_post, on_frame_change),
     (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
     (bpy.app.handlers.load_post, on_load),
+    (bpy.app.handlers.undo_post, on_undo),
+    (bpy.app.handlers.redo_post, on_undo),
 )
 
 

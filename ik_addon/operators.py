@@ -224,6 +224,7 @@ def remove_chain(obj: Any, pb: Any) -> None:
     s = pb.reach_ik
     for name in CHAIN_SETTINGS:
         s.property_unset(name)
+    evaluate.invalidate()
     evaluate.restore_fk(obj, driven_bones(obj))
     handlers.status.pop((obj.name, pb.name), None)
 

@@ -28,7 +28,7 @@ from bpy.props import (
     StringProperty,
 )
 
-from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, restore_fk
+from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate, restore_fk
 from .rig import RigError, chain_bones
 
 _METHOD_HELP = {
@@ -73,9 +73,15 @@ def _tag(self: Any, _context: Any) -> None:
 
 def _release_undriven(self: Any, context: Any) -> None:
     """Give the FK pose back to bones no enabled chain drives any more."""
+    invalidate()
     obj = self.id_data
     if obj is not None and obj.pose is not None:
         restore_fk(obj, driven_bones(obj))
+    _tag(self, context)
+
+
+def _chain_added_or_removed(self: Any, context: Any) -> None:
+    invalidate()
     _tag(self, context)
 
 
@@ -91,7 +97,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         description="This bone is the tip of a Reach IK chain",
         default=False,
         options=set(),
-        update=_tag,
+        update=_chain_added_or_removed,
     )
     enabled: BoolProperty(  # type: ignore[valid-type]
         name="Enabled",

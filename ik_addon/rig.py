@@ -76,6 +76,7 @@ class RigChain:
             (armature space when there is no parent or the root does not inherit rotation).
         inherit_rotation: the root follows its parent's rotation (else the base axes are
             armature space, only the parent's motion of the root's head is followed).
+        root_depth: how many bones lie above the root (chains are solved parents first).
         signature: the rest data the chain was built from (to notice edits of the rig).
     """
 
@@ -85,12 +86,38 @@ class RigChain:
     chain: Chain
     root_rest: np.ndarray
     inherit_rotation: bool
+    root_depth: int
     signature: tuple[Any, ...]
 
 
 def matrix(m: Any) -> np.ndarray:
     """A mathutils matrix as a numpy ``(4, 4)`` float64 array."""
     return np.array(m, dtype=np.float64)
+
+
+def affine_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of an affine ``(4, 4)`` matrix (last row ``0 0 0 1``), in float64.
+
+    Written out (cofactors) rather than ``np.linalg.inv``: inside Blender, LAPACK calls on
+    tiny matrices can cost milliseconds (thread start-up), and this runs every frame.
+
+    Raises:
+        RigError: the matrix has (nearly) zero scale.
+    """
+    (a, b, c, x), (d, e, f, y), (g, h, i, z) = m[:3].tolist()
+    ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * ca + b * cb + c * cc
+    if not abs(det) > 1e-18:
+        raise RigError("a bone, the chain's parent or the armature has zero scale")
+    s = 1.0 / det
+    r = (
+        (ca * s, (c * h - b * i) * s, (b * f - c * e) * s),
+        (cb * s, (a * i - c * g) * s, (c * d - a * f) * s),
+        (cc * s, (b * g - a * h) * s, (a * e - b * d) * s),
+    )
+    return np.array(
+        [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r] + [[0.0, 0.0, 0.0, 1.0]]
+    )
 
 
 def bone_limits(pose_bone: Any) -> JointLimits:
@@ -156,20 +183,18 @@ def default_chain_length(obj: Any, tip: str) -> int:
 
 
 def rig_signature(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
-    """Everything a :class:`RigChain` depends on: rest matrices, lengths, parents, limits."""
+    """Everything a :class:`RigChain` depends on: rest matrices, lengths, parents, limits.
+
+    Checked on every solve, so it is cheap: frozen (hashable, C-compared) rest matrices.
+    """
     bones = obj.data.bones
     pose_bones = obj.pose.bones
-    key: list[Any] = []
     root = bones[names[0]]
-    key.append(root.parent.name if root.parent else None)
-    if root.parent is not None:
-        key.append(tuple(root.parent.matrix_local.col[3]))
-        key.extend(tuple(c) for c in root.parent.matrix_local.col[:3])
+    parent = root.parent
+    key: list[Any] = [parent.matrix_local.copy().freeze() if parent is not None else None]
     for name in names:
         b = bones[name]
-        key.append((tuple(b.head_local), tuple(b.tail_local), b.roll if hasattr(b, "roll") else 0))
-        key.extend(tuple(c) for c in b.matrix_local.col[:3])
-        key.append(b.use_inherit_rotation)
+        key.append((b.matrix_local.copy().freeze(), b.length, b.use_inherit_rotation))
         key.append(_limit_key(pose_bones[name]))
     return tuple(key)
 
@@ -194,18 +219,18 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
             )
     inherit = root.parent is not None and root.use_inherit_rotation
     parent_rest = matrix(root.parent.matrix_local) if root.parent is not None else np.eye(4)
-    root_rest = np.linalg.inv(parent_rest) @ rest[0] if inherit else rest[0].copy()
+    root_rest = affine_inverse(parent_rest) @ rest[0] if inherit else rest[0].copy()
     if not inherit and root.parent is not None:
         # Base axes are armature space; keep the root's rest head relative to the parent so
         # the base origin can still follow the parent (see evaluate).
-        root_rest[:3, 3] = (np.linalg.inv(parent_rest) @ rest[0])[:3, 3]
+        root_rest[:3, 3] = (affine_inverse(parent_rest) @ rest[0])[:3, 3]
     n = len(names)
     rest_rot = np.empty((n, 4))
     offsets = np.zeros((n, 3))
     rest_rot[0] = rot.from_matrix(root_rest[:3, :3])
     for i in range(n):
         if i + 1 < n:
-            rel = np.linalg.inv(rest[i]) @ rest[i + 1]
+            rel = affine_inverse(rest[i]) @ rest[i + 1]
             rest_rot[i + 1] = rot.from_matrix(rel[:3, :3])
             offsets[i] = rel[:3, 3]
         else:
@@ -233,6 +258,7 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
         chain=chain,
         root_rest=root_rest,
         inherit_rotation=inherit,
+        root_depth=len(root.parent_recursive),
         signature=rig_signature(obj, names),
     )
 
