@@ -46,6 +46,18 @@ Per update, in this order:
    root, is a saddle: ``Jᵀ(g − e) = 0`` and every rule returns ``Δp = 0``. There (and only
    when the error points back toward the root, so a stretched chain reaching for an
    unreachable target is left alone) the pose is nudged by 0.1 rad per free parameter.
+6. **Acceptance** — reference 002 leaves the choice of step and stopping rule open. An
+   update that would increase the (weighted) error is retried as damped least squares
+   with ``λ² = 10^(r−3) · tr(J̃J̃ᵀ)/m``, ``r = 1 … 4`` (Levenberg–Marquardt: ever shorter
+   steps toward the gradient), else the pose is kept. Without this a Gauss–Newton step at a
+   near-singular pose toward an unreachable target overshoots and oscillates. A problem
+   stops when it meets its tolerances, when no retry helps, or when an update changes its
+   error by less than ``10⁻³`` of the tolerance (it sits at the best pose it can reach).
+7. **Restarts** (``options.restarts``, off by default) — a problem that stops unreached
+   (and is not simply beyond the chain's reach), or that used its share
+   ``max_iterations // (restarts + 1)`` of updates, starts again from the next of a fixed
+   list of spread-out poses; the pose with the smallest error over all attempts is
+   returned.
 
 Afterwards the bend is oriented by the pole or the default bend plane
 (:func:`core.bend_plane.orient_bend`; position goals only).
@@ -198,6 +210,12 @@ class _Goal:
             return angular_jacobian(axes)
         return twist_jacobian(axes, anchors, effector) * self.row_weights[:, None]
 
+    def may_be_reachable(self, chain: Chain) -> NDArray[np.bool_]:
+        """``(N,)`` False where the position goal lies beyond the chain's reach plus tolerance."""
+        if self.kind == "orientation":
+            return np.ones(self.targets.shape[0], dtype=bool)
+        return np.linalg.norm(self.targets, axis=-1) <= chain.reach + self.tolerance
+
     def pushes_inward(self, state: ChainState, idx: NDArray[np.intp]) -> NDArray[np.bool_]:
         """``(A,)`` True where the position error points back toward the root."""
         if self.kind == "orientation":
@@ -330,6 +348,16 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
     active = everyone[~done]
     err = err[~done]
 
+    # Restarts (step 7 of the module docstring).
+    restart_poses = _restart_poses(chain, layout, limited, opts.restarts)
+    budget = max(1, opts.max_iterations // (opts.restarts + 1))
+    attempts = np.zeros(size, dtype=np.int64)
+    since = np.zeros(size, dtype=np.int64)
+    reached = done.copy()
+    restartable = goal.may_be_reachable(chain)
+    best_q = q.copy()
+    best_merit = np.full(size, np.inf)
+
     for _ in range(opts.max_iterations if layout.size else 0):
         if active.size == 0:
             break
@@ -337,7 +365,9 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         p = layout.params_of(q[active])
         axes = dof_axes(layout, current, p)
         J = goal.jacobian(axes, dof_anchors(layout, current), current.effector)
-        z = None if posture is None else opts.posture_weight * layout.difference(posture[active], p)
+        z = None
+        if posture is not None:
+            z = opts.posture_weight * layout.difference(posture[active], p)
 
         lin = _Linear(p, J, opts.step * err, z, axes)
         new_q, sigma = stepper.propose(lin, np.arange(active.size), 0)
@@ -366,10 +396,32 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         q[active] = new_q
         state.put(active, new_state)
         iterations[active] += 1
+        since[active] += 1
         sigma_seen[active] = np.minimum(sigma_seen[active], sigma)
-        keep = ~(new_done | worse | goal.stalled(new_err, err))
+        give_up = ~new_done & (worse | goal.stalled(new_err, err) | (since[active] >= budget))
+        if restart_poses.shape[0]:
+            new_merit = np.sum(new_err * new_err, axis=-1)
+            better = new_merit < best_merit[active]
+            best_merit[active[better]] = new_merit[better]
+            best_q[active[better]] = new_q[better]
+            again = give_up & (attempts[active] < restart_poses.shape[0]) & restartable[active]
+            if np.any(again):
+                rows = np.flatnonzero(again)
+                idx = active[rows]
+                q[idx] = restart_poses[attempts[idx]]
+                attempts[idx] += 1
+                since[idx] = 0
+                sub = chain_state(chain, q[idx])
+                state.put(idx, sub)
+                new_err[rows], new_done[rows] = goal.error(sub, idx)
+                give_up[rows] = False
+        reached[active[new_done]] = True
+        keep = ~(new_done | give_up)
         active, err = active[keep], new_err[keep]
 
+    if restart_poses.shape[0]:
+        q = np.where(reached[:, None, None], q, best_q)
+        state = chain_state(chain, q)
     fresh = np.flatnonzero(~np.isfinite(sigma_seen))
     if fresh.size and layout.size:
         sub = state.take(fresh)
@@ -385,6 +437,27 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         effector_rotation=None if problem.target_rotations is None else state.effector_rotation,
         min_singular_value=sigma_seen,
     )
+
+
+def _restart_poses(chain: Chain, layout: DofLayout, limited: list[int], count: int) -> FloatArray:
+    """``count`` fixed restart poses ``(count, n, 4)``, the same for every problem.
+
+    Pose ``r`` draws every ball joint's rotation uniformly (a normalised 4-D Gaussian) and
+    every hinge angle uniformly in ``[−π, π)`` from a generator seeded with ``r``, then
+    projects onto the limits, so results do not depend on the batch they are solved in.
+    """
+    poses = np.empty((count, chain.n_joints, 4))
+    for r in range(count):
+        rng = np.random.default_rng(r)
+        q = rot.positive_w(rot.normalize(rng.normal(size=(chain.n_joints, 4))))
+        if layout.hinge.size:
+            q[layout.hinge] = rot.from_axis_angle(
+                layout.hinge_axes, rng.uniform(-math.pi, math.pi, layout.hinge.size)
+            )
+        fixed = [i for i, lim in enumerate(chain.limits) if lim.kind == "fixed"]
+        q[fixed] = rot.identity()
+        poses[r] = _project(chain, limited, q[None])[0]
+    return poses
 
 
 def _stationary(J: FloatArray, err: FloatArray) -> NDArray[np.bool_]:

@@ -16,9 +16,13 @@ not disturb the goal to first order.
 * :func:`pinv_step` — ``Δp = J⁺ Δe`` with ``J⁺ = V Σ⁺ Uᵀ`` from the SVD (reference 002,
   "pseudo-inverse" and "SVD"); singular values below ``cutoff × σ_max`` count as zero.
 * :func:`dls_step` — damped least squares ``Δp = Jᵀ (J Jᵀ + λ² I)⁻¹ Δe`` (Wampler 1986;
-  Nakamura & Hanafusa 1986). With ``adaptive`` the damping grows only near singular poses:
-  ``λ² = λ_max² (1 − (σ_min/λ_max)²)`` when ``σ_min < λ_max``, else ``0`` (Nakamura &
-  Hanafusa's schedule with the singular region's width set to ``λ_max``). A floor
+  Nakamura & Hanafusa 1986). With ``adaptive`` the damping grows only near singular poses
+  and shrinks with the error: ``λ² = min(λ_max, |g − e|)² (1 − (σ_min/λ_max)²)`` when
+  ``σ_min < λ_max``, else ``0`` — Nakamura & Hanafusa's schedule with the singular
+  region's width set to ``λ_max``, capped by the error as in Levenberg–Marquardt IK
+  (Sugihara, "Solvability-unconcerned inverse kinematics by the Levenberg–Marquardt
+  method", 2011), so that the last steps to a goal near a singular pose are not damped
+  into a crawl. A floor
   ``10⁻¹² · tr(J Jᵀ)/m`` keeps the system solvable at exactly singular poses (``J = 0``,
   e.g. all joints locked, gives ``Δp = 0``).
 """
@@ -168,14 +172,21 @@ def dls_step(
     damping: float,
     adaptive: bool,
     z: FloatArray | None = None,
+    error: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
-    """Damped-least-squares update ``Jᵀ (J Jᵀ + λ² I)⁻¹ Δe``; returns ``(Δp, σ_min)``."""
+    """Damped-least-squares update ``Jᵀ (J Jᵀ + λ² I)⁻¹ Δe``; returns ``(Δp, σ_min)``.
+
+    ``error (N,)`` is ``|g − e|``, which caps the adaptive damping (module docstring);
+    ``|Δe|`` when ``None``.
+    """
     gram, wide = _gram(J)
     sigma = _sigma_min(gram)
     lam2 = np.full(sigma.shape, damping * damping)
     if adaptive:
         ratio = np.divide(sigma, damping, out=np.ones_like(sigma), where=damping > 0.0)
-        lam2 = np.where(ratio < 1.0, lam2 * (1.0 - ratio * ratio), 0.0)
+        size = np.linalg.norm(de, axis=-1) if error is None else error
+        cap = np.minimum(damping, size)
+        lam2 = np.where(ratio < 1.0, cap * cap * (1.0 - ratio * ratio), 0.0)
     lam2 = np.maximum(lam2, _floor(gram))
     dp = _damped_solve(J, gram, wide, lam2, de)
     if z is not None:

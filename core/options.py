@@ -52,6 +52,10 @@ class SolveOptions:
         rotation_params: Jacobian methods: ``"expmap"`` (log-quaternion) or ``"euler"``.
         posture_weight: Jacobian methods: weight of the bias toward the start pose in the
             Jacobian's null space (redundant chains keep natural poses); ``0`` disables.
+        restarts: Jacobian methods: when a goal stalls unreached (a local minimum or a
+            singular trap), start again from up to this many fixed, spread-out poses; the
+            iteration cap is shared evenly between the attempts and the best pose found is
+            returned. ``0`` disables (every update then continues from the last pose).
     """
 
     max_iterations: int = 100
@@ -69,6 +73,7 @@ class SolveOptions:
     singular_cutoff: float = 1e-6
     rotation_params: RotationParams = "expmap"
     posture_weight: float = 0.0
+    restarts: int = 0
 
     def __post_init__(self) -> None:
         def need(ok: bool, what: str) -> None:
@@ -127,6 +132,10 @@ class SolveOptions:
         need(
             math.isfinite(self.posture_weight) and self.posture_weight >= 0.0,
             f"posture_weight must be >= 0, got {self.posture_weight!r}",
+        )
+        need(
+            is_integer(self.restarts) and self.restarts >= 0,
+            f"restarts must be an integer >= 0, got {self.restarts!r}",
         )
 
     def replace(self, **changes: Any) -> SolveOptions:
