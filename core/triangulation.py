@@ -49,7 +49,8 @@ pure bend (cone) limit with the link along the bone's +Y axis:
   forward kinematics. ``s = 1`` is the paper's "fully collapsed" chain. The joint takes the
   smallest ``s`` (the straightest rest) for which the triangle ``(a, b(s), c)`` exists, its own
   cone allows the triangle (``|∠(k̂, ĉ) − δ| ≤ φ``) and the next joint can bend enough
-  (``|∠(d̂, e⃗) − γ(s)| ≤ φ_next``, ``e⃗`` = next joint → target); grid of 33 values, then bisection.
+  (``|∠(d̂, e⃗) − γ(s)| ≤ φ_next``, ``e⃗`` = next joint → target); grids of 33 and 1025
+  values, then bisection.
   If no ``s`` works the free rule above is used (no solution: the effector stays off target).
   By induction, the ``s`` a joint chose stays feasible for the next joint, so once the root
   finds one the target is reached. This is exact when the family contains a solution
@@ -100,9 +101,10 @@ _PARALLEL = 1e-9
 _BEND_TINY = 1e-9
 #: Slack on the triangle and cone tests of the constrained search (cosines and radians).
 _FEASIBLE_EPS = 1e-12
-#: Grid size and bisection steps of the constrained search over the collapse parameter s.
-_GRID = 33
-_BISECTIONS = 30
+#: Grid sizes (coarse, then fine where the coarse one finds nothing) and bisection steps of
+#: the constrained search over the collapse parameter s.
+_GRIDS = (33, 1025)
+_BISECTIONS = 20
 #: Floor for divisors that may be zero in a branch whose result is discarded.
 _SAFE = 1e-300
 
@@ -126,22 +128,22 @@ class _Family:
         links: ``(m,)`` lengths of links ``i + 1 … n − 1``.
         curl: ``(m,)`` direction of each link relative to link ``i + 1`` at ``s = 1``
             (radians, cumulative cone limits of joints ``i + 2 …``; 0 for free joints).
-        s: ``(33,)`` grid of the collapse parameter in ``[0, 1]``.
-        b: ``(33,)`` distance from joint ``i + 1`` to the effector on the grid.
-        gamma: ``(33,)`` angle between link ``i + 1`` and that vector on the grid.
+        grids: the coarse (33) and fine (1025) grids of the collapse parameter in
+            ``[0, 1]``, each as ``(s, b, γ)``: ``b`` = distance from joint ``i + 1`` to the
+            effector, ``γ`` = angle between link ``i + 1`` and that vector.
     """
 
     links: FloatArray
     curl: FloatArray
-    s: FloatArray
-    b: FloatArray
-    gamma: FloatArray
+    grids: tuple[tuple[FloatArray, FloatArray, FloatArray], ...]
 
     @staticmethod
     def build(links: FloatArray, curl: FloatArray) -> _Family:
-        s = np.linspace(0.0, 1.0, _GRID)
-        b, gamma = _Family.planar(links, curl, s)
-        return _Family(links, curl, s, b, gamma)
+        grids = []
+        for size in _GRIDS:
+            s = np.linspace(0.0, 1.0, size)
+            grids.append((s, *_Family.planar(links, curl, s)))
+        return _Family(links, curl, tuple(grids))
 
     @staticmethod
     def planar(links: FloatArray, curl: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -155,6 +157,11 @@ class _Family:
     def trivial(self) -> bool:
         """True when no later joint bends in the family (``b`` is the straight length)."""
         return not np.any(self.curl)
+
+    @property
+    def straight(self) -> float:
+        """``b(0)``: the remaining chain's straight length."""
+        return float(self.grids[0][1][0])
 
 
 @dataclass(frozen=True)
@@ -341,6 +348,25 @@ def _perpendicular(v: Vec, hint: Vec) -> Vec:
     return _scale(p, 1.0 / np.maximum(_norm(p), _SAFE))
 
 
+def _perpendicular_float(v: Vec, hint: Vec) -> Vec:
+    """:func:`_perpendicular` for one vector, in floats (same arithmetic)."""
+    sqrt = math.sqrt
+    n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    inv = 1.0 / max(n, _SAFE) if n > 0.0 else 0.0
+    u = (v[0] * inv, v[1] * inv, v[2] * inv)
+    ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
+    if ax <= ay and ax <= az:
+        least = (1.0, 0.0, 0.0)
+    elif ay <= az:
+        least = (0.0, 1.0, 0.0)
+    else:
+        least = (0.0, 0.0, 1.0)
+    h = _sub(hint, _scale(u, _dot(hint, u)))
+    axis = h if sqrt(_dot(h, h)) > 1e-9 else least
+    p = _sub(axis, _scale(u, _dot(axis, u)))
+    return _scale(p, 1.0 / max(sqrt(_dot(p, p)), _SAFE))
+
+
 def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
     """Shortest rotations ``a → b`` exactly as :func:`core.rotations.between`."""
     na, nb = _norm(a), _norm(b)
@@ -357,19 +383,38 @@ def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
     return (np.where(norm > 0.0, q[0] * inv, 1.0), q[1] * inv, q[2] * inv, q[3] * inv)
 
 
+def _turn_over(u: Vec, d: Vec, p: Vec, sqrt: Any) -> Quat:
+    """Shortest rotation ``u → d`` for nearly opposite unit vectors (``u·d < −½``).
+
+    A half turn about ``p`` (unit, perpendicular to ``u``, along ``u × d``) followed by the
+    short arc ``−u → d``: both factors are well conditioned, unlike ``(1 + u·d, u × d)``
+    normalised, whose tiny first component loses the angle's last digits.
+    """
+    m = (-u[0], -u[1], -u[2])
+    w = 1.0 - _dot(u, d)
+    x = _cross(m, d)
+    inv = 1.0 / sqrt(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    return _qmul((w * inv, x[0] * inv, x[1] * inv, x[2] * inv), (0.0, p[0], p[1], p[2]))
+
+
 def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
     """Unit quaternions of the shortest rotations taking unit ``u`` to unit ``d``.
 
-    A half turn (``d = −u``) goes about ``axis`` made perpendicular to ``u``.
+    An exact half turn (``d = −u``) goes about ``axis`` made perpendicular to ``u``.
     """
     dot = _dot(u, d)
     x = _cross(u, d)
-    q: Quat = (1.0 + dot, x[0], x[1], x[2])
-    half = dot < -1.0 + 1e-12
-    if np.any(half):
-        q = _where(half, (0.0, *_perpendicular(u, axis)), q)
-    inv = 1.0 / np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    return (q[0] * inv, q[1] * inv, q[2] * inv, q[3] * inv)
+    w = 1.0 + dot
+    inv = 1.0 / np.sqrt(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    q: Quat = (w * inv, x[0] * inv, x[1] * inv, x[2] * inv)
+    back = np.flatnonzero(dot < -0.5)
+    if back.size:
+        ub, db, xb = _take(u, back), _take(d, back), _take(x, back)
+        xn = _norm(xb)
+        hint = _where(xn > _PARALLEL, _scale(xb, 1.0 / np.maximum(xn, _SAFE)), _take(axis, back))
+        p = _perpendicular(ub, hint)
+        q = _patch(q, back, _turn_over(ub, db, p, np.sqrt), np.size(dot))
+    return q
 
 
 def _stack(q: tuple[Num, ...], size: int) -> FloatArray:
@@ -417,14 +462,17 @@ def _orient_batch(
     problem: Problem,
     plan: _Plan,
     targets: Vec,
-    rotations: list[Quat],
-    positions: list[Vec],
+    rot: FloatArray,
+    pos: FloatArray,
     initial: list[Quat],
-) -> tuple[list[Quat], list[Vec]]:
-    """:func:`core.bend_plane.orient_bend` on component arrays (same arithmetic)."""
+) -> None:
+    """:func:`core.bend_plane.orient_bend` on component arrays (same arithmetic).
+
+    Updates ``rot (N, n, 4)`` and ``pos (N, n + 1, 3)`` in place.
+    """
     opts = problem.options
     if problem.target_rotations is not None and opts.position_weight < 1.0:
-        return rotations, positions
+        return
     if problem.poles is not None:
         poles: Vec = tuple(np.ascontiguousarray(problem.poles.T))
     elif opts.bend_plane == "rest":
@@ -435,16 +483,16 @@ def _orient_batch(
         carry = _between(start_axis, targets, bend)
         poles = _rotate(carry, bend)
     else:
-        return rotations, positions
+        return
     reach = plan.reach
     n = plan.n
-    eff = positions[n]
+    eff = (pos[:, n, 0], pos[:, n, 1], pos[:, n, 2])
     length = _norm(eff)
     axis = _unit_or_zero(eff, np.where(length > _BEND_TINY * reach, length, 0.0))
-    inner: Vec = (0.0, 0.0, 0.0)
-    for j in range(1, n):
-        inner = _add(inner, positions[j])
     if n > 1:
+        inner: Vec = (pos[:, 1, 0], pos[:, 1, 1], pos[:, 1, 2])
+        for j in range(2, n):
+            inner = _add(inner, (pos[:, j, 0], pos[:, j, 1], pos[:, j, 2]))
         mean = _scale(inner, 1.0 / (n - 1))
         bend = _sub(mean, _scale(axis, _dot(mean, axis)))
     else:
@@ -459,19 +507,25 @@ def _orient_batch(
         (_norm(bend) > _BEND_TINY * reach) & (_norm(want) > _BEND_TINY * reach) & (axis_len > 0.0)
     )
     if not np.any(usable):
-        return rotations, positions
+        return
     phi = np.arctan2(_dot(_cross(bend, want), axis), _dot(bend, want))
     half_phi = 0.5 * np.where(usable, phi, 0.0)
     turn: Quat = (np.cos(half_phi), *_scale(unit_axis, np.sin(half_phi)))
     rest0 = plan.rests[0]
-    q0 = _qmul(_qmul(_qconj(rest0), turn), _qmul(rest0, rotations[0]))
+    root: Quat = (rot[:, 0, 0], rot[:, 0, 1], rot[:, 0, 2], rot[:, 0, 3])
+    q0 = _qmul(_qmul(_qconj(rest0), turn), _qmul(rest0, root))
     limits0 = problem.chain.limits[0]
     if not limits0.is_free:
-        size = problem.size
-        usable = usable & (limits0.violation(_stack(q0, size)) <= 1e-9)
-    out_rot = [_where(usable, q0, rotations[0]), *rotations[1:]]
-    out_pos = [_where(usable, _rotate(turn, p), p) for p in positions]
-    return out_rot, out_pos
+        usable = usable & (limits0.violation(_stack(q0, problem.size)) <= 1e-9)
+        turn = _where(usable, turn, _IDENTITY)
+    q0 = _where(usable, q0, root)
+    for k in range(4):
+        rot[:, 0, k] = q0[k]
+    # Where the turn is unusable it is exactly the identity, which leaves points unchanged.
+    for j in range(1, n + 1):
+        turned = _rotate(turn, (pos[:, j, 0], pos[:, j, 1], pos[:, j, 2]))
+        for k in range(3):
+            pos[:, j, k] = turned[k]
 
 
 # --------------------------------------------------------------------------- batch pass
@@ -524,44 +578,55 @@ def _feasible(
     return ok, cos_d, sin_d
 
 
+def _first_feasible(
+    plan: _Plan, i: int, grid: tuple[FloatArray, FloatArray, FloatArray], rows: tuple[Num, ...]
+) -> tuple[Num, Num, Num]:
+    """On a grid of ``s``: where any value passes, and the first passing and previous values.
+
+    ``rows`` = ``(c, c², 1/c, κ)`` for the targets searched, each ``(M,)``.
+    """
+    s, b, gamma = grid
+    c, c2, inv_c, kappa = (x[:, None] for x in rows)
+    ok = _feasible(plan, i, c, c2, inv_c, kappa, b[None, :], gamma[None, :])[0]
+    first = np.argmax(ok, axis=1)
+    return ok.any(axis=1), s[first], s[np.maximum(first - 1, 0)]
+
+
 def _constrained_rule(
     plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, kappa: Num, delta90: bool
 ) -> tuple[Num, Num, Num]:
     """``(cos δ, sin δ, formed)`` at a joint with cone limits around it.
 
     Searches the smallest collapse parameter ``s`` that passes :func:`_feasible` (module
-    docstring); where none does, falls back to :func:`_free_rule`. ``formed`` marks where
+    docstring): a coarse grid, a fine grid where the coarse one finds nothing (feasible
+    ranges narrower than 1/1024 can be missed), then bisection from the last failing grid
+    value. Where nothing passes, falls back to :func:`_free_rule`. ``formed`` marks where
     the triangle closed with the straight rest of the chain (§3.1.2).
     """
     family = plan.families[i]
     assert family is not None
     free_cos, free_sin = _free_rule(plan, i, c, c2, inv_c, delta90)
     if family.trivial:
-        ok, cos_d, sin_d = _feasible(plan, i, c, c2, inv_c, kappa, family.b[0], 0.0)
+        ok, cos_d, sin_d = _feasible(plan, i, c, c2, inv_c, kappa, family.straight, 0.0)
         return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok
-    kappa = np.broadcast_to(kappa, np.shape(c))
-    grid_ok = _feasible(
-        plan,
-        i,
-        c[:, None],
-        c2[:, None],
-        inv_c[:, None],
-        kappa[:, None],
-        family.b[None, :],
-        family.gamma[None, :],
-    )[0]
-    found = grid_ok.any(axis=1)
-    first = np.argmax(grid_ok, axis=1)
-    s = family.s[first]
-    refine = np.flatnonzero(found & (first > 0))
+    rows = (c, c2, inv_c, np.broadcast_to(kappa, np.shape(c)))
+    found, s, lo = _first_feasible(plan, i, family.grids[0], rows)
+    a = plan.lengths[i]
+    b_all = family.grids[1][1]
+    retry = np.flatnonzero(
+        ~found & (c <= a + b_all.max()) & (c >= np.abs(a - b_all).min() - _FEASIBLE_EPS)
+    )
+    if retry.size:
+        fine = _first_feasible(plan, i, family.grids[1], tuple(x[retry] for x in rows))
+        found[retry], s[retry], lo[retry] = fine
+    refine = np.flatnonzero(found & (s > 0.0))
     if refine.size:
-        sub = (c[refine], c2[refine], inv_c[refine], kappa[refine])
-        lo = family.s[first[refine] - 1]
-        hi = family.s[first[refine]]
+        c_r, c2_r, inv_r, kappa_r = (x[refine] for x in rows)
+        lo, hi = lo[refine], s[refine]
         for _ in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            b_mid, g_mid = _Family.planar(family.links, family.curl, mid)
-            ok_mid = _feasible(plan, i, *sub, b_mid, g_mid)[0]
+            b_mid, gamma_mid = _Family.planar(family.links, family.curl, mid)
+            ok_mid = _feasible(plan, i, c_r, c2_r, inv_r, kappa_r, b_mid, gamma_mid)[0]
             hi = np.where(ok_mid, mid, hi)
             lo = np.where(ok_mid, lo, mid)
         s[refine] = hi
@@ -641,8 +706,9 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
     d: Vec = p
     prev_axis: Vec | None = None
     formed: Num = np.zeros(size, dtype=bool)
-    rotations: list[Quat] = []
-    positions: list[Vec] = [p]
+    rot = np.empty((size, n, 4))
+    pos = np.empty((size, n + 1, 3))
+    pos[:, 0, :] = 0.0
     for i in range(n):
         a = plan.lengths[i]
         kind = plan.kinds[i]
@@ -701,19 +767,13 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
             turned = _qmul(parent, local)
             d = _rotate(turned, plan.units[i])
         p = _add(p, _scale(d, a))
-        rotations.append(local)
-        positions.append(p)
-        world = turned
-    rotations, positions = _orient_batch(problem, plan, targets, rotations, positions, initial)
-    rot = np.empty((size, n, 4))
-    for i, q in enumerate(rotations):
         for k in range(4):
-            rot[:, i, k] = q[k]
-    np.negative(rot, out=rot, where=rot[..., :1] < 0.0)
-    pos = np.empty((size, n + 1, 3))
-    for j, v in enumerate(positions):
+            rot[:, i, k] = local[k]
         for k in range(3):
-            pos[:, j, k] = v[k]
+            pos[:, i + 1, k] = p[k]
+        world = turned
+    _orient_batch(problem, plan, targets, rot, pos, initial)
+    np.negative(rot, out=rot, where=rot[..., :1] < 0.0)
     return rot, pos
 
 
@@ -786,7 +846,7 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
                 hint: Vec = (ax, ay, az)
             else:
                 hint = _rotate((gw, gx, gy, gz), _X)
-            ax, ay, az = (float(x) for x in _perpendicular((hx, hy, hz), hint))
+            ax, ay, az = _perpendicular_float((hx, hy, hz), hint)
         have_prev = True
         sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
         if formed:
@@ -810,14 +870,20 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
             dx, dy, dz = cos_d * hx + sin_d * sx, cos_d * hy + sin_d * sy, cos_d * hz + sin_d * sz
         # shortest turn u → d, then world = turn · current, local = conj(parent) · world
         dot = ux * dx + uy * dy + uz * dz
-        if dot < -1.0 + 1e-12:
-            ew = 0.0
-            ex, ey, ez = (float(x) for x in _perpendicular((ux, uy, uz), (ax, ay, az)))
+        ex, ey, ez = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
+        if dot < -0.5:
+            xn = sqrt(ex * ex + ey * ey + ez * ez)
+            if xn > _PARALLEL:
+                inv = 1.0 / max(xn, _SAFE)
+                hint = (ex * inv, ey * inv, ez * inv)
+            else:
+                hint = (ax, ay, az)
+            p = _perpendicular_float((ux, uy, uz), hint)
+            ew, ex, ey, ez = _turn_over((ux, uy, uz), (dx, dy, dz), p, sqrt)
         else:
             ew = 1.0 + dot
-            ex, ey, ez = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
-        inv = 1.0 / sqrt(ew * ew + ex * ex + ey * ey + ez * ez)
-        ew, ex, ey, ez = ew * inv, ex * inv, ey * inv, ez * inv
+            inv = 1.0 / sqrt(ew * ew + ex * ex + ey * ey + ez * ez)
+            ew, ex, ey, ez = ew * inv, ex * inv, ey * inv, ez * inv
         nw = ew * gw - ex * gx - ey * gy - ez * gz
         nx = ew * gx + ex * gw + ey * gz - ez * gy
         ny = ew * gy - ex * gz + ey * gw + ez * gx
@@ -933,7 +999,7 @@ def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:
     dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
     if dot < -1.0 + 1e-12 and na > 0.0 and nb > 0.0:
         qw = 0.0
-        qx, qy, qz = (float(x) for x in _perpendicular(ua, hint))
+        qx, qy, qz = _perpendicular_float(ua, hint)
     else:
         qw = 1.0 + dot
         qx, qy, qz = _cross(ua, ub)

@@ -216,6 +216,24 @@ def test_degenerate_targets_give_finite_results(chain: Chain) -> None:
         np.testing.assert_allclose(fk[:9], batch.positions[:9], atol=1e-9 * reach)
 
 
+def test_nearly_opposite_turn_is_exact() -> None:
+    """A link 1e-6 rad from pointing away must turn to exactly the target direction."""
+    chain = Chain(np.array([[1.0, 0.0, 1e-6]]), np.array([[0.0, 0.0, 0.0, 1.0]]))
+    target = np.array([1.0 + 1e-9, 0.0, 0.0])
+    for targets in (target, np.stack([target, target])):
+        res = solve(chain, targets)
+        np.testing.assert_allclose(res.error, 1.0 + 1e-9 - chain.reach, atol=1e-15)
+        fk = forward_kinematics(chain, res.rotations)[0]
+        np.testing.assert_allclose(fk, res.positions, atol=1e-15)
+
+
+def test_narrow_collapse_range_is_found() -> None:
+    """Feasible collapse parameters only in [0.596, 0.624]: between two coarse grid values."""
+    chain = Chain.from_lengths([1, 1, 1], bend_limits_deg=[10, 5, 56])
+    res = solve(chain, [1.05705614, -0.37113105, 2.64098797])
+    assert res.error <= 1e-6 * chain.reach
+
+
 def test_target_at_the_root_is_reached_by_a_free_chain() -> None:
     for opts in ({}, {"delta_b_deg": 90.0}):
         res = solve(U, [0.0, 0.0, 0.0], **opts)  # type: ignore[arg-type]
