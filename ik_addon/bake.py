@@ -9,18 +9,22 @@ warnings. :class:`REACH_IK_OT_bake` is the thin operator around it.
 How a bake runs (nothing is written until every frame is solved, so an interrupted or
 failed bake leaves the file as it was; only the scene's frame is set back):
 
-1. **Sample.** For each baked frame the scene is set to it with live solving paused, and
-   each chain's inputs are read from the evaluated depsgraph: the armature's world matrix,
-   the root parent's posed matrix and the root's location, target and pole positions, the
-   target's orientation, the animatable settings (enabled, influence, pole angle,
-   orientation weight) and, where the chain is blended with FK, the FK pose.
+1. **Sample.** With live solving paused, each chain's inputs are read as Blender evaluates
+   them: the armature's world matrix, the root parent's posed matrix and the root's
+   location, target and pole matrices, the animatable settings (enabled, influence, pole
+   angle, orientation weight) and, where the chain is blended with FK, the FK pose. When
+   the armature is still and the goals are animated by their own F-curves only
+   (:mod:`.sampling`), the armature is read once and the goals from their F-curves;
+   otherwise the scene is set to every baked frame and everything is read there.
 2. **Solve.** Each chain is solved for all frames at once — one batched :func:`core.solve`
    call per group of frames sharing the same settings — by exactly the steps
    :func:`.evaluate.solve_chains` takes for one frame (base frame, targets in it, solve from
    the rest pose, blend with FK by influence). At the first and last frame the batched
-   result is checked against :func:`.evaluate.solve_chains` itself. Chains whose inputs
-   depend on bones another chain moves (nested chains, targets on driven bones) are solved
-   frame by frame with :func:`.evaluate.solve_chains`, the live solver, instead.
+   result is checked against :func:`.evaluate.solve_chains` itself (after setting those
+   frames); a mismatch falls back to the next way (goals from F-curves → every frame read →
+   frame by frame). Chains whose inputs depend on bones another chain moves (nested chains,
+   targets on driven bones) are solved frame by frame with :func:`.evaluate.solve_chains`,
+   the live solver.
 3. **Key.** :mod:`.keying` writes each chain bone's rotation channels (the bone's rotation
    mode only) in bulk; keys outside the range and other channels stay untouched.
 4. **Report.** :mod:`.quality` measures each chain (residual error, frames out of reach,
@@ -46,7 +50,7 @@ from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 from ..core import ReachIKError, SolveOptions, forward_kinematics, solve
 from ..core import rotations as rot
-from . import evaluate, handlers, keying
+from . import evaluate, handlers, keying, sampling
 from .operators import remove_chain
 from .quality import ChainQuality, chain_quality
 from .rig import RigChain
@@ -56,8 +60,11 @@ Into = Literal["CURRENT", "NEW"]
 After = Literal["KEEP", "DISABLE", "REMOVE"]
 
 #: Largest allowed difference (radians, per joint) between the batched solve and the live
-#: solver at the frames where both run; beyond it the bake falls back to frame by frame.
-CHECK_TOLERANCE = 1e-7
+#: solver at the frames where both run; beyond it the bake falls back to the next method.
+#: It is far above rounding (inputs read from F-curves in double precision differ from
+#: Blender's single-precision matrices by ~1e-7 relative) and far below the bake's bar
+#: (0.01° = 1.7e-4 rad).
+CHECK_TOLERANCE = 1e-5
 
 #: Settings of a chain that can be animated, read at every frame (the others once).
 ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
@@ -204,70 +211,110 @@ def _ancestors(obj: Any, name: str) -> set[str]:
     return out
 
 
-@dataclass
+class _Goal:
+    """Reads a target or pole each frame: an object's world matrix, or a bone's posed
+    matrix and its armature's world matrix.
+
+    The object is the one set in the original settings, taken as evaluated in the
+    depsgraph, as :func:`.evaluate.read_spec` does (the armature itself: its evaluated copy).
+    """
+
+    def __init__(self, original: Any, bone: str, own: Any) -> None:
+        self.original = original
+        self.own = original == own
+        self.bone = bone if original.type == "ARMATURE" else ""
+        self.matrices: list[Any] = []
+        self.spaces: list[Any] = []
+
+    def read(self, depsgraph: Any, own_eval: Any) -> None:
+        goal = own_eval if self.own else self.original.evaluated_get(depsgraph)
+        if self.bone:
+            self.matrices.append(goal.pose.bones[self.bone].matrix.copy())
+            self.spaces.append(goal.matrix_world.copy())
+        else:
+            self.matrices.append(goal.matrix_world.copy())
+
+    def override(self, matrices: np.ndarray) -> None:
+        """Use these ``(F, 4, 4)`` world matrices (an object goal) instead of the reads."""
+        self.matrices = list(matrices)
+
+    def arrays(self, count: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(F, 4, 4)`` matrices and, for a bone, ``(F, 4, 4)`` its armature's world; a
+        single read stands for all ``count`` frames."""
+        m = _frames_of(self.matrices, count)
+        return m, (_frames_of(self.spaces, count) if self.bone else None)
+
+
+def _frames_of(values: list[Any], count: int) -> np.ndarray:
+    """``values`` read per frame (``count`` of them, or one for all) as an array."""
+    a = np.array(values, dtype=np.float64)
+    return a if len(values) == count else np.repeat(a, count, axis=0)
+
+
 class _Samples:
-    """One chain's inputs over all frames (world metres; matrices map local → world)."""
+    """One chain's inputs, collected frame by frame (see :func:`_sample_frame`).
 
-    spec: evaluate.ChainSpec
-    rig: RigChain
-    count: int
-    parents: np.ndarray | None = None  # (F, 4, 4) root parent's posed matrix, armature space
-    root_location: np.ndarray = field(init=False)  # (F, 3) the root's location channels
-    target: np.ndarray = field(init=False)  # (F, 4, 4) target object/bone matrix
-    target_space: np.ndarray | None = None  # (F, 4, 4) the bone target's armature's world
-    pole: np.ndarray | None = None  # (F, 4, 4) pole matrix (head: translation)
-    pole_space: np.ndarray | None = None
-    settings: np.ndarray = field(init=False)  # (F, len(ANIMATED_SETTINGS))
-    fk: np.ndarray = field(init=False)  # (F, n, 4) FK pose, where blended with it
+    Attributes (after :meth:`finish`, ``F`` frames; metres, matrices map local → world):
+        parents: ``(F, 4, 4)`` the root parent's posed matrix (armature space), or ``None``.
+        root_location: ``(F, 3)`` the root's location channels.
+        target, target_space: the target's matrices (see :meth:`_Goal.arrays`).
+        pole, pole_space: the pole's, or ``None``.
+        settings: ``(F, 4)`` the animatable settings (:data:`ANIMATED_SETTINGS`).
+        fk: ``(F, n, 4)`` the FK pose on frames blended with it (else identity).
+    """
 
-    def __post_init__(self) -> None:
-        n, f = len(self.rig.bone_names), self.count
-        self.root_location = np.zeros((f, 3))
-        self.target = np.zeros((f, 4, 4))
-        self.settings = np.zeros((f, len(ANIMATED_SETTINGS)))
-        self.fk = np.broadcast_to(rot.identity(), (f, n, 4)).copy()
+    def __init__(self, spec: evaluate.ChainSpec, rig: RigChain, obj: Any) -> None:
+        self.spec, self.rig = spec, rig
+        self.tip, self.root = spec.tip, rig.bone_names[0]
+        original = obj.pose.bones[spec.tip].reach_ik
+        self.goal = _Goal(original.target, spec.target_bone, obj)
+        self.pole_goal = _Goal(original.pole, spec.pole_bone, obj) if original.pole else None
+        self._settings: list[tuple[float, ...]] = []
+        self._locations: list[Any] = []
+        self._parents: list[Any] = []
+        self._fk: dict[int, list[np.ndarray]] = {}
+
+    def read(self, depsgraph: Any, obj_eval: Any, i: int) -> None:
+        pose_bones = obj_eval.pose.bones
+        s = pose_bones[self.tip].reach_ik
+        settings = (s.enabled, s.influence, s.pole_angle, s.orient_weight)
+        self._settings.append(settings)
+        self._locations.append(pose_bones[self.root].location[:])
         if self.rig.parent is not None:
-            self.parents = np.zeros((f, 4, 4))
-        spec = self.spec
-        if spec.target_bone and spec.target.type == "ARMATURE":
-            self.target_space = np.zeros((f, 4, 4))
-        if spec.pole is not None:
-            self.pole = np.zeros((f, 4, 4))
-            if spec.pole_bone and spec.pole.type == "ARMATURE":
-                self.pole_space = np.zeros((f, 4, 4))
-
-
-def _read_goal(
-    obj_id: Any, bone: str, own: Any, out: np.ndarray, space: np.ndarray | None, i: int
-) -> None:
-    """Store the posed matrix of an object or bone at frame index ``i``."""
-    if space is None:
-        out[i] = obj_id.matrix_world
-        return
-    armature = own if obj_id.original == own.original else obj_id
-    out[i] = armature.pose.bones[bone].matrix
-    space[i] = armature.matrix_world
-
-
-def _sample_frame(obj_eval: Any, samples: list[_Samples], world: np.ndarray, i: int) -> None:
-    world[i] = obj_eval.matrix_world
-    pose_bones = obj_eval.pose.bones
-    for s in samples:
-        tip = pose_bones[s.spec.tip]
-        settings = tip.reach_ik
-        s.settings[i] = [getattr(settings, name) for name in ANIMATED_SETTINGS]
-        root = s.rig.bone_names[0]
-        s.root_location[i] = pose_bones[root].location
-        if s.parents is not None:
-            s.parents[i] = pose_bones[s.rig.parent].matrix
-        _read_goal(settings.target, s.spec.target_bone, obj_eval, s.target, s.target_space, i)
-        if s.pole is not None:
-            _read_goal(settings.pole, s.spec.pole_bone, obj_eval, s.pole, s.pole_space, i)
-        if s.settings[i, 1] < 1.0 or not s.settings[i, 0]:
-            s.fk[i] = [
+            self._parents.append(pose_bones[self.rig.parent].matrix.copy())
+        self.goal.read(depsgraph, obj_eval)
+        if self.pole_goal is not None:
+            self.pole_goal.read(depsgraph, obj_eval)
+        if settings[1] < 1.0 or not settings[0]:
+            self._fk[i] = [
                 evaluate.values_to_quaternion(*evaluate._fk_state(pose_bones[name]))
-                for name in s.rig.bone_names
+                for name in self.rig.bone_names
             ]
+
+    def finish(self, count: int) -> None:
+        """Turn the reads into ``count``-frame arrays (a single read stands for all frames:
+        a still armature)."""
+        self.count = count
+        self.settings = _frames_of(self._settings, count)
+        self.root_location = _frames_of(self._locations, count)
+        self.parents = _frames_of(self._parents, count) if self._parents else None
+        self.target, self.target_space = self.goal.arrays(count)
+        self.pole = self.pole_space = None
+        if self.pole_goal is not None:
+            self.pole, self.pole_space = self.pole_goal.arrays(count)
+        self.fk = np.broadcast_to(rot.identity(), (count, len(self.rig.bone_names), 4)).copy()
+        for i, quats in self._fk.items():
+            self.fk[i if len(self._settings) == count else slice(None)] = quats
+
+
+def _sample_frame(
+    depsgraph: Any, obj: Any, samples: list[_Samples], world: list[Any], i: int
+) -> None:
+    """Read every chain's inputs at the current frame (index ``i``)."""
+    obj_eval = obj.evaluated_get(depsgraph)
+    world.append(obj_eval.matrix_world.copy())
+    for s in samples:
+        s.read(depsgraph, obj_eval, i)
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,6 +338,27 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
     )
     base[:, :3, 3] = head
     return base
+
+
+def affine_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverses ``(F, 4, 4)`` of affine matrices ``(F, 4, 4)`` (last row 0, 0, 0, 1).
+
+    The 3×3 part is inverted by its adjugate (the batched LAPACK call costs ~10 µs per
+    matrix); the caller has checked it is not singular.
+    """
+    a = m[:, :3, :3]
+    adjugate = np.empty_like(a)
+    for i in range(3):
+        for j in range(3):
+            r0, r1 = (j + 1) % 3, (j + 2) % 3
+            c0, c1 = (i + 1) % 3, (i + 2) % 3
+            adjugate[:, i, j] = a[:, r0, c0] * a[:, r1, c1] - a[:, r0, c1] * a[:, r1, c0]
+    det = np.einsum("fi,fi->f", a[:, 0, :], adjugate[:, :, 0])
+    out = np.zeros_like(m)
+    out[:, :3, :3] = adjugate / det[:, None, None]
+    out[:, :3, 3] = -np.einsum("fij,fj->fi", out[:, :3, :3], m[:, :3, 3])
+    out[:, 3, 3] = 1.0
+    return out
 
 
 def _points(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
@@ -337,7 +405,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     base = world @ base_matrices(rig, s.parents, s.root_location)
     if np.any(np.abs(np.linalg.det(base[:, :3, :3])) < 1e-18):
         raise ReachIKError("the chain's parent or the armature has zero scale")
-    to_base = np.linalg.inv(base)
+    to_base = affine_inverse(base)
     target_w = _points(s.target, s.target_space)
     target_b = _to_frame(to_base, target_w)
     pole_b = None
@@ -378,7 +446,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     share = np.where(enabled > 0.5, np.clip(influence, 0.0, 1.0), 0.0)
     blend = share < 1.0
     if np.any(blend):
-        ik[blend] = rot.normalize(rot.slerp(s.fk[blend], ik[blend], share[blend]))
+        ik[blend] = rot.normalize(rot.slerp(s.fk[blend], ik[blend], share[blend][:, None]))
     effector_b = forward_kinematics(chain, ik)[0][:, -1]
     effector_w = np.einsum("fij,fj->fi", base[:, :3, :3], effector_b) + base[:, :3, 3]
     reach_tol = chain.reach * 1e-9 + (tolerance or 1e-6 * chain.reach)
@@ -445,6 +513,18 @@ def _report_progress(progress: Progress | None, value: float) -> None:
         progress(min(max(value, 0.0), 1.0))
 
 
+class _Forward:
+    """Passes progress on only when it moves forward (a fallback starts over)."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress, self.last = progress, -1.0
+
+    def __call__(self, value: float) -> None:
+        if self.progress is not None and value > self.last:
+            self.last = value
+            self.progress(value)
+
+
 def _checks(obj: Any, depsgraph: Any, tips: Sequence[str]) -> dict[str, np.ndarray]:
     """The live solver's rotations ``(n, 4)`` per tip at the current frame."""
     report = evaluate.solve_chains(obj, depsgraph)
@@ -467,6 +547,74 @@ def _solver_override(obj: Any, specs: Sequence[evaluate.ChainSpec], solver: str 
             obj.pose.bones[tip].reach_ik.solver = value
 
 
+def _sample_every_frame(
+    scene: Any,
+    obj: Any,
+    samples: list[_Samples],
+    frames: np.ndarray,
+    progress: Progress | None,
+    checks: dict[int, dict[str, np.ndarray]],
+) -> np.ndarray:
+    """Set each frame and read every input; returns the armature's world ``(F, 4, 4)``."""
+    depsgraph = _depsgraph(scene)
+    count = frames.size
+    matrices: list[Any] = []
+    tips = [s.tip for s in samples]
+    step = max(count // 100, 1)
+    for i, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        _sample_frame(depsgraph, obj, samples, matrices, i)
+        if i in (0, count - 1):
+            checks[i] = _checks(obj, depsgraph, tips)
+        if i % step == 0:
+            _report_progress(progress, 0.9 * (i + 1) / count)
+    for sample in samples:
+        sample.finish(count)
+    return np.array(matrices, dtype=np.float64)
+
+
+def _sample_from_curves(
+    scene: Any,
+    obj: Any,
+    samples: list[_Samples],
+    frames: np.ndarray,
+    progress: Progress | None,
+    checks: dict[int, dict[str, np.ndarray]],
+) -> np.ndarray | None:
+    """Inputs of a still armature whose goals are animated by their own F-curves only.
+
+    Everything on the armature is read once; each goal's world matrix comes from its
+    F-curves (:func:`.sampling.object_matrices`), so no frame has to be set but the first and
+    the last (for the check). ``None`` when that does not apply.
+    """
+    if not sampling.is_still(obj):
+        return None
+    depsgraph = _depsgraph(scene)
+    scene.frame_set(int(frames[0]))
+    goals = [g for s in samples for g in (s.goal, s.pole_goal) if g is not None and not g.own]
+    tracks = {}
+    for goal in goals:
+        if goal.original.name not in tracks:
+            track = sampling.object_matrices(goal.original, frames, depsgraph)
+            if track is None:
+                return None
+            tracks[goal.original.name] = track
+    tips = [s.tip for s in samples]
+    matrices: list[Any] = []
+    _sample_frame(depsgraph, obj, samples, matrices, 0)
+    checks[0] = _checks(obj, depsgraph, tips)
+    _report_progress(progress, 0.02)
+    scene.frame_set(int(frames[-1]))
+    checks[frames.size - 1] = _checks(obj, depsgraph, tips)
+    _report_progress(progress, 0.05)
+    for sample in samples:
+        for moving in (sample.goal, sample.pole_goal):
+            if moving is not None and not moving.own:
+                moving.override(tracks[moving.original.name])
+        sample.finish(frames.size)
+    return _frames_of(matrices, frames.size)
+
+
 def _sample_and_solve(
     scene: Any,
     obj: Any,
@@ -475,23 +623,18 @@ def _sample_and_solve(
     frames: np.ndarray,
     progress: Progress | None,
     warnings: list[str],
+    from_curves: bool,
 ) -> list[_Solved] | None:
-    """The batched bake (module docstring, steps 1–2); ``None`` if the check failed."""
-    depsgraph = _depsgraph(scene)
-    count = frames.size
-    samples = [_Samples(spec, rigs[spec.tip], count) for spec in specs]
-    world = np.zeros((count, 4, 4))
-    tips = [s.tip for s in specs]
+    """The batched bake (module docstring, steps 1–2); ``None`` if it does not apply or the
+    check against the live solver failed."""
+    samples = [_Samples(spec, rigs[spec.tip], obj) for spec in specs]
     checks: dict[int, dict[str, np.ndarray]] = {}
-    step = max(count // 100, 1)
-    for i, frame in enumerate(frames):
-        scene.frame_set(int(frame))
-        obj_eval = obj.evaluated_get(depsgraph)
-        _sample_frame(obj_eval, samples, world, i)
-        if i in (0, count - 1):
-            checks[i] = _checks(obj, depsgraph, tips)
-        if i % step == 0:
-            _report_progress(progress, 0.9 * (i + 1) / count)
+    if from_curves:
+        world = _sample_from_curves(scene, obj, samples, frames, progress, checks)
+        if world is None:
+            return None
+    else:
+        world = _sample_every_frame(scene, obj, samples, frames, progress, checks)
     solved = []
     for s in samples:
         try:
@@ -508,7 +651,7 @@ def _sample_and_solve(
             if not gap <= CHECK_TOLERANCE:
                 warnings.append(
                     f"chain '{result.spec.tip}': batched solve differs from the live solve by "
-                    f"{math.degrees(gap):.3g}° at frame {int(frames[i])}; baked frame by frame"
+                    f"{math.degrees(gap):.3g}° at frame {int(frames[i])}"
                 )
                 return None
     return solved
@@ -620,6 +763,7 @@ def bake(
         BakeError: bad options, not an armature, no such chain.
     """
     started = time.perf_counter()
+    progress = _Forward(progress)
     options.check()
     if obj is None or obj.type != "ARMATURE" or obj.pose is None:
         raise BakeError("bake needs an armature object")
@@ -649,12 +793,22 @@ def bake(
         raise BakeError("no chain can be baked: " + "; ".join(warnings))
     frames = options.frames()
     frame_back = (scene.frame_current, scene.frame_subframe)
-    method = "batched"
+    method = ""
     solved: list[_Solved] | None = None
     try:
         with live_solving_paused(), _solver_override(obj, usable, options.solver) as chosen:
-            if _batchable(obj, rigs, chosen):
-                solved = _sample_and_solve(scene, obj, chosen, rigs, frames, progress, warnings)
+            attempts = (("batched, goals from F-curves", True), ("batched", False))
+            for label, from_curves in attempts if _batchable(obj, rigs, chosen) else ():
+                notes: list[str] = []
+                solved = _sample_and_solve(
+                    scene, obj, chosen, rigs, frames, progress, notes, from_curves
+                )
+                if solved is not None:
+                    method = label
+                    warnings.extend(notes)
+                    break
+                if not from_curves:
+                    warnings.extend(f"{note}; baked frame by frame" for note in notes)
             if solved is None:
                 method = "frame by frame"
                 solved = _solve_frame_by_frame(scene, obj, chosen, rigs, frames, progress, warnings)

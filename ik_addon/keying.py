@@ -325,7 +325,9 @@ class _KeyArrays:
 def _baked_keys(frames: FloatArray, values: FloatArray) -> _KeyArrays:
     """Fresh linear keys at ``frames (F,)`` with ``values (F,)``; handles set later.
 
-    Attributes not set here take the values ``keyframe_points.add`` gives (zero).
+    Every other attribute is what ``keyframe_points.add`` gives a new key (auto-clamped
+    handles, selected, zero easing parameters), so :func:`_merge_into` need not write it
+    when there is no kept key.
     """
     count = frames.shape[0]
     co = np.empty((count, 2), dtype=np.float32)
@@ -344,9 +346,9 @@ def _baked_keys(frames: FloatArray, values: FloatArray) -> _KeyArrays:
         "back": 0.0,
         "amplitude": 0.0,
         "period": 0.0,
-        "select_control_point": False,
-        "select_left_handle": False,
-        "select_right_handle": False,
+        "select_control_point": True,
+        "select_left_handle": True,
+        "select_right_handle": True,
     }
     for name, width, dtype in _KEY_ATTRIBUTES:
         fill = fills[name]
@@ -453,6 +455,13 @@ def _merge_into(
         merged, kept = merged.take(order), kept[order]
     points = fcurve.keyframe_points
     total = kept.size
+    if not kept.any():
+        # Only baked keys: a fresh set of keys needs just frames, values and interpolation.
+        points.clear()
+        points.add(total)
+        merged.write(points, ("co", "interpolation"))
+        fcurve.update()
+        return FCurveWrite(fcurve.data_path, fcurve.array_index, x.size, 0, len(fcurve.modifiers))
     if len(points) > total:
         points.clear()
     if len(points) < total:

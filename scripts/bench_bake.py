@@ -1,0 +1,254 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmark: baking Reach IK vs Blender's own bake (``bpy.ops.nla.bake``), side by side.
+
+    python scripts/bench_bake.py [--frames 1000] [--repeats 5] [--long 10000] [--out out/bench]
+
+The rig: the Rigify human metarig with animated targets for both hands and feet and poles
+(``scripts/build_demo.py``), four 2-bone limb chains, ``--frames`` frames. Two copies are
+saved once: one with Blender's IK constraints on the limbs, one with Reach IK chains (the
+default solver). Each repeat reopens both files and times, in alternating order,
+
+* **Blender**: ``bpy.ops.nla.bake`` with visual keying, only the 8 chain bones (selected),
+  pose only, clearing the constraints — Blender's way to turn IK into keys;
+* **Reach IK**: ``bpy.ops.reach_ik.bake`` over the same frames (keys only the 8 bones'
+  rotations).
+
+Reported: frames per second of each (median over repeats) and the ratio ours / Blender's
+per repeat (median; the bar is ≥ 10×). Then one long bake of ``--long`` frames: its time,
+how many progress updates it made, and the peak memory it added (resident set growth,
+Linux ``VmHWM`` after resetting it). Writes ``bench_bake.json`` and ``bench_bake.md`` into
+``--out``. Timing only, no assertions: the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bake as bake_cli  # scripts/bake.py: loading Reach IK, atomic saving
+import build_demo
+
+BAR = 10.0
+
+
+def build_files(folder: Path, frames: int) -> tuple[Path, Path]:
+    """Save the two rigs (Blender IK, Reach IK); returns their paths."""
+    bpy = bake_cli.blender_module()
+    paths = []
+    for kind in ("blender_ik", "reach_ik"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        scene = bpy.context.scene
+        scene.frame_start, scene.frame_end = 1, frames
+        rig = build_demo.add_metarig()
+        goals = build_demo.add_limb_goals(rig, frames)
+        if kind == "blender_ik":
+            build_demo.add_blender_ik(rig, goals)
+        else:
+            build_demo.add_limb_chains(rig, goals, None)
+        bpy.context.view_layer.objects.active = rig
+        bpy.ops.object.mode_set(mode="POSE")
+        path = folder / f"{kind}.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(path))
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def _open(path: Path) -> Any:
+    bpy = bake_cli.blender_module()
+    bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
+    rig = bpy.data.objects["Human"]
+    bpy.context.view_layer.objects.active = rig
+    if rig.mode != "POSE":
+        bpy.ops.object.mode_set(mode="POSE")
+    return rig
+
+
+def _select_chain_bones(rig: Any) -> None:
+    for pb in rig.pose.bones:
+        state = pb.name in build_demo.LIMB_BONES
+        if hasattr(pb, "select"):
+            pb.select = state
+        else:
+            pb.bone.select = state
+
+
+def _keys(rig: Any, bone: str) -> int:
+    """Keys on the bone's first quaternion channel (checks both bakes keyed every frame)."""
+    action = rig.animation_data.action
+    path = f'pose.bones["{bone}"].rotation_quaternion'
+    if hasattr(action, "layers"):
+        for layer in action.layers:
+            for strip in layer.strips:
+                for bag in strip.channelbags:
+                    fcurve = bag.fcurves.find(path, index=0)
+                    if fcurve is not None:
+                        return len(fcurve.keyframe_points)
+        return 0
+    fcurve = action.fcurves.find(path, index=0)
+    return 0 if fcurve is None else len(fcurve.keyframe_points)
+
+
+def _check(done: set[str], rig: Any, frames: int) -> None:
+    keys = _keys(rig, "forearm.L")
+    if done != {"FINISHED"} or keys != frames:
+        raise RuntimeError(f"the bake did not key every frame: {done}, {keys} of {frames} keys")
+
+
+def time_blender(path: Path, frames: int) -> float:
+    bpy = bake_cli.blender_module()
+    rig = _open(path)
+    _select_chain_bones(rig)
+    started = time.perf_counter()
+    done = bpy.ops.nla.bake(
+        frame_start=1,
+        frame_end=frames,
+        only_selected=True,
+        visual_keying=True,
+        clear_constraints=True,
+        bake_types={"POSE"},
+    )
+    seconds = time.perf_counter() - started
+    _check(done, rig, frames)
+    return seconds
+
+
+def time_reach(path: Path, frames: int) -> float:
+    bpy = bake_cli.blender_module()
+    rig = _open(path)
+    started = time.perf_counter()
+    done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=frames)
+    seconds = time.perf_counter() - started
+    _check(done, rig, frames)
+    return seconds
+
+
+def _status_bytes(key: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def long_bake(folder: Path, frames: int, reach: Any) -> dict[str, Any]:
+    """Bake ``frames`` frames once: seconds, progress updates, peak memory added."""
+    bpy = bake_cli.blender_module()
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.scene.frame_end = frames
+    rig = build_demo.add_metarig()
+    build_demo.add_limb_chains(rig, build_demo.add_limb_goals(rig, frames), None)
+    bake = reach.ik_addon.bake
+    updates: list[float] = []
+    before = _status_bytes("VmRSS:")
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+        resettable = True
+    except OSError:
+        resettable = False
+    started = time.perf_counter()
+    result = bake.bake(rig, bake.BakeOptions(1, frames), progress=updates.append)
+    seconds = time.perf_counter() - started
+    peak = _status_bytes("VmHWM:")
+    return {
+        "frames": frames,
+        "seconds": seconds,
+        "fps": frames / seconds,
+        "progress_updates": len(updates),
+        "peak_rss_added_mib": (peak - before) / 2**20 if resettable else None,
+        "rss_before_mib": before / 2**20,
+        "method": result.method,
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    r = report
+    lines = [
+        "# Bake benchmark: Reach IK vs `bpy.ops.nla.bake`",
+        "",
+        f"Metarig, 4 limb chains (8 bones), {r['frames']} frames, {r['repeats']} repeats, "
+        f"Blender {r['blender']}, solver {r['solver']}. Medians.",
+        "",
+        "| bake | seconds | frames/s |",
+        "|---|---:|---:|",
+        f"| Blender `nla.bake` (IK constraints, visual keying) | {r['blender_seconds']:.3f} | "
+        f"{r['blender_fps']:.0f} |",
+        f"| Reach IK `reach_ik.bake` | {r['reach_seconds']:.3f} | {r['reach_fps']:.0f} |",
+        "",
+        f"Ratio (Reach IK fps / Blender fps, median of per-repeat ratios): "
+        f"**{r['ratio']:.1f}×** (bar ≥ {BAR:.0f}×: {'met' if r['ratio'] >= BAR else 'NOT met'}; "
+        f"per repeat: {', '.join(f'{x:.1f}' for x in r['ratios'])}).",
+        "",
+    ]
+    long = r.get("long")
+    if long:
+        memory = long["peak_rss_added_mib"]
+        lines += [
+            f"Long bake: {long['frames']} frames in {long['seconds']:.2f} s "
+            f"({long['fps']:.0f} frames/s), {long['progress_updates']} progress updates, "
+            + (f"peak memory added {memory:.0f} MiB." if memory is not None else "memory n/a."),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bench_bake.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--long", type=int, default=10_000, help="frames of the long bake (0: skip)"
+    )
+    parser.add_argument("--out", default="out/bench")
+    args = parser.parse_args(argv)
+    bpy = bake_cli.blender_module()
+    reach = bake_cli.load_reach_ik(bpy)
+    out = Path(args.out)
+    blender_times: list[float] = []
+    reach_times: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="reach-ik-bench-") as tmp:
+        blender_file, reach_file = build_files(Path(tmp), args.frames)
+        for repeat in range(args.repeats):
+            order = (0, 1) if repeat % 2 == 0 else (1, 0)
+            for which in order:
+                if which == 0:
+                    blender_times.append(time_blender(blender_file, args.frames))
+                else:
+                    reach_times.append(time_reach(reach_file, args.frames))
+    ratios = [b / r for b, r in zip(blender_times, reach_times, strict=True)]
+    report: dict[str, Any] = {
+        "frames": args.frames,
+        "repeats": args.repeats,
+        "blender": bpy.app.version_string,
+        "python": platform.python_version(),
+        "solver": reach.ik_addon.evaluate.available_methods()[0],
+        "blender_seconds_all": blender_times,
+        "reach_seconds_all": reach_times,
+        "blender_seconds": statistics.median(blender_times),
+        "reach_seconds": statistics.median(reach_times),
+        "blender_fps": args.frames / statistics.median(blender_times),
+        "reach_fps": args.frames / statistics.median(reach_times),
+        "ratios": ratios,
+        "ratio": statistics.median(ratios),
+        "bar": BAR,
+    }
+    if args.long:
+        report["long"] = long_bake(out, args.long, reach)
+    bake_cli.save_json(report, out / "bench_bake.json")
+    text = markdown(report)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_bake.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(bake_cli.script_argv()))
