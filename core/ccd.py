@@ -120,6 +120,10 @@ _DEGENERATE = 1e-12
 #: ``|û + v̂|²`` below this counts as antiparallel (eq. 2's axis is undefined).
 _ANTIPARALLEL = 1e-12
 
+#: Sweeps between re-orthonormalisations of the rotation matrices (products drift off
+#: orthogonal by about 1e-16 per update; one Newton step squares the drift).
+_RENORMALIZE = 8
+
 _I3: FloatArray = np.eye(3)
 
 _CONVERGED, _STALLED, _CAPPED = 0, 1, 2
@@ -183,6 +187,9 @@ class _Setup:
     chain: Chain
     rest: FloatArray
     """``(n, 3, 3)`` rest rotations as matrices."""
+    rest_is_identity: tuple[bool, ...]
+    offset_parts: tuple[tuple[tuple[int, float], ...], ...]
+    """Per joint, the non-zero components ``(axis, value)`` of its offset."""
     joints: tuple[_Joint, ...]
     """Movable joints from the effector back to the root."""
     c_pos: float
@@ -235,6 +242,7 @@ def _rest_matrices(chain: Chain) -> FloatArray:
 
 def _setup(problem: Problem) -> _Setup:
     chain = problem.chain
+    rest = _rest_matrices(chain)
     opts = problem.options
     reach = chain.reach
     oriented = problem.target_rotations is not None
@@ -244,7 +252,11 @@ def _setup(problem: Problem) -> _Setup:
     )
     return _Setup(
         chain=chain,
-        rest=_rest_matrices(chain),
+        rest=rest,
+        rest_is_identity=tuple(bool(np.array_equal(r, _I3)) for r in rest),
+        offset_parts=tuple(
+            tuple((k, float(o[k])) for k in range(3) if o[k] != 0.0) for o in chain.offsets
+        ),
         joints=joints,
         c_pos=alpha * (chain.n_joints / reach) ** 2,
         c_rot=1.0 - alpha,
@@ -261,8 +273,12 @@ def _dot(a: FloatArray, b: FloatArray) -> FloatArray:
 
 
 def _apply(m: FloatArray, v: FloatArray) -> FloatArray:
-    """Matrices ``(M, 3, 3)`` times vectors ``(M, 3)``."""
-    return (m @ v[..., None])[..., 0]
+    """Matrices ``(M, 3, 3)`` times vectors ``(M, 3)`` (by columns: numpy's matmul is slow
+    on large stacks of 3×3 matrices)."""
+    out = m[..., 0] * v[..., 0:1]
+    out += m[..., 1] * v[..., 1:2]
+    out += m[..., 2] * v[..., 2:3]
+    return out
 
 
 def _frames(s: _Setup, Q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -281,12 +297,14 @@ def _frames(s: _Setup, Q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArra
     F = np.empty((m, n, 3, 3))
     W = np.empty((m, n, 3, 3))
     F[:, 0] = s.rest[0]
-    offsets = s.chain.offsets
     for i in range(n):
         W[:, i] = F[:, i] @ Q[:, i]
-        positions[:, i + 1] = positions[:, i] + W[:, i] @ offsets[i]
+        step = positions[:, i]
+        for k, length in s.offset_parts[i]:
+            step = step + W[:, i, :, k] * length
+        positions[:, i + 1] = step
         if i + 1 < n:
-            F[:, i + 1] = W[:, i] @ s.rest[i + 1]
+            F[:, i + 1] = W[:, i] if s.rest_is_identity[i + 1] else W[:, i] @ s.rest[i + 1]
     return positions, F, W
 
 
@@ -379,37 +397,36 @@ def _ball_turn(
 ) -> FloatArray:
     """World rotations ``(M, 3, 3)`` about a ball joint minimising ``g`` (module docstring).
 
-    Position only: eqs. 1–2, built as two reflections, ``R = H(û + v̂)·H(û)`` with
-    ``H(m) = I − 2 m mᵀ/|m|²`` (``H(û)`` sends ``û`` to ``−û``, ``H(û + v̂)`` sends ``−û`` to
-    ``v̂``; vectors normal to both are fixed, so ``R`` is the rotation about ``r = û × v̂``
-    by ``θ``). Antiparallel ``û, v̂`` use the joint's X axis (column 0 of ``W``) for ``m``.
+    Position only: eqs. 1–2 as a matrix. With ``a = û``, ``b = v̂`` and ``m = a + b``,
+    ``R = I − 2 m mᵀ/|m|² + 2 b aᵀ`` is the product of the reflections ``H(m)·H(a)``
+    (``H(x) = I − 2 x xᵀ/|x|²``: ``H(a)`` sends ``a`` to ``−a``, ``H(m)`` sends ``−a`` to ``b``,
+    and vectors normal to both are fixed), i.e. the rotation about ``r = a × b`` by ``θ``.
+    Antiparallel ``a, b`` take ``m`` normal to ``a``, toward the joint's X axis (column 0
+    of ``W``): a half turn. A zero ``u`` or ``v`` gives ``R = I``.
     """
-    nu = np.sqrt(_dot(u, u))
-    nv = np.sqrt(_dot(v, v))
-    ok = (nu > s.eps) & (nv > s.eps)
-    if E is None or goals.frames is None or s.c_rot == 0.0:
-        a = u / np.where(ok, nu, 1.0)[:, None]
-        m = a + v / np.where(ok, nv, 1.0)[:, None]
-        mm = _dot(m, m)
-        anti = mm < _ANTIPARALLEL
-        if np.any(anti):
-            x = W[anti, :, 0]
-            x = x - _dot(x, a[anti])[:, None] * a[anti]
-            m[anti] = x
-            mm[anti] = _dot(x, x)
-        Ha = _I3 - 2.0 * a[:, :, None] * a[:, None, :]
-        Hm = _I3 - (2.0 / np.where(ok, mm, 1.0))[:, None, None] * m[:, :, None] * m[:, None, :]
-        R = Hm @ Ha
-    else:
+    if E is not None and goals.frames is not None and s.c_rot > 0.0:
         H = s.c_pos * u[:, :, None] * v[:, None, :] + s.c_rot * E @ np.swapaxes(
             goals.frames, -1, -2
         )
         U, _, Vt = np.linalg.svd(H)
         Vt[:, 2, :] *= np.sign(np.linalg.det(U) * np.linalg.det(Vt))[:, None]
-        R = np.swapaxes(Vt, -1, -2) @ np.swapaxes(U, -1, -2)
-        ok = ok | (nv > s.eps)
-    if not np.all(ok):
-        R[~ok] = _I3
+        return np.swapaxes(Vt, -1, -2) @ np.swapaxes(U, -1, -2)
+    eps2 = s.eps * s.eps
+    nu2 = _dot(u, u)
+    nv2 = _dot(v, v)
+    a = u / np.sqrt(np.maximum(nu2, eps2))[:, None]
+    b = v / np.sqrt(np.maximum(nv2, eps2))[:, None]
+    m = a + b
+    mm = _dot(m, m)
+    anti = mm < _ANTIPARALLEL
+    if anti.any():
+        m[anti] = rot.perpendicular(a[anti], W[anti, :, 0])
+        mm[anti] = 1.0
+    R = _I3 - (2.0 / mm)[:, None, None] * m[:, :, None] * m[:, None, :]
+    R += 2.0 * b[:, :, None] * a[:, None, :]
+    skip = (nu2 <= eps2) | (nv2 <= eps2)
+    if skip.any():
+        R[skip] = _I3
     return R
 
 
@@ -431,7 +448,12 @@ def _ball_step(
 
 
 def _sweep(
-    s: _Setup, Q: FloatArray, goals: _Goals, g: FloatArray, frozen: int | None
+    s: _Setup,
+    Q: FloatArray,
+    goals: _Goals,
+    g: FloatArray,
+    frozen: int | None,
+    renormalize: bool,
 ) -> tuple[FloatArray, FloatArray, BoolArray]:
     """One CCD iteration over every joint but ``frozen``, effector to root.
 
@@ -441,11 +463,12 @@ def _sweep(
         goals: the ``M`` goals.
         g: ``(M,)`` the objective of ``Q``.
         frozen: a joint index left unchanged (coarse sweep), or ``None``.
+        renormalize: first remove the drift from orthogonality (see ``_RENORMALIZE``).
 
     Returns:
         ``(Q, g, reached)`` after the sweep; rows stop changing once reached.
     """
-    Q = _orthonormalize(Q)
+    Q = _orthonormalize(Q) if renormalize else Q.copy()
     positions, F, W = _frames(s, Q)
     e = positions[:, -1]
     E = W[:, -1] if goals.frames is not None else None
@@ -466,11 +489,14 @@ def _sweep(
         E_new = None if E is None else turn @ E
         g_new, reached = _score(s, e_new, E_new, goals)
         take = moving if j.exact else moving & (g_new <= g)
-        Q[:, i] = np.where(take[:, None, None], Q_new, Q[:, i])
-        e = np.where(take[:, None], e_new, e)
-        if E is not None and E_new is not None:
-            E = np.where(take[:, None, None], E_new, E)
-        g = np.where(take, g_new, g)
+        if take.all():
+            Q[:, i], e, E, g = Q_new, e_new, E_new, g_new
+        else:
+            Q[:, i] = np.where(take[:, None, None], Q_new, Q[:, i])
+            e = np.where(take[:, None], e_new, e)
+            if E is not None and E_new is not None:
+                E = np.where(take[:, None, None], E_new, E)
+            g = np.where(take, g_new, g)
         moving &= ~(take & reached)
         if not moving.any():
             break
@@ -504,8 +530,11 @@ def _descend(
     used = np.zeros(len(Q), dtype=np.int64)
     status = np.full(len(Q), _CAPPED, dtype=np.int64)
     active = np.flatnonzero(budget > 0)
+    sweeps = 0
     while active.size:
-        Qa, ga, reached = _sweep(s, Q[active], goals.take(active), g[active], frozen)
+        renormalize = sweeps % _RENORMALIZE == 0
+        sweeps += 1
+        Qa, ga, reached = _sweep(s, Q[active], goals.take(active), g[active], frozen, renormalize)
         Q[active] = Qa
         used[active] += 1
         stalled = ~reached & (

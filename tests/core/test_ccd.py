@@ -183,7 +183,9 @@ def test_stiffness_scales_a_ball_step(seed: int, stiffness: float) -> None:
 # --------------------------------------------------------------------------- properties
 @st.composite
 def joint_limits(draw: st.DrawFn) -> JointLimits:
-    kind = draw(st.sampled_from(["free", "cone", "ranges", "hinge", "locks", "stiff"]))
+    kind = draw(
+        st.sampled_from(["free", "cone", "ranges", "hinge", "locks", "lock_hinge", "stiff"])
+    )
     angle = st.floats(0.05, math.pi)
     if kind == "cone":
         return JointLimits(cone=draw(angle))
@@ -193,7 +195,10 @@ def joint_limits(draw: st.DrawFn) -> JointLimits:
     if kind == "hinge":
         axis = draw(st.sampled_from([(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.6, 0.0, 0.8)]))
         rng = draw(st.one_of(st.none(), st.just((-1.0, 2.0))))
-        return JointLimits(hinge_axis=axis, hinge_range=rng)
+        stiffness = draw(st.sampled_from([0.0, 0.6]))
+        return JointLimits(hinge_axis=axis, hinge_range=rng, stiffness=(stiffness,) * 3)
+    if kind == "lock_hinge":
+        return JointLimits(lock=(True, False, True), ranges=(None, (-2.0, 0.5), None))
     if kind == "locks":
         return JointLimits(lock=(False, True, False), cone=draw(angle))
     if kind == "stiff":
