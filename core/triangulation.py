@@ -49,8 +49,8 @@ pure bend (cone) limit with the link along the bone's +Y axis:
   forward kinematics. ``s = 1`` is the paper's "fully collapsed" chain. The joint takes the
   smallest ``s`` (the straightest rest) for which the triangle ``(a, b(s), c)`` exists, its own
   cone allows the triangle (``|∠(k̂, ĉ) − δ| ≤ φ``) and the next joint can bend enough
-  (``|∠(d̂, e⃗) − γ(s)| ≤ φ_next``, ``e⃗`` = next joint → target); grids of 33 and 1025
-  values, then bisection.
+  (``|∠(d̂, e⃗) − γ(s)| ≤ φ_next``, ``e⃗`` = next joint → target): a grid of 33 values,
+  a golden-section search for the least violation where the grid finds none, bisection.
   If no ``s`` works the free rule above is used (no solution: the effector stays off target).
   By induction, the ``s`` a joint chose stays feasible for the next joint, so once the root
   finds one the target is reached. This is exact when the family contains a solution
@@ -101,10 +101,13 @@ _PARALLEL = 1e-9
 _BEND_TINY = 1e-9
 #: Slack on the triangle and cone tests of the constrained search (cosines and radians).
 _FEASIBLE_EPS = 1e-12
-#: Grid sizes (coarse, then fine where the coarse one finds nothing) and bisection steps of
-#: the constrained search over the collapse parameter s.
-_GRIDS = (33, 1025)
+#: Grid size, golden-section and bisection steps of the constrained search over the
+#: collapse parameter s.
+_GRID = 33
+_GOLDEN_STEPS = 40
 _BISECTIONS = 20
+#: ``û·d̂`` below this: the shortest turn is built as a half turn plus a short arc.
+_OPPOSITE = -1.0 + 1e-6
 #: Floor for divisors that may be zero in a branch whose result is discarded.
 _SAFE = 1e-300
 
@@ -128,22 +131,19 @@ class _Family:
         links: ``(m,)`` lengths of links ``i + 1 … n − 1``.
         curl: ``(m,)`` direction of each link relative to link ``i + 1`` at ``s = 1``
             (radians, cumulative cone limits of joints ``i + 2 …``; 0 for free joints).
-        grids: the coarse (33) and fine (1025) grids of the collapse parameter in
-            ``[0, 1]``, each as ``(s, b, γ)``: ``b`` = distance from joint ``i + 1`` to the
-            effector, ``γ`` = angle between link ``i + 1`` and that vector.
+        grid: ``(s, b, γ)`` on 33 values of the collapse parameter ``s`` in ``[0, 1]``:
+            ``b`` = distance from joint ``i + 1`` to the effector, ``γ`` = angle between
+            link ``i + 1`` and that vector.
     """
 
     links: FloatArray
     curl: FloatArray
-    grids: tuple[tuple[FloatArray, FloatArray, FloatArray], ...]
+    grid: tuple[FloatArray, FloatArray, FloatArray]
 
     @staticmethod
     def build(links: FloatArray, curl: FloatArray) -> _Family:
-        grids = []
-        for size in _GRIDS:
-            s = np.linspace(0.0, 1.0, size)
-            grids.append((s, *_Family.planar(links, curl, s)))
-        return _Family(links, curl, tuple(grids))
+        s = np.linspace(0.0, 1.0, _GRID)
+        return _Family(links, curl, (s, *_Family.planar(links, curl, s)))
 
     @staticmethod
     def planar(links: FloatArray, curl: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -161,7 +161,12 @@ class _Family:
     @property
     def straight(self) -> float:
         """``b(0)``: the remaining chain's straight length."""
-        return float(self.grids[0][1][0])
+        return float(self.grid[1][0])
+
+    @property
+    def step(self) -> float:
+        """Largest change of ``b`` between neighbouring grid values."""
+        return float(np.max(np.abs(np.diff(self.grid[1]))))
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,7 @@ class _Plan:
     cones: tuple[float, ...]
     families: tuple[_Family | None, ...]
     straight: tuple[bool, ...]
+    rest0_inverse: tuple[float, ...]
     all_free: bool
     rest_start: tuple[Vec, Vec]
 
@@ -251,6 +257,7 @@ def _plan(chain: Chain) -> _Plan:
             and bool(np.all(chain.offsets[i] / lengths[i] == chain.offsets[i - 1] / lengths[i - 1]))
             for i in range(n)
         ),
+        rest0_inverse=tuple(float(x) for x in _matrix(_qconj(tuple(chain.rest_rotations[0])))),
         all_free=all(k == "free" for k in kinds),
         rest_start=_rest_start(chain),
     )
@@ -306,6 +313,18 @@ def _qmul(p: Quat, q: Quat) -> Quat:
     )
 
 
+def _qmul_conj(p: Quat, q: Quat) -> Quat:
+    """``conj(p) · q`` (the rotation ``q`` seen from frame ``p``)."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw + px * qx + py * qy + pz * qz,
+        pw * qx - px * qw - py * qz + pz * qy,
+        pw * qy + px * qz - py * qw - pz * qx,
+        pw * qz - px * qy + py * qx - pz * qw,
+    )
+
+
 def _qconj(q: Quat) -> Quat:
     return (q[0], -q[1], -q[2], -q[3])
 
@@ -315,6 +334,34 @@ def _rotate(q: Quat, v: Vec) -> Vec:
     u = (q[1], q[2], q[3])
     t = _scale(_cross(u, v), 2.0)
     return _add(_add(v, _scale(t, q[0])), _cross(u, t))
+
+
+def _matrix(q: Quat) -> tuple[Num, ...]:
+    """Rotation matrix of unit ``q``, row-major (9 entries); exactly ``I`` for the identity."""
+    w, x, y, z = q
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    return (
+        1.0 - 2.0 * (yy + zz),
+        2.0 * (xy - wz),
+        2.0 * (xz + wy),
+        2.0 * (xy + wz),
+        1.0 - 2.0 * (xx + zz),
+        2.0 * (yz - wx),
+        2.0 * (xz - wy),
+        2.0 * (yz + wx),
+        1.0 - 2.0 * (xx + yy),
+    )
+
+
+def _apply(m: tuple[Num, ...], v: Vec) -> Vec:
+    """``m · v`` for a row-major matrix ``m`` (9 entries)."""
+    return (
+        m[0] * v[0] + m[1] * v[1] + m[2] * v[2],
+        m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
+        m[6] * v[0] + m[7] * v[1] + m[8] * v[2],
+    )
 
 
 def _where(cond: Any, a: tuple[Num, ...], b: tuple[Num, ...]) -> tuple[Any, ...]:
@@ -384,11 +431,12 @@ def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
 
 
 def _turn_over(u: Vec, d: Vec, p: Vec, sqrt: Any) -> Quat:
-    """Shortest rotation ``u → d`` for nearly opposite unit vectors (``u·d < −½``).
+    """Shortest rotation ``u → d`` for nearly opposite unit vectors (``1 + u·d < 1e-6``).
 
     A half turn about ``p`` (unit, perpendicular to ``u``, along ``u × d``) followed by the
     short arc ``−u → d``: both factors are well conditioned, unlike ``(1 + u·d, u × d)``
-    normalised, whose tiny first component loses the angle's last digits.
+    normalised, whose tiny first component loses the angle's last digits (its angle error is
+    about ``2e-16 / √(2(1 + u·d))``, below 2e-13 outside this range).
     """
     m = (-u[0], -u[1], -u[2])
     w = 1.0 - _dot(u, d)
@@ -407,7 +455,7 @@ def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
     w = 1.0 + dot
     inv = 1.0 / np.sqrt(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     q: Quat = (w * inv, x[0] * inv, x[1] * inv, x[2] * inv)
-    back = np.flatnonzero(dot < -0.5)
+    back = np.flatnonzero(dot < _OPPOSITE)
     if back.size:
         ub, db, xb = _take(u, back), _take(d, back), _take(x, back)
         xn = _norm(xb)
@@ -511,9 +559,9 @@ def _orient_batch(
     phi = np.arctan2(_dot(_cross(bend, want), axis), _dot(bend, want))
     half_phi = 0.5 * np.where(usable, phi, 0.0)
     turn: Quat = (np.cos(half_phi), *_scale(unit_axis, np.sin(half_phi)))
-    rest0 = plan.rests[0]
     root: Quat = (rot[:, 0, 0], rot[:, 0, 1], rot[:, 0, 2], rot[:, 0, 3])
-    q0 = _qmul(_qmul(_qconj(rest0), turn), _qmul(rest0, root))
+    # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
+    q0 = _qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root)
     limits0 = problem.chain.limits[0]
     if not limits0.is_free:
         usable = usable & (limits0.violation(_stack(q0, problem.size)) <= 1e-9)
@@ -521,9 +569,11 @@ def _orient_batch(
     q0 = _where(usable, q0, root)
     for k in range(4):
         rot[:, 0, k] = q0[k]
-    # Where the turn is unusable it is exactly the identity, which leaves points unchanged.
-    for j in range(1, n + 1):
-        turned = _rotate(turn, (pos[:, j, 0], pos[:, j, 1], pos[:, j, 2]))
+    # Where the turn is unusable its matrix is exactly I, which leaves points unchanged; the
+    # effector lies on the turn's axis and stays.
+    m = _matrix(turn)
+    for j in range(1, n):
+        turned = _apply(m, (pos[:, j, 0], pos[:, j, 1], pos[:, j, 2]))
         for k in range(3):
             pos[:, j, k] = turned[k]
 
@@ -557,39 +607,37 @@ def _free_rule(plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, delta90: bool) 
     return cos_d, sin_d
 
 
-def _feasible(
+def _violation(
     plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, kappa: Num, b: Num, gamma: Num
 ) -> tuple[Num, Num, Num]:
-    """Constrained triangle test at joint ``i`` for remaining distances ``b``, angles ``γ``.
+    """How far the constrained triangle at joint ``i`` misses, for distances ``b``, angles ``γ``.
 
-    Returns ``(ok, cos δ, sin δ)``. ``kappa`` is the angle between the joint's cone axis
-    and ``ĉ``.
+    Returns ``(violation, cos δ, sin δ)``; the triangle is feasible where the violation is
+    at most ``_FEASIBLE_EPS``. The violation is the largest of: how far eq. 5's cosine lies
+    outside ``[−1, 1]``; by how much (radians) the joint's own cone misses the triangle's
+    circle, ``|κ − δ| − φ``; by how much the next joint's bend exceeds its cone,
+    ``|∠(d̂, e⃗) − γ| − φ_next``. ``kappa`` = angle between the joint's cone axis and ``ĉ``.
     """
     a = plan.lengths[i]
     raw = (a * a - b * b + c2) * inv_c * (0.5 / a)
-    ok = (raw >= -1.0 - _FEASIBLE_EPS) & (raw <= 1.0 + _FEASIBLE_EPS)
+    violation = np.maximum(raw - 1.0, -1.0 - raw)
     cos_d, sin_d = _triangle(a, b, c, c2, inv_c)
     if plan.kinds[i] == "cone":
-        ok = ok & (np.abs(kappa - np.arctan2(sin_d, cos_d)) <= plan.cones[i] + _FEASIBLE_EPS)
+        own = np.abs(kappa - np.arctan2(sin_d, cos_d)) - plan.cones[i]
+        violation = np.maximum(violation, own)
     if i + 1 < plan.n and plan.kinds[i + 1] == "cone":
         cos_next = np.clip((c * cos_d - a) / np.maximum(b, _SAFE), -1.0, 1.0)
-        bend = np.abs(np.arccos(cos_next) - gamma)
-        ok = ok & (bend <= plan.cones[i + 1] + _FEASIBLE_EPS)
-    return ok, cos_d, sin_d
+        bend = np.abs(np.arccos(cos_next) - gamma) - plan.cones[i + 1]
+        violation = np.maximum(violation, bend)
+    return violation, cos_d, sin_d
 
 
-def _first_feasible(
-    plan: _Plan, i: int, grid: tuple[FloatArray, FloatArray, FloatArray], rows: tuple[Num, ...]
-) -> tuple[Num, Num, Num]:
-    """On a grid of ``s``: where any value passes, and the first passing and previous values.
-
-    ``rows`` = ``(c, c², 1/c, κ)`` for the targets searched, each ``(M,)``.
-    """
-    s, b, gamma = grid
-    c, c2, inv_c, kappa = (x[:, None] for x in rows)
-    ok = _feasible(plan, i, c, c2, inv_c, kappa, b[None, :], gamma[None, :])[0]
-    first = np.argmax(ok, axis=1)
-    return ok.any(axis=1), s[first], s[np.maximum(first - 1, 0)]
+def _violation_at(plan: _Plan, i: int, rows: tuple[Num, ...], s: Num) -> Num:
+    """:func:`_violation` of the family member ``s`` for targets ``rows = (c, c², 1/c, κ)``."""
+    family = plan.families[i]
+    assert family is not None
+    b, gamma = _Family.planar(family.links, family.curl, s)
+    return _violation(plan, i, *rows, b, gamma)[0]  # type: ignore[call-arg]
 
 
 def _constrained_rule(
@@ -597,43 +645,78 @@ def _constrained_rule(
 ) -> tuple[Num, Num, Num]:
     """``(cos δ, sin δ, formed)`` at a joint with cone limits around it.
 
-    Searches the smallest collapse parameter ``s`` that passes :func:`_feasible` (module
-    docstring): a coarse grid, a fine grid where the coarse one finds nothing (feasible
-    ranges narrower than 1/1024 can be missed), then bisection from the last failing grid
-    value. Where nothing passes, falls back to :func:`_free_rule`. ``formed`` marks where
-    the triangle closed with the straight rest of the chain (§3.1.2).
+    Searches the smallest collapse parameter ``s`` whose :func:`_violation` is at most
+    ``_FEASIBLE_EPS`` (module docstring): a grid of 33 values; where none passes, a
+    golden-section search for the least violation around the grid's best value (feasible
+    ranges far narrower than the grid spacing are found this way when the violation is
+    unimodal there); then bisection between the last failing and the first passing value.
+    Where nothing passes, falls back to :func:`_free_rule`. ``formed`` marks where the
+    triangle closed with the straight rest of the chain (§3.1.2).
     """
     family = plan.families[i]
     assert family is not None
     free_cos, free_sin = _free_rule(plan, i, c, c2, inv_c, delta90)
     if family.trivial:
-        ok, cos_d, sin_d = _feasible(plan, i, c, c2, inv_c, kappa, family.straight, 0.0)
+        v, cos_d, sin_d = _violation(plan, i, c, c2, inv_c, kappa, family.straight, 0.0)
+        ok = v <= _FEASIBLE_EPS
         return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok
     rows = (c, c2, inv_c, np.broadcast_to(kappa, np.shape(c)))
-    found, s, lo = _first_feasible(plan, i, family.grids[0], rows)
+    grid, grid_b, grid_gamma = family.grid
+    cols = tuple(x[:, None] for x in rows)
+    v_grid = _violation(plan, i, *cols, grid_b[None, :], grid_gamma[None, :])[0]  # type: ignore[call-arg]
+    passing = v_grid <= _FEASIBLE_EPS
+    found = passing.any(axis=1)
+    first = np.argmax(passing, axis=1)
+    s = grid[first]
+    lo = grid[np.maximum(first - 1, 0)]
     a = plan.lengths[i]
-    b_all = family.grids[1][1]
     retry = np.flatnonzero(
-        ~found & (c <= a + b_all.max()) & (c >= np.abs(a - b_all).min() - _FEASIBLE_EPS)
+        ~found
+        & (c <= a + grid_b.max() + family.step + _FEASIBLE_EPS)
+        & (c >= np.abs(a - grid_b).min() - family.step - _FEASIBLE_EPS)
     )
     if retry.size:
-        fine = _first_feasible(plan, i, family.grids[1], tuple(x[retry] for x in rows))
-        found[retry], s[retry], lo[retry] = fine
+        sub = tuple(x[retry] for x in rows)
+        best = np.argmin(v_grid[retry], axis=1)
+        left = grid[np.maximum(best - 1, 0)]
+        right = grid[np.minimum(best + 1, grid.size - 1)]
+        s_best = _golden_minimum(lambda x: _violation_at(plan, i, sub, x), left, right)
+        hit = _violation_at(plan, i, sub, s_best) <= _FEASIBLE_EPS
+        found[retry] = hit
+        s[retry] = s_best
+        lo[retry] = left
     refine = np.flatnonzero(found & (s > 0.0))
     if refine.size:
-        c_r, c2_r, inv_r, kappa_r = (x[refine] for x in rows)
+        sub = tuple(x[refine] for x in rows)
         lo, hi = lo[refine], s[refine]
         for _ in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            b_mid, gamma_mid = _Family.planar(family.links, family.curl, mid)
-            ok_mid = _feasible(plan, i, c_r, c2_r, inv_r, kappa_r, b_mid, gamma_mid)[0]
+            ok_mid = _violation_at(plan, i, sub, mid) <= _FEASIBLE_EPS
             hi = np.where(ok_mid, mid, hi)
             lo = np.where(ok_mid, lo, mid)
         s[refine] = hi
     b, gamma = _Family.planar(family.links, family.curl, s)
-    ok, cos_d, sin_d = _feasible(plan, i, c, c2, inv_c, kappa, b, gamma)
-    ok = ok & found
+    v, cos_d, sin_d = _violation(plan, i, c, c2, inv_c, kappa, b, gamma)
+    ok = (v <= _FEASIBLE_EPS) & found
     return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok & (s == 0.0)
+
+
+def _golden_minimum(f: Any, lo: FloatArray, hi: FloatArray) -> FloatArray:
+    """Golden-section search for the minimum of ``f`` on ``[lo, hi]`` (arrays, per row)."""
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    x1 = hi - ratio * (hi - lo)
+    x2 = lo + ratio * (hi - lo)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(_GOLDEN_STEPS):
+        left = f1 <= f2
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+        new_x1 = np.where(left, hi - ratio * (hi - lo), x2)
+        new_x2 = np.where(left, x1, lo + ratio * (hi - lo))
+        value = f(np.where(left, new_x1, new_x2))
+        f1, f2 = np.where(left, value, f2), np.where(left, f1, value)
+        x1, x2 = new_x1, new_x2
+    return np.where(f1 <= f2, x1, x2)
 
 
 def _cone_select(d: Vec, chat: Vec, cos_d: Num, sin_d: Num, w: Vec, k: Vec, phi: float) -> Vec:
@@ -672,10 +755,13 @@ def _take(v: tuple[Num, ...], idx: Any) -> tuple[Num, ...]:
 
 
 def _patch(v: tuple[Num, ...], idx: Any, values: tuple[Num, ...], size: int) -> tuple[Any, ...]:
-    """Copies of component arrays ``(size,)`` with rows ``idx`` replaced by ``values``."""
+    """Component arrays ``(size,)`` with rows ``idx`` replaced by ``values``.
+
+    Full-size arrays are changed in place: pass only arrays computed by the caller.
+    """
     out = []
     for x, y in zip(v, values, strict=True):
-        z = np.array(np.broadcast_to(x, (size,)), dtype=np.float64)
+        z = x if np.shape(x) == (size,) else np.array(np.broadcast_to(x, (size,)), dtype=float)
         z[idx] = y
         out.append(z)
     return tuple(out)
@@ -760,7 +846,7 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
         if cone_axis is not None:
             d = _cone_select(d, chat, cos_d, sin_d, w, cone_axis, plan.cones[i])
         turned = _qmul(_shortest_turn(u, d, axis), current)
-        local = _qmul(_qconj(parent), turned)
+        local = _qmul_conj(parent, turned)
         if kind == "project":
             projected = chain.limits[i].project(_stack(local, size))
             local = tuple(np.moveaxis(projected, -1, 0))
@@ -871,7 +957,7 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
         # shortest turn u → d, then world = turn · current, local = conj(parent) · world
         dot = ux * dx + uy * dy + uz * dz
         ex, ey, ez = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
-        if dot < -0.5:
+        if dot < _OPPOSITE:
             xn = sqrt(ex * ex + ey * ey + ez * ez)
             if xn > _PARALLEL:
                 inv = 1.0 / max(xn, _SAFE)
@@ -971,20 +1057,11 @@ def _orient_single(
     half = 0.5 * math.atan2(cross, bx * vx + by * vy + bz * vz)
     s = math.sin(half)
     turn = (math.cos(half), kx * s, ky * s, kz * s)
-    rest0 = plan.rests[0]
-    q0 = _qmul(_qmul(_qconj(rest0), turn), _qmul(rest0, tuple(rots[0])))  # type: ignore[arg-type]
-    rots[0] = list(q0)
-    tw, tx, ty, tz = turn
-    for j in range(1, n + 1):
-        vx, vy, vz = pos[j]
-        t1 = 2.0 * (ty * vz - tz * vy)
-        t2 = 2.0 * (tz * vx - tx * vz)
-        t3 = 2.0 * (tx * vy - ty * vx)
-        pos[j] = (
-            vx + t1 * tw + (ty * t3 - tz * t2),
-            vy + t2 * tw + (tz * t1 - tx * t3),
-            vz + t3 * tw + (tx * t2 - ty * t1),
-        )
+    root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
+    rots[0] = list(_qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root))
+    m = _matrix(turn)
+    for j in range(1, n):
+        pos[j] = _apply(m, pos[j])
 
 
 def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:

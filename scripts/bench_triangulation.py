@@ -81,7 +81,9 @@ CCD_OPTIONS: dict[str, Any] = {
 }
 #: The paper's triangulation: δb = 180° and each joint's shortest rotation.
 PAPER_TRIANGULATION: dict[str, Any] = {"delta_b_deg": 180.0, "bend_plane": "minimal"}
-VARIANTS = [{"delta_b_deg": d, "bend_plane": p} for d in (180.0, 90.0) for p in ("minimal", "rest")]
+VARIANTS: list[dict[str, Any]] = [
+    {"delta_b_deg": d, "bend_plane": p} for d in (180.0, 90.0) for p in ("minimal", "rest")
+]
 
 
 def chains() -> dict[str, Chain]:
