@@ -157,7 +157,6 @@ def _skew(a: FloatArray) -> FloatArray:
     return np.stack((z, -w, y, w, z, -x, -y, x, z), axis=-1).reshape((*a.shape[:-1], 3, 3))
 
 
-@functools.lru_cache(maxsize=256)
 def _joint(index: int, limits: JointLimits) -> _Joint:
     weights = limits.weights
     if limits.kind == "hinge":
@@ -235,28 +234,33 @@ class _Goals:
 
 
 @functools.lru_cache(maxsize=64)
-def _rest_matrices(chain: Chain) -> FloatArray:
-    """``(n, 3, 3)`` rest rotations of ``chain`` as matrices (cached per chain)."""
-    return rot.to_matrix(chain.rest_rotations)
+def _chain_facts(
+    chain: Chain,
+) -> tuple[
+    FloatArray, tuple[bool, ...], tuple[tuple[tuple[int, float], ...], ...], tuple[_Joint, ...]
+]:
+    """Per-chain data of :class:`_Setup` (cached per chain object; chains are immutable)."""
+    rest = rot.to_matrix(chain.rest_rotations)
+    identity = tuple(bool(np.array_equal(r, _I3)) for r in rest)
+    parts = tuple(tuple((k, float(o[k])) for k in range(3) if o[k] != 0.0) for o in chain.offsets)
+    joints = tuple(
+        _joint(i, lim) for i, lim in reversed(list(enumerate(chain.limits))) if lim.kind != "fixed"
+    )
+    return rest, identity, parts, joints
 
 
 def _setup(problem: Problem) -> _Setup:
     chain = problem.chain
-    rest = _rest_matrices(chain)
+    rest, rest_is_identity, offset_parts, joints = _chain_facts(chain)
     opts = problem.options
     reach = chain.reach
     oriented = problem.target_rotations is not None
     alpha = opts.position_weight if oriented else 1.0
-    joints = tuple(
-        _joint(i, lim) for i, lim in reversed(list(enumerate(chain.limits))) if lim.kind != "fixed"
-    )
     return _Setup(
         chain=chain,
         rest=rest,
-        rest_is_identity=tuple(bool(np.array_equal(r, _I3)) for r in rest),
-        offset_parts=tuple(
-            tuple((k, float(o[k])) for k in range(3) if o[k] != 0.0) for o in chain.offsets
-        ),
+        rest_is_identity=rest_is_identity,
+        offset_parts=offset_parts,
         joints=joints,
         c_pos=alpha * (chain.n_joints / reach) ** 2,
         c_rot=1.0 - alpha,
@@ -595,7 +599,8 @@ def _coarse_sweep(
 
     Returns:
         ``(Q, g, used, improved, converged)`` per row: the best candidate where it lowers
-        ``g`` by more than ``_STALL`` (else the input), iterations used, and flags.
+        the excess ``g − floor`` by more than the fraction ``_STALL`` (else the input),
+        iterations used, and flags.
     """
     m, n = Q.shape[:2]
     cand = _sweep_candidates(s, Q, goals, j, steps).reshape(m * steps, n, 3, 3)
