@@ -148,6 +148,8 @@ class _Joint:
     stiff: bool
     exact: bool
     """The step is the exact single-joint optimum (never raises the objective)."""
+    cone: float | None
+    """The bend limit of a ball joint limited by nothing else (its fast projection)."""
 
 
 def _skew(a: FloatArray) -> FloatArray:
@@ -164,11 +166,15 @@ def _joint(index: int, limits: JointLimits) -> _Joint:
         w = float(axis @ (weights * axis))
         stiff = w < 1.0
         return _Joint(
-            index, limits, True, axis, _skew(axis), angle_range, weights, w, stiff, not stiff
+            index, limits, True, axis, _skew(axis), angle_range, weights, w, stiff, not stiff, None
         )
     stiff = bool(np.any(weights < 1.0))
     exact = limits.is_free and not stiff
-    return _Joint(index, limits, False, _I3[0], _skew(_I3[0]), None, weights, 1.0, stiff, exact)
+    cone_only = not any(limits.lock) and all(r is None for r in limits.ranges)
+    cone = limits.cone if cone_only else None
+    return _Joint(
+        index, limits, False, _I3[0], _skew(_I3[0]), None, weights, 1.0, stiff, exact, cone
+    )
 
 
 def _turn_about(skew: FloatArray, angle: FloatArray) -> FloatArray:
@@ -434,6 +440,39 @@ def _ball_turn(
     return R
 
 
+def _project_cone(Q: FloatArray, cone: float, limits: JointLimits) -> FloatArray:
+    """``JointLimits.project`` for a joint limited only by a bend ``cone``, on matrices.
+
+    With ``Q = swing(s, β)·twist`` (``s`` normal to the bone axis ``ŷ``; the posed bone
+    axis is ``Q ŷ``, column 1, at angle ``β`` from ``ŷ``, and ``s ∥ ŷ × Q ŷ``), the nearest
+    allowed rotation keeps the twist and shortens the swing to ``cone``:
+    ``swing(s, cone)·twist = R(s, cone − β)·Q``. Bends within ``1e-9`` of a half turn
+    (``s`` undefined) go through ``limits.project``.
+
+    Args:
+        Q: ``(M, 3, 3)`` local rotations (rest frame).
+        cone: the bend limit (radians).
+        limits: the joint's limits (for the half-turn fallback).
+    """
+    y = Q[:, :, 1]
+    over = y[:, 1] < math.cos(cone)
+    if not over.any():
+        return Q
+    out = Q.copy()
+    rows = np.flatnonzero(over)
+    yo = y[rows]
+    sin_bend = np.hypot(yo[:, 0], yo[:, 2])
+    regular = sin_bend > 1e-9
+    if not regular.all():
+        odd = rows[~regular]
+        out[odd] = rot.to_matrix(limits.project(rot.from_matrix(Q[odd])))
+        rows, yo, sin_bend = rows[regular], yo[regular], sin_bend[regular]
+    axis = np.stack((yo[:, 2], np.zeros(len(rows)), -yo[:, 0]), axis=-1) / sin_bend[:, None]
+    bend = np.arctan2(sin_bend, yo[:, 1])
+    out[rows] = _turn_about(_skew(axis), cone - bend) @ Q[rows]
+    return out
+
+
 def _ball_step(
     j: _Joint, F: FloatArray, Q: FloatArray, W: FloatArray, R: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
@@ -447,7 +486,12 @@ def _ball_step(
     step = Ft @ R @ F
     if j.stiff:
         step = rot.to_matrix(rot.from_rotvec(rot.to_rotvec(rot.from_matrix(step)) * j.weights))
-    Q_new = rot.to_matrix(j.limits.project(rot.from_matrix(step @ Q)))
+    if j.limits.is_free:
+        Q_new = np.matmul(step, Q)
+    elif j.cone is not None:
+        Q_new = _project_cone(step @ Q, j.cone, j.limits)
+    else:
+        Q_new = rot.to_matrix(j.limits.project(rot.from_matrix(step @ Q)))
     return Q_new, F @ Q_new @ np.swapaxes(W, -1, -2)
 
 

@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from core import Chain, JointLimits, forward_kinematics, solve
 from core import rotations as rot
+from core.ccd import _project_cone
 
 Array = NDArray[np.float64]
 
@@ -515,3 +516,18 @@ def test_paper_experiment_in_small(chain: Chain, within_20: float, mean_iteratio
     share_20 = 100.0 * np.count_nonzero(reached & (res.iterations <= 20)) / reachable.sum()
     assert share_20 == pytest.approx(within_20, abs=4.0)
     assert res.iterations[reached].mean() == pytest.approx(mean_iterations, abs=1.5)
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    cone=st.floats(0.01, math.pi),
+    size=st.floats(0.0, math.pi),
+)
+def test_cone_projection_matches_joint_limits(seed: int, cone: float, size: float) -> None:
+    """CCD's matrix form of the bend-limit projection equals JointLimits.project."""
+    rng = np.random.default_rng(seed)
+    q = rot.from_axis_angle(random_unit(rng, 50), rng.uniform(0, size, 50))
+    limits = JointLimits(cone=cone)
+    got = _project_cone(rot.to_matrix(q), cone, limits)
+    want = rot.to_matrix(limits.project(q))
+    assert got == pytest.approx(want, abs=1e-9)
