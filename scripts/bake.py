@@ -432,11 +432,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: {obj.name}: {exc}", file=sys.stderr)
             return EXIT_FAILED
         results.append(result)
-        print(result.summary())
-        for chain in result.chains:
-            print("  " + chain.summary())
-        for warning in result.warnings:
-            print("  warning: " + warning)
+        lines = [result.summary()] + ["  " + chain.summary() for chain in result.chains]
+        lines += ["  warning: " + warning for warning in result.warnings]
+        print("\n".join(lines), flush=True)
     report = {
         "input": str(source),
         "output": str(out.resolve()),
