@@ -233,6 +233,11 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
     ik_value: FloatVectorProperty(size=4, options=set())  # type: ignore[valid-type]
     fk_mode: StringProperty(options=set())  # type: ignore[valid-type]
     fk_value: FloatVectorProperty(size=4, options=set())  # type: ignore[valid-type]
+    bake_report: StringProperty(  # type: ignore[valid-type]
+        name="Last Bake",
+        description="The chain's quality report from its last bake (JSON, see ik_addon.bake)",
+        options=set(),
+    )
 
 
 classes = (ReachIKBoneSettings,)
