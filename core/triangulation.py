@@ -171,7 +171,23 @@ class _Family:
 
 @dataclass(frozen=True)
 class _Plan:
-    """Per-chain constants of the pass (computed once per chain, see :func:`_plan`)."""
+    """Per-chain constants of the pass (computed once per chain, see :func:`_plan`).
+
+    Attributes:
+        n, reach: joint count and straight length.
+        lengths, remaining: per joint ``a`` and ``b`` (chain units).
+        inner: per joint, the unreachable-core radius of the free chain beyond its link,
+            ``max(0, 2·longest − b)`` (the δb = 90° guard).
+        offsets, units: link vectors and their unit directions in each joint's frame.
+        rests: rest rotations (wxyz floats).
+        kinds, cones: ``"free"``/``"cone"``/``"project"`` and the cone angle (π if none).
+        families: the collapse family used at joints with cone limits around them.
+        straight: joint ``i``'s link starts along joint ``i − 1``'s (identity rest, same
+            link direction) when its start rotation is the identity.
+        rest0_inverse: rotation matrix of ``rest_0⁻¹`` (row-major).
+        all_free: every joint is free (the float path applies).
+        rest_start: the rest pose's root→effector axis and bend vector (bend plane).
+    """
 
     n: int
     reach: float
@@ -506,17 +522,33 @@ def _start_frame(chain: Chain, initial: list[Quat]) -> tuple[Vec, Vec]:
     return axis, bend
 
 
+def _rest_poles(problem: Problem, plan: _Plan, targets: Vec, initial: list[Quat]) -> Vec:
+    """The ``"rest"`` bend plane's implicit poles (as :func:`core.bend_plane.start_bend_points`).
+
+    The start pose's bend side, carried by the shortest rotation from the start pose's
+    root→effector direction to the root→target direction.
+    """
+    if all(_is_identity(q) for q in initial):
+        start_axis, bend = plan.rest_start
+    else:
+        start_axis, bend = _start_frame(problem.chain, initial)
+    return _rotate(_between(start_axis, targets, bend), bend)
+
+
 def _orient_batch(
     problem: Problem,
     plan: _Plan,
     targets: Vec,
+    root: Quat,
+    points: list[Vec],
     rot: FloatArray,
     pos: FloatArray,
     initial: list[Quat],
 ) -> None:
     """:func:`core.bend_plane.orient_bend` on component arrays (same arithmetic).
 
-    Updates ``rot (N, n, 4)`` and ``pos (N, n + 1, 3)`` in place.
+    ``root`` is joint 0's local rotation and ``points`` the joint positions ``1 … n`` as
+    component arrays; the results go into ``rot (N, n, 4)`` and ``pos (N, n + 1, 3)``.
     """
     opts = problem.options
     if problem.target_rotations is not None and opts.position_weight < 1.0:
@@ -524,23 +556,18 @@ def _orient_batch(
     if problem.poles is not None:
         poles: Vec = tuple(np.ascontiguousarray(problem.poles.T))
     elif opts.bend_plane == "rest":
-        if all(_is_identity(q) for q in initial):
-            start_axis, bend = plan.rest_start
-        else:
-            start_axis, bend = _start_frame(problem.chain, initial)
-        carry = _between(start_axis, targets, bend)
-        poles = _rotate(carry, bend)
+        poles = _rest_poles(problem, plan, targets, initial)
     else:
         return
     reach = plan.reach
     n = plan.n
-    eff = (pos[:, n, 0], pos[:, n, 1], pos[:, n, 2])
+    eff = points[n - 1]
     length = _norm(eff)
     axis = _unit_or_zero(eff, np.where(length > _BEND_TINY * reach, length, 0.0))
     if n > 1:
-        inner: Vec = (pos[:, 1, 0], pos[:, 1, 1], pos[:, 1, 2])
-        for j in range(2, n):
-            inner = _add(inner, (pos[:, j, 0], pos[:, j, 1], pos[:, j, 2]))
+        inner: Vec = points[0]
+        for j in range(1, n - 1):
+            inner = _add(inner, points[j])
         mean = _scale(inner, 1.0 / (n - 1))
         bend = _sub(mean, _scale(axis, _dot(mean, axis)))
     else:
@@ -559,7 +586,6 @@ def _orient_batch(
     phi = np.arctan2(_dot(_cross(bend, want), axis), _dot(bend, want))
     half_phi = 0.5 * np.where(usable, phi, 0.0)
     turn: Quat = (np.cos(half_phi), *_scale(unit_axis, np.sin(half_phi)))
-    root: Quat = (rot[:, 0, 0], rot[:, 0, 1], rot[:, 0, 2], rot[:, 0, 3])
     # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
     q0 = _qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root)
     limits0 = problem.chain.limits[0]
@@ -573,7 +599,7 @@ def _orient_batch(
     # effector lies on the turn's axis and stays.
     m = _matrix(turn)
     for j in range(1, n):
-        turned = _apply(m, (pos[:, j, 0], pos[:, j, 1], pos[:, j, 2]))
+        turned = _apply(m, points[j - 1])
         for k in range(3):
             pos[:, j, k] = turned[k]
 
@@ -772,12 +798,107 @@ def _is_identity(q: Quat) -> bool:
     return type(q[0]) is float and q == _IDENTITY
 
 
+@dataclass
+class _PassState:
+    """What the pass carries from joint to joint (component arrays or floats).
+
+    Attributes:
+        world: the last placed joint's world rotation.
+        p: the next joint's position.
+        d: the last placed link's direction.
+        axis: the last rotation axis (§3.1.1 fallback), or ``None`` before the first.
+        formed: ``(N,)`` a full triangle has formed (§3.1.2).
+    """
+
+    world: Quat
+    p: Vec
+    d: Vec
+    axis: Vec | None
+    formed: Any
+
+
+def _place_joint(
+    problem: Problem,
+    plan: _Plan,
+    i: int,
+    targets: Vec,
+    start: Quat,
+    state: _PassState,
+) -> Quat:
+    """Place joint ``i`` for every target (one step of Algorithm 1); returns its local rotation.
+
+    ``start`` is the joint's start rotation; ``state`` is updated. A function of its own so
+    that its temporaries are freed before the next joint allocates.
+    """
+    size = problem.size
+    near = _NEAR * plan.reach
+    a = plan.lengths[i]
+    kind = plan.kinds[i]
+    formed = state.formed
+    parent = _qmul(state.world, plan.rests[i]) if plan.rests[i] != _IDENTITY else state.world
+    current = parent if _is_identity(start) else _qmul(parent, start)
+    # A straight chain's next link starts along the previous link's new direction.
+    follows = plan.straight[i] and _is_identity(start)
+    u = state.d if follows else _rotate(current, plan.units[i])
+    cv = _sub(targets, state.p)
+    c2 = _dot(cv, cv)
+    c = np.sqrt(c2)
+    inv_c = 1.0 / np.maximum(c, near)
+    chat = _scale(cv, inv_c)
+    # Rotation axis r = a × c (eq. 7); undefined when parallel (§3.1.1).
+    r = _cross(u, chat)
+    rn = _norm(r)
+    axis = _scale(r, 1.0 / np.maximum(rn, _SAFE))
+    bad = np.flatnonzero(rn <= _PARALLEL)
+    if bad.size:
+        # Links already pointing at the target after a full triangle need no axis.
+        aligned = formed[bad] & (_dot(_take(u, bad), _take(chat, bad)) > 0.0)
+        need = bad[~aligned]
+        if need.size:
+            hint = state.axis if state.axis is not None else _rotate(current, _X)
+            fallback = _perpendicular(_take(chat, need), _take(hint, need))
+            axis = _patch(axis, need, fallback, size)
+    w = _cross(chat, axis)
+    # Law of cosines (eqs. 4–6) with the special cases of §3.1.2–3.1.3.
+    cone_axis = _rotate(parent, _Y) if kind == "cone" else None
+    if plan.families[i] is not None:
+        kappa: Num = 0.0
+        if cone_axis is not None:
+            kappa = np.arccos(np.clip(_dot(cone_axis, chat), -1.0, 1.0))
+        cos_d, sin_d, now_formed = _constrained_rule(
+            plan, i, c, c2, inv_c, kappa, problem.options.delta_b_deg == 90.0
+        )
+    else:
+        cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, problem.options.delta_b_deg == 90.0)
+        b = plan.remaining[i]
+        now_formed = (c >= abs(a - b)) & (c <= a + b)
+    cos_d = np.where(formed, 1.0, cos_d)
+    sin_d = np.where(formed, 0.0, sin_d)
+    d = _combine(cos_d, chat, sin_d, w)
+    at_joint = np.flatnonzero(c <= near)
+    if at_joint.size:
+        d = _patch(d, at_joint, _take(u, at_joint), size)
+    if cone_axis is not None:
+        d = _cone_select(d, chat, cos_d, sin_d, w, cone_axis, plan.cones[i])
+    turned = _qmul(_shortest_turn(u, d, axis), current)
+    local = _qmul_conj(parent, turned)
+    if kind == "project":
+        projected = problem.chain.limits[i].project(_stack(local, size))
+        local = tuple(np.moveaxis(projected, -1, 0))
+        turned = _qmul(parent, local)
+        d = _rotate(turned, plan.units[i])
+    state.world = turned
+    state.p = _add(state.p, _scale(d, a))
+    state.d = d
+    state.axis = axis
+    state.formed = formed | (now_formed & (c > near))
+    return local
+
+
 def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
     """The pass for ``N`` targets at once, on ``(N,)`` component arrays."""
-    chain = problem.chain
     size = problem.size
     n = plan.n
-    delta90 = problem.options.delta_b_deg == 90.0
     targets: Vec = tuple(np.ascontiguousarray(problem.targets.T))
     init = problem.initial
     shared = size == 1 or init.strides[0] == 0 or bool(np.all(init == init[:1]))
@@ -786,79 +907,24 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
         initial = [tuple(float(x) for x in q) for q in init[0]]  # type: ignore[misc]
     else:
         initial = [tuple(np.ascontiguousarray(init[:, i, :].T)) for i in range(n)]
-    near = _NEAR * plan.reach
-    world: Quat = _IDENTITY
-    p: Vec = (0.0, 0.0, 0.0)
-    d: Vec = p
-    prev_axis: Vec | None = None
-    formed: Num = np.zeros(size, dtype=bool)
+    zero: Vec = (0.0, 0.0, 0.0)
+    state = _PassState(_IDENTITY, zero, zero, None, np.zeros(size, dtype=bool))
     rot = np.empty((size, n, 4))
     pos = np.empty((size, n + 1, 3))
     pos[:, 0, :] = 0.0
+    root: Quat = _IDENTITY
+    points: list[Vec] = []
     for i in range(n):
-        a = plan.lengths[i]
-        kind = plan.kinds[i]
-        parent = _qmul(world, plan.rests[i]) if plan.rests[i] != _IDENTITY else world
-        current = parent if _is_identity(initial[i]) else _qmul(parent, initial[i])
-        # A straight chain's next link starts along the previous link's new direction.
-        follows = plan.straight[i] and _is_identity(initial[i])
-        u = d if follows else _rotate(current, plan.units[i])
-        cv = _sub(targets, p)
-        c2 = _dot(cv, cv)
-        c = np.sqrt(c2)
-        inv_c = 1.0 / np.maximum(c, near)
-        chat = _scale(cv, inv_c)
-        # Rotation axis r = a × c (eq. 7); undefined when parallel (§3.1.1).
-        r = _cross(u, chat)
-        rn = _norm(r)
-        axis = _scale(r, 1.0 / np.maximum(rn, _SAFE))
-        bad = np.flatnonzero(rn <= _PARALLEL)
-        if bad.size:
-            # Already pointing at the target after a full triangle: no axis is needed.
-            aligned = formed[bad] & (_dot(_take(u, bad), _take(chat, bad)) > 0.0)
-            need, keep = bad[~aligned], bad[aligned]
-            if need.size:
-                hint = prev_axis if prev_axis is not None else _rotate(current, _X)
-                fallback = _perpendicular(_take(chat, need), _take(hint, need))
-                axis = _patch(axis, need, fallback, size)
-            if keep.size and prev_axis is not None:
-                axis = _patch(axis, keep, _take(prev_axis, keep), size)
-        prev_axis = axis
-        w = _cross(chat, axis)
-        # Law of cosines (eqs. 4–6) with the special cases of §3.1.2–3.1.3.
-        cone_axis = _rotate(parent, _Y) if kind == "cone" else None
-        if plan.families[i] is not None:
-            kappa: Num = 0.0
-            if cone_axis is not None:
-                kappa = np.arccos(np.clip(_dot(cone_axis, chat), -1.0, 1.0))
-            cos_d, sin_d, now_formed = _constrained_rule(plan, i, c, c2, inv_c, kappa, delta90)
-        else:
-            cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90)
-            b = plan.remaining[i]
-            now_formed = (c >= abs(a - b)) & (c <= a + b)
-        cos_d = np.where(formed, 1.0, cos_d)
-        sin_d = np.where(formed, 0.0, sin_d)
-        formed = formed | (now_formed & (c > near))
-        d = _combine(cos_d, chat, sin_d, w)
-        at_joint = np.flatnonzero(c <= near)
-        if at_joint.size:
-            d = _patch(d, at_joint, _take(u, at_joint), size)
-        if cone_axis is not None:
-            d = _cone_select(d, chat, cos_d, sin_d, w, cone_axis, plan.cones[i])
-        turned = _qmul(_shortest_turn(u, d, axis), current)
-        local = _qmul_conj(parent, turned)
-        if kind == "project":
-            projected = chain.limits[i].project(_stack(local, size))
-            local = tuple(np.moveaxis(projected, -1, 0))
-            turned = _qmul(parent, local)
-            d = _rotate(turned, plan.units[i])
-        p = _add(p, _scale(d, a))
+        local = _place_joint(problem, plan, i, targets, initial[i], state)
         for k in range(4):
             rot[:, i, k] = local[k]
         for k in range(3):
-            pos[:, i + 1, k] = p[k]
-        world = turned
-    _orient_batch(problem, plan, targets, rot, pos, initial)
+            pos[:, i + 1, k] = state.p[k]
+        if i == 0:
+            root = local
+        points.append(state.p)
+    del state
+    _orient_batch(problem, plan, targets, root, points, rot, pos, initial)
     np.negative(rot, out=rot, where=rot[..., :1] < 0.0)
     return rot, pos
 
@@ -924,10 +990,11 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
         hx, hy, hz = cx * inv_c, cy * inv_c, cz * inv_c
         rx_, ry_, rz_ = uy * hz - uz * hy, uz * hx - ux * hz, ux * hy - uy * hx
         rn = sqrt(rx_ * rx_ + ry_ * ry_ + rz_ * rz_)
-        if rn > _PARALLEL:
-            inv = 1.0 / rn
+        if rn > _PARALLEL or (formed and ux * hx + uy * hy + uz * hz > 0.0):
+            # (links already pointing at the target after a full triangle need no axis)
+            inv = 1.0 / (rn if rn > _SAFE else _SAFE)
             ax, ay, az = rx_ * inv, ry_ * inv, rz_ * inv
-        elif not (formed and ux * hx + uy * hy + uz * hz > 0.0):
+        else:
             if have_prev:
                 hint: Vec = (ax, ay, az)
             else:
