@@ -858,7 +858,7 @@ def bake(
         )
         for r in solved
     ]
-    return BakeResult(
+    baked = BakeResult(
         armature=obj.name,
         action=action.name,
         frames=int(frames.size),
@@ -870,6 +870,8 @@ def bake(
         method=method,
         seconds=time.perf_counter() - started,
     )
+    store_report(obj, baked)
+    return baked
 
 
 def write_report(result: BakeResult, path: str) -> None:
@@ -985,7 +987,6 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             return {"CANCELLED"}
         finally:
             wm.progress_end()
-        store_report(obj, result)
         if self.report_path:
             path = bpy.path.abspath(self.report_path)
             try:
@@ -1002,13 +1003,81 @@ def _is_selected(pb: Any) -> bool:
     return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
 
 
-#: ``armature object name`` → the last bake's result, for the panel (not saved).
-last_results: dict[str, BakeResult] = {}
-
-
 def store_report(obj: Any, result: BakeResult) -> None:
-    """Keep ``result`` for the panel."""
-    last_results[obj.name] = result
+    """Save each chain's quality (JSON) on its tip bone (``reach_ik.bake_report``), where the
+    panel shows it; it is saved with the file."""
+    for quality in result.chains:
+        entry = {
+            "action": result.action,
+            "frame_start": result.frame_start,
+            "frame_end": result.frame_end,
+            "frame_step": result.frame_step,
+            **quality.to_dict(),
+        }
+        obj.pose.bones[quality.chain].reach_ik.bake_report = json.dumps(entry)
 
 
-classes = (REACH_IK_OT_bake,)
+def stored_report(pose_bone: Any) -> dict[str, Any] | None:
+    """The quality report saved on a chain's tip bone by its last bake, or ``None``."""
+    text = pose_bone.reach_ik.bake_report
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class REACH_IK_PT_bake_report(bpy.types.Panel):
+    """The quality of each chain's last bake (3D View sidebar, Reach IK tab)."""
+
+    bl_label = "Last Bake"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Reach IK"
+    bl_order = 10
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        obj = context.object
+        return (
+            obj is not None
+            and obj.type == "ARMATURE"
+            and any(stored_report(obj.pose.bones[t]) for t in evaluate.chain_tips(obj))
+        )
+
+    def draw(self, context: Any) -> None:
+        from .panels import format_length
+
+        layout: Any = self.layout
+        obj = context.object
+        for tip in evaluate.chain_tips(obj):
+            report = stored_report(obj.pose.bones[tip])
+            if report is None:
+                continue
+            box = layout.box()
+            box.label(
+                text=f"{tip}: {report['solver']}, frames {report['frame_start']}–"
+                f"{report['frame_end']}",
+                icon="ACTION",
+            )
+            col = box.column(align=True)
+            col.label(
+                text=f"Error max {format_length(report['error_max'])}, "
+                f"mean {format_length(report['error_mean'])}"
+            )
+            if report["out_of_reach"]:
+                col.label(text=f"Out of reach on {report['out_of_reach']} frames", icon="INFO")
+            col.label(
+                text=f"Largest turn {report['max_joint_change_deg']:.3g}°/frame "
+                f"({report['max_joint_change_bone']}, frame {report['max_joint_change_frame']})"
+            )
+            if report["pops"]:
+                row = col.row()
+                row.alert = True
+                frames = ", ".join(str(f) for f in report["pop_frames"][:5])
+                row.label(text=f"{report['pops']} pops: frames {frames}", icon="ERROR")
+
+
+classes = (REACH_IK_OT_bake, REACH_IK_PT_bake_report)

@@ -395,7 +395,8 @@ def test_operator_bakes_reports_and_undo_restores(clean_scene: Any, addon: Any) 
     arm = bpy.data.objects["Arm"]
     assert not arm.pose.bones["hand"].reach_ik.enabled
     assert _snapshot(arm.animation_data.action) != before
-    assert "Arm" in addon.bake.last_results
+    report = addon.bake.stored_report(arm.pose.bones["hand"])
+    assert (report["chain"], report["frame_start"], report["frame_end"]) == ("hand", 10, 20)
     bpy.ops.ed.undo()
     arm = bpy.data.objects["Arm"]
     assert arm.pose.bones["hand"].reach_ik.enabled
@@ -425,8 +426,10 @@ def test_only_selected_chains_are_baked(clean_scene: Any, addon: Any) -> None:
     select_only(human, ["forearm.L"], "forearm.L")
     done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=10, only_selected=True)
     assert done == {"FINISHED"}
-    result = addon.bake.last_results["Human"]
-    assert [c.chain for c in result.chains] == ["forearm.L"]
+    stored = {t: addon.bake.stored_report(human.pose.bones[t]) for t in build_demo.LIMBS}
+    assert stored["forearm.L"] is not None
+    assert stored["forearm.L"]["frames"] == 10
+    assert [t for t, r in stored.items() if r is not None] == ["forearm.L"]
     assert human.pose.bones["forearm.R"].reach_ik.enabled
 
 
