@@ -45,6 +45,7 @@ test: lint $(ZIP)
 
 bench: $(STAMP) $(ZIP)
 	$(PY) scripts/bench_triangulation.py --out out/bench
+	$(PY) scripts/bench_bake.py --out out/bench
 
 check-blender: $(ZIP)
 	bash scripts/check_blender.sh $(ZIP)
