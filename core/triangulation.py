@@ -672,10 +672,11 @@ def _constrained_rule(
     """``(cos δ, sin δ, formed)`` at a joint with cone limits around it.
 
     Searches the smallest collapse parameter ``s`` whose :func:`_violation` is at most
-    ``_FEASIBLE_EPS`` (module docstring): a grid of 33 values; where none passes, a
-    golden-section search for the least violation around the grid's best value (feasible
-    ranges far narrower than the grid spacing are found this way when the violation is
-    unimodal there); then bisection between the last failing and the first passing value.
+    ``_FEASIBLE_EPS`` (module docstring): the straight rest ``s = 0``; else a grid of 33
+    values; where none passes, a golden-section search for the least violation around the
+    grid's best value (feasible ranges far narrower than the grid spacing are found this way
+    when the violation is unimodal there); then bisection between the last failing and the
+    first passing value.
     Where nothing passes, falls back to :func:`_free_rule`. ``formed`` marks where the
     triangle closed with the straight rest of the chain (§3.1.2).
     """
@@ -688,29 +689,36 @@ def _constrained_rule(
         return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok
     rows = (c, c2, inv_c, np.broadcast_to(kappa, np.shape(c)))
     grid, grid_b, grid_gamma = family.grid
-    cols = tuple(x[:, None] for x in rows)
-    v_grid = _violation(plan, i, *cols, grid_b[None, :], grid_gamma[None, :])[0]  # type: ignore[call-arg]
-    passing = v_grid <= _FEASIBLE_EPS
-    found = passing.any(axis=1)
-    first = np.argmax(passing, axis=1)
-    s = grid[first]
-    lo = grid[np.maximum(first - 1, 0)]
+    # The straight rest (s = 0) first: most targets need no collapse.
+    found = _violation(plan, i, *rows, grid_b[0], grid_gamma[0])[0] <= _FEASIBLE_EPS
+    s = np.zeros(np.shape(c))
+    lo = np.zeros(np.shape(c))
     a = plan.lengths[i]
-    retry = np.flatnonzero(
+    search = np.flatnonzero(
         ~found
         & (c <= a + grid_b.max() + family.step + _FEASIBLE_EPS)
         & (c >= np.abs(a - grid_b).min() - family.step - _FEASIBLE_EPS)
     )
-    if retry.size:
-        sub = tuple(x[retry] for x in rows)
-        best = np.argmin(v_grid[retry], axis=1)
-        left = grid[np.maximum(best - 1, 0)]
-        right = grid[np.minimum(best + 1, grid.size - 1)]
-        s_best = _golden_minimum(lambda x: _violation_at(plan, i, sub, x), left, right)
-        hit = _violation_at(plan, i, sub, s_best) <= _FEASIBLE_EPS
-        found[retry] = hit
-        s[retry] = s_best
-        lo[retry] = left
+    if search.size:
+        sub = tuple(x[search, None] for x in rows)
+        v_grid = _violation(plan, i, *sub, grid_b[None, :], grid_gamma[None, :])[0]  # type: ignore[call-arg]
+        passing = v_grid <= _FEASIBLE_EPS
+        hit = passing.any(axis=1)
+        first = np.argmax(passing, axis=1)
+        found[search] = hit
+        s[search] = grid[first]
+        lo[search] = grid[np.maximum(first - 1, 0)]
+        retry = np.flatnonzero(~hit)
+        if retry.size:
+            sub = tuple(x[search[retry]] for x in rows)
+            best = np.argmin(v_grid[retry], axis=1)
+            left = grid[np.maximum(best - 1, 0)]
+            right = grid[np.minimum(best + 1, grid.size - 1)]
+            s_best = _golden_minimum(lambda x: _violation_at(plan, i, sub, x), left, right)
+            rows_retry = search[retry]
+            found[rows_retry] = _violation_at(plan, i, sub, s_best) <= _FEASIBLE_EPS
+            s[rows_retry] = s_best
+            lo[rows_retry] = left
     refine = np.flatnonzero(found & (s > 0.0))
     if refine.size:
         sub = tuple(x[refine] for x in rows)
