@@ -23,9 +23,9 @@ so ``|D − V|²_F = Σ_k |d_k − v_k|² = 8·sin²(φ/2)`` for an angle ``φ``
 ``ℓ = L/n`` the mean link length. The reference leaves the units open. A joint turning by
 ``δ`` moves the effector by about (lever arm)·``δ`` and turns its frame by ``δ``, so
 measuring positions in units of a typical lever arm puts the two terms on the same footing:
-on random 4–7-hinge arms with pose goals, ``α = 0.5`` converged in 2–10× fewer iterations
-with ``ℓ = L/n`` than with the reach ``L`` (see ``docs/ccd.md``), and the poses do not
-depend on the chain's scale. Without an orientation goal ``g = |E − T|²/ℓ²``.
+on random 4–7-hinge arms with pose goals and ``α = 0.5``, ``ℓ = L/n`` converged as often or
+more often than the reach ``L``, in up to 10× fewer iterations (``docs/ccd.md``), and the
+poses do not depend on the chain's scale. Without an orientation goal ``g = |E − T|²/ℓ²``.
 
 Each single-joint step minimises ``g`` over that joint alone (the reference's CCD-I):
 
@@ -57,7 +57,8 @@ Each single-joint step minimises ``g`` over that joint alone (the reference's CC
 
 **Limits and stiffness**: a ball joint's step is expressed in the joint's rest frame
 (``q ← step·q``), its rotation vector scaled per axis by ``JointLimits.weights``
-(``1 − stiffness``), then ``JointLimits.project`` applies the limits. A hinge's step is
+(``1 − stiffness``), then ``JointLimits.project`` applies the limits (for a joint limited
+only in bend, the same projection in matrix form, ``_project_cone``). A hinge's step is
 scaled by the weight of its axis. Those steps are no longer exact single-joint optima, so
 each is kept only where it does not increase ``g``; the exact steps never increase it.
 Hence ``g`` never increases, and the result is never worse than the start pose (which is
@@ -111,7 +112,8 @@ from .rotations import FloatArray
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
-#: A sweep that lowers the objective by less than this fraction counts as a stall.
+#: A sweep that lowers the objective by less than this fraction of its excess over the
+#: lower bound counts as a stall.
 _STALL = 1e-3
 #: Targets are clipped to this many chain reaches from the root (keeps squares finite).
 _FAR = 1e6
