@@ -1008,6 +1008,7 @@ def store_report(obj: Any, result: BakeResult) -> None:
     panel shows it; it is saved with the file."""
     for quality in result.chains:
         entry = {
+            "method": result.method,
             "action": result.action,
             "frame_start": result.frame_start,
             "frame_end": result.frame_end,
