@@ -35,6 +35,30 @@ METHODS: dict[str, Method] = {
 """Method name → implementation; the names :func:`solve` accepts."""
 
 
+#: Targets and poles farther than this many reaches from the root are moved in along their
+#: ray from the root before solving: the chain's best pose (straight toward them) is the
+#: same, and squares of such distances would overflow. Errors use the original targets.
+FAR = 1e9
+
+
+def _norm(v: FloatArray) -> FloatArray:
+    """Lengths of ``(N, 3)`` vectors without overflow for huge finite components."""
+    scale = np.max(np.abs(v), axis=-1)
+    safe = np.where(scale > 0.0, scale, 1.0)
+    return scale * np.linalg.norm(v / safe[:, None], axis=-1)
+
+
+def _pull_in(points: FloatArray, limit: float) -> FloatArray:
+    """``points (N, 3)``, those farther than ``limit`` from the origin moved onto that sphere."""
+    dist = _norm(points)
+    far = dist > limit
+    if not np.any(far):
+        return points
+    out = points.copy()
+    out[far] = points[far] / (dist[far, None] / limit)
+    return out
+
+
 def _batch(name: str, value: ArrayLike, width: int, batch: tuple[int, ...]) -> FloatArray:
     a = np.asarray(value, dtype=np.float64)
     if a.shape[-1:] != (width,):
@@ -124,14 +148,19 @@ def solve(
         goal_rot = rotations.normalize(goal_rot)
     poles = None if pole is None else _batch("pole", pole, 3, batch)
     tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
-    problem = Problem(chain, targets, goal_rot, poles, start, tolerance, opts)
-    return _measure(problem, method, impl(problem), batch)
+    far = FAR * chain.reach
+    if poles is not None:
+        poles = _pull_in(poles, far)
+    problem = Problem(chain, _pull_in(targets, far), goal_rot, poles, start, tolerance, opts)
+    return _measure(problem, targets, method, impl(problem), batch)
 
 
-def _measure(problem: Problem, method: str, sol: Solution, batch: tuple[int, ...]) -> IKResult:
-    """Score a method's solution the same way for every method, and reshape it."""
+def _measure(
+    problem: Problem, targets: FloatArray, method: str, sol: Solution, batch: tuple[int, ...]
+) -> IKResult:
+    """Score a method's solution against the original ``targets (N, 3)``, and reshape it."""
     n = problem.chain.n_joints
-    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    error = _norm(sol.positions[:, -1, :] - targets)
     angle_error = None
     weight = problem.options.position_weight
     converged = np.ones(problem.size, dtype=bool)
@@ -147,9 +176,7 @@ def _measure(problem: Problem, method: str, sol: Solution, batch: tuple[int, ...
         if weight < 1.0:
             converged &= angle_error <= problem.options.angle_tolerance
     reached = int(converged.sum())
-    out_of_reach = int(
-        np.count_nonzero(np.linalg.norm(problem.targets, axis=-1) > problem.chain.reach)
-    )
+    out_of_reach = int(np.count_nonzero(_norm(targets) > problem.chain.reach))
     message = f"{method}: {reached} of {problem.size} goals reached"
     if out_of_reach:
         message += (
