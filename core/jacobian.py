@@ -46,18 +46,23 @@ Per update, in this order:
    root, is a saddle: ``Jᵀ(g − e) = 0`` and every rule returns ``Δp = 0``. There (and only
    when the error points back toward the root, so a stretched chain reaching for an
    unreachable target is left alone) the pose is nudged by 0.1 rad per free parameter.
-6. **Acceptance** — reference 002 leaves the choice of step and stopping rule open. An
-   update that would increase the (weighted) error is retried as damped least squares
-   with ``λ² = 10^(r−3) · tr(J̃J̃ᵀ)/m``, ``r = 1 … 4`` (Levenberg–Marquardt: ever shorter
-   steps toward the gradient), else the pose is kept. Without this a Gauss–Newton step at a
-   near-singular pose toward an unreachable target overshoots and oscillates. A problem
-   stops when it meets its tolerances, when no retry helps, or when an update changes its
-   error by less than ``10⁻³`` of the tolerance (it sits at the best pose it can reach).
+6. **Acceptance** (position goals) — reference 002 leaves the choice of step and stopping
+   rule open. For a position goal ``J`` is the exact derivative of the error, so a short
+   enough step of any of the rules lowers ``|g − e|``; an update that would raise it is
+   retried as damped least squares with ``λ² = 10^(r−3) · tr(J̃J̃ᵀ)/m``, ``r = 1 … 4``
+   (Levenberg–Marquardt: ever shorter steps toward the gradient), else the pose is kept.
+   Without this a Gauss–Newton step at a near-singular pose toward an unreachable target
+   overshoots and oscillates. Orientation and pose goals are not tested this way: their
+   error (a rotation vector, a screw twist) is not the integral of ``J``'s rows away from
+   the goal, so the reference's flow may raise its norm on the way, and forcing descent
+   traps it (measured in ``scripts/bench_6r.py``). A problem stops when it meets its
+   tolerances, when no retry helps, or when an update changes its error by less than
+   ``10⁻³`` of the tolerance (it sits at the best pose it can reach).
 7. **Restarts** (``options.restarts``, off by default) — a problem that stops unreached
-   (and is not simply beyond the chain's reach), or that used its share
-   ``max_iterations // (restarts + 1)`` of updates, starts again from the next of a fixed
-   list of spread-out poses; the pose with the smallest error over all attempts is
-   returned.
+   (and is not simply beyond the chain's reach), or whose error did not halve over the
+   last 20 updates of an attempt (a crawl near a singular pose, typical of damped steps),
+   starts again from the next of a fixed list of spread-out poses, while the iteration cap
+   lasts; the pose with the smallest error over all attempts is returned.
 
 Afterwards the bend is oriented by the pole or the default bend plane
 (:func:`core.bend_plane.orient_bend`; position goals only).
@@ -104,6 +109,10 @@ _NUDGE = 0.1
 _STALL = 1e-3
 #: Damped retries of an update that would increase the error.
 _RETRIES = 4
+#: Restarts: every this many updates of an attempt, the error must have shrunk by the
+#: factor below, else the attempt counts as trapped (a crawl near a singular pose).
+_WINDOW = 20
+_PROGRESS = 0.5
 #: A joint counts as clamped when the projection moved it by more than this (radians).
 _CLAMPED = 1e-9
 
@@ -350,9 +359,9 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
 
     # Restarts (step 7 of the module docstring).
     restart_poses = _restart_poses(chain, layout, limited, opts.restarts)
-    budget = max(1, opts.max_iterations // (opts.restarts + 1))
     attempts = np.zeros(size, dtype=np.int64)
     since = np.zeros(size, dtype=np.int64)
+    window_merit = np.full(size, np.inf)
     reached = done.copy()
     restartable = goal.may_be_reachable(chain)
     best_q = q.copy()
@@ -378,6 +387,7 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         new_err, new_done = goal.error(new_state, active)
         merit = np.sum(err * err, axis=-1)
         worse = (np.sum(new_err * new_err, axis=-1) > merit) & ~new_done & ~kick
+        worse &= goal.kind == "position"
         for retry in range(1, _RETRIES + 1):
             if not np.any(worse):
                 break
@@ -398,19 +408,25 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         iterations[active] += 1
         since[active] += 1
         sigma_seen[active] = np.minimum(sigma_seen[active], sigma)
-        give_up = ~new_done & (worse | goal.stalled(new_err, err) | (since[active] >= budget))
+        give_up = ~new_done & (worse | goal.stalled(new_err, err))
         if restart_poses.shape[0]:
             new_merit = np.sum(new_err * new_err, axis=-1)
             better = new_merit < best_merit[active]
             best_merit[active[better]] = new_merit[better]
             best_q[active[better]] = new_q[better]
-            again = give_up & (attempts[active] < restart_poses.shape[0]) & restartable[active]
+            # Slow progress: over each window the error must shrink by _PROGRESS.
+            check = since[active] % _WINDOW == 0
+            slow = check & (new_merit > _PROGRESS**2 * window_merit[active]) & ~new_done
+            window_merit[active[check]] = new_merit[check]
+            left = (attempts[active] < restart_poses.shape[0]) & restartable[active]
+            again = (give_up | slow) & left
             if np.any(again):
                 rows = np.flatnonzero(again)
                 idx = active[rows]
                 q[idx] = restart_poses[attempts[idx]]
                 attempts[idx] += 1
                 since[idx] = 0
+                window_merit[idx] = np.inf
                 sub = chain_state(chain, q[idx])
                 state.put(idx, sub)
                 new_err[rows], new_done[rows] = goal.error(sub, idx)

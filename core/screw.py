@@ -58,6 +58,13 @@ class Screw:
     moment: FloatArray
 
 
+def _axis_angle(q: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """:func:`core.rotations.to_axis_angle`, the axis renormalised: for angles below about
+    ``1e-150`` its squared components underflow and the axis comes back slightly off unit."""
+    axis, a = rot.to_axis_angle(q)
+    return axis / np.linalg.norm(axis, axis=-1, keepdims=True), a
+
+
 def _a_cot_half(a: FloatArray) -> FloatArray:
     """``a · cot(a/2)`` for ``a ∈ [0, π]``; ``2 − a²/6`` near zero."""
     small = a < SMALL_ANGLE
@@ -68,7 +75,7 @@ def _a_cot_half(a: FloatArray) -> FloatArray:
 def screw_of(motion: ArrayLike) -> Screw:
     """The screw motion of unit dual quaternions ``(..., 8)`` (reference 004 §3.7)."""
     q = np.asarray(motion, dtype=np.float64)
-    axis, a = rot.to_axis_angle(q[..., :4])
+    axis, a = _axis_angle(q[..., :4])
     t = dq.translation(q)
     pure = a < SMALL_ANGLE
     t_len = np.linalg.norm(t, axis=-1, keepdims=True)
@@ -96,7 +103,7 @@ def motion_twist(motion: ArrayLike) -> FloatArray:
     finite, and tends to ``t``, as ``a → 0``.
     """
     q = np.asarray(motion, dtype=np.float64)
-    d, a = rot.to_axis_angle(q[..., :4])
+    d, a = _axis_angle(q[..., :4])
     t = dq.translation(q)
     v = (
         np.sum(d * t, axis=-1, keepdims=True) * d
