@@ -34,9 +34,13 @@ inputs, never on the previous frame):
    or, when that parent is moved by another chain solved before (chains are solved parents
    first), recomputed from that chain's new rotations;
 2. target, pole and goal orientation are taken to the base frame
-   (world → armature space → base frame) and :func:`core.solve` runs from the **rest
-   pose**, so the bend plane comes from the rest pose's bend (or faces the pole);
-3. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone.
+   (world → armature space → base frame) and the chain's method runs from the **rest
+   pose** (as :func:`core.solve` runs it, see :func:`_run_method`), so the bend plane comes
+   from the rest pose's bend (or faces the pole);
+3. without an orientation goal, twist the goal does not need is removed (:func:`untwist`:
+   free joints aim at their solved next joint by the shortest swing from rest), so bones
+   do not spin about themselves while the target moves smoothly;
+4. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone.
 
 FK pose and non-destructive writes. Each chain bone remembers (in its ``reach_ik``
 settings, saved with the file) the value last written by Reach IK and the FK value it
@@ -60,6 +64,8 @@ from mathutils import Euler, Quaternion
 
 from ..core import METHODS, Chain, ReachIKError, SolveOptions, solve
 from ..core import rotations as rot
+from ..core.problem import Problem
+from ..core.result import Solution
 from .rig import (
     RigChain,
     affine_inverse,
@@ -444,6 +450,124 @@ def _options(iterations: int, tolerance: float, pole_angle: float, weight: float
     )
 
 
+def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Remove twist the goal does not need: free joints aim by the shortest swing.
+
+    A chain reaching for a point leaves each joint free to twist about the line to the next
+    joint; a solver's twist is arbitrary and can spin fast while the target moves smoothly
+    (a limb's upper bone turning about itself, the elbow's axis swinging with it). Every
+    free joint (no locks or limits) after which all joints are free is re-aimed at its
+    solved next joint by the shortest rotation from its rest link direction, which keeps
+    every joint position and removes the twist.
+
+    Args:
+        chain: the chain.
+        rotations: ``(N, n, 4)`` solved local rotations (wxyz).
+        positions: ``(N, n + 1, 3)`` their joint positions (base frame).
+
+    Returns:
+        ``(N, n, 4)`` rotations with the same joint positions. Plain float arithmetic, one
+        pose at a time: numpy's per-call overhead would dominate for a few joints.
+    """
+    n = chain.n_joints
+    free = [lim.is_free for lim in chain.limits]
+    first = n
+    while first > 0 and free[first - 1]:
+        first -= 1
+    if first == n:
+        return rotations
+    rests = chain.rest_rotations.tolist()
+    offsets = chain.offsets.tolist()
+    out = np.array(rotations, dtype=np.float64, copy=True)
+    for k, (pose, points) in enumerate(zip(out.tolist(), positions.tolist(), strict=True)):
+        world: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0)
+        for i in range(n):
+            parent = _qmul(world, rests[i])
+            if i >= first:
+                link = [b - a for a, b in zip(points[i], points[i + 1], strict=True)]
+                local = _rotate(_qconj(parent), link)
+                pose[i] = list(_between(offsets[i], local))
+            world = _qmul(parent, pose[i])
+        out[k] = pose
+    return out
+
+
+def _qconj(q: Sequence[float]) -> tuple[float, float, float, float]:
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+def _rotate(q: Sequence[float], v: Sequence[float]) -> list[float]:
+    """Rotate ``v`` by the unit quaternion ``q`` (plain floats)."""
+    w, x, y, z = q
+    # v + 2w (u × v) + 2 u × (u × v), u = (x, y, z)
+    cx, cy, cz = y * v[2] - z * v[1], z * v[0] - x * v[2], x * v[1] - y * v[0]
+    return [
+        v[0] + 2.0 * (w * cx + y * cz - z * cy),
+        v[1] + 2.0 * (w * cy + z * cx - x * cz),
+        v[2] + 2.0 * (w * cz + x * cy - y * cx),
+    ]
+
+
+def _between(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float]:
+    """Shortest-arc unit quaternion taking direction ``a`` to ``b`` (as
+    :func:`core.rotations.between`; the identity for a zero vector)."""
+    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    nb = math.sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])
+    if na == 0.0 or nb == 0.0:
+        return (1.0, 0.0, 0.0, 0.0)
+    ua = [c / na for c in a]
+    ub = [c / nb for c in b]
+    dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
+    cx = ua[1] * ub[2] - ua[2] * ub[1]
+    cy = ua[2] * ub[0] - ua[0] * ub[2]
+    cz = ua[0] * ub[1] - ua[1] * ub[0]
+    if dot < 0.0:
+        along = cx * ua[0] + cy * ua[1] + cz * ua[2]
+        cx, cy, cz = cx - along * ua[0], cy - along * ua[1], cz - along * ua[2]
+    cross_sq = cx * cx + cy * cy + cz * cz
+    if dot < 0.0 and cross_sq < 1e-24:
+        axis = rot.perpendicular(np.array(ua)).tolist()
+        return (0.0, axis[0], axis[1], axis[2])
+    w = cross_sq / (1.0 - dot) if dot < 0.0 else 1.0 + dot
+    norm = math.sqrt(w * w + cross_sq)
+    return (w / norm, cx / norm, cy / norm, cz / norm)
+
+
+@cache
+def _rest_start(n: int) -> np.ndarray:
+    """The rest pose as a start, ``(1, n, 4)``, read-only (as :func:`core.solve` passes it)."""
+    return np.broadcast_to(rot.identity((n,)), (1, n, 4))
+
+
+def _run_method(
+    chain: Chain,
+    method: str,
+    target: np.ndarray,
+    pole: np.ndarray | None,
+    goal_rotation: np.ndarray | None,
+    options: SolveOptions,
+) -> Solution:
+    """Run one core method on one goal, from the rest pose.
+
+    What :func:`core.solve` does for a single target (same :class:`core.problem.Problem`,
+    same method from :data:`core.METHODS`), minus checks the inputs here never fail and the
+    scoring the live path does itself: this runs on every frame for every chain.
+    """
+    if not (np.all(np.isfinite(target)) and (pole is None or np.all(np.isfinite(pole)))):
+        raise ReachIKError("the target or pole position is not a finite number")
+    tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
+    problem = Problem(
+        chain,
+        target[None, :],
+        None if goal_rotation is None else goal_rotation[None, :],
+        None if pole is None else pole[None, :],
+        _rest_start(chain.n_joints),
+        tolerance,
+        options,
+    )
+    return METHODS[method](problem)
+
+
 def _qmul(p: Sequence[float], q: Sequence[float]) -> tuple[float, float, float, float]:
     pw, px, py, pz = p
     qw, qx, qy, qz = q
@@ -496,15 +620,10 @@ def _solve_one(
         weight = 1.0 - spec.orient_weight
     options = _options(spec.iterations, spec.tolerance, spec.pole_angle, weight)
     chain = rig.chain
-    result = solve(
-        chain,
-        target_b,
-        method=spec.solver,
-        pole=pole_b,
-        target_rotation=goal_rot,
-        options=options,
-    )
-    ik = np.asarray(result.rotations, dtype=np.float64)
+    solution = _run_method(chain, spec.solver, target_b, pole_b, goal_rot, options)
+    ik = np.asarray(solution.rotations[0], dtype=np.float64)
+    if goal_rot is None or weight >= 1.0:
+        ik = untwist(chain, ik[None], solution.positions)[0]
     if not np.all(np.isfinite(ik)):
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
     if spec.influence < 1.0:
@@ -514,15 +633,16 @@ def _solve_one(
         ik = rot.normalize(rot.slerp(fk, ik, spec.influence))
         effector_b = _effector(chain, ik)
     else:
-        effector_b = np.asarray(result.positions[-1], dtype=np.float64)
+        effector_b = np.asarray(solution.positions[0, -1], dtype=np.float64)
     effector_w = base[:3, :3] @ effector_b + base[:3, 3]
     reach_tol = chain.reach * 1e-9 + (options.tolerance or 1e-6 * chain.reach)
+    gap = effector_w - target_w
     return ChainPose(
         tip=spec.tip,
         bone_names=rig.bone_names,
         rotations=ik,
-        error=float(np.linalg.norm(effector_w - target_w)),
-        reachable=bool(np.linalg.norm(target_b) <= chain.reach + reach_tol),
+        error=math.sqrt(float(gap @ gap)),
+        reachable=math.sqrt(float(target_b @ target_b)) <= chain.reach + reach_tol,
         target_world=target_w,
         effector_world=effector_w,
     )
@@ -672,6 +792,7 @@ __all__ = [
     "rig_chain",
     "solve_armature",
     "solve_chains",
+    "untwist",
     "values_to_quaternion",
     "write_rotation",
 ]

@@ -277,11 +277,9 @@ def base_matrix(rig: RigChain, parent_posed: np.ndarray | None, root_location: n
         head, axes and scale of the parent's posed frame (see the module docstring).
     """
     parent = np.eye(4) if parent_posed is None else parent_posed
-    local = rig.root_rest.copy()
-    local[:3, 3] = rig.root_rest[:3, 3] + rig.root_rest[:3, :3] @ root_location
-    head = parent @ local
+    head = rig.root_rest[:3, 3] + rig.root_rest[:3, :3] @ root_location
     base = parent.copy() if rig.inherit_rotation else np.eye(4)
-    base[:3, 3] = head[:3, 3]
+    base[:3, 3] = parent[:3, :3] @ head + parent[:3, 3]
     return base
 
 

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The solve/apply API used by live solving and the bake (``ik_addon.evaluate``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rigs import blender_module, build_arm, head_world, select_only, tail_world
+
+CHAIN = ("upper", "fore", "hand")
+SCRAMBLE = np.array([0.9, 0.1, 0.3, 0.2]) / np.linalg.norm([0.9, 0.1, 0.3, 0.2])
+
+finite = st.floats(-1.0, 1.0, allow_nan=False)
+vec3 = st.tuples(finite, finite, finite).filter(lambda v: sum(c * c for c in v) > 1e-2)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    links=st.lists(vec3, min_size=1, max_size=5),
+    quats=st.lists(st.tuples(finite, finite, finite, finite), min_size=5, max_size=5),
+    gap=vec3,
+)
+def test_untwist_keeps_positions_and_removes_twist(
+    addon: Any, links: list[Any], quats: list[Any], gap: Any
+) -> None:
+    core = __import__(addon.__name__.rsplit(".", 1)[0] + ".core", fromlist=["x"])
+    n = len(links)
+    # A chain with a disconnected joint: offsets off the bone axis for joint 0.
+    chain = core.Chain.from_offsets(np.array(links))
+    offsets = chain.offsets.copy()
+    offsets[0] = offsets[0] + np.array(gap) * 0.3
+    chain = core.Chain(offsets, chain.rest_rotations)
+    q = np.array(quats[:n], dtype=float) + np.array([1.5, 0, 0, 0])
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    positions, _ = core.forward_kinematics(chain, q)
+    out = addon.evaluate.untwist(chain, q[None], positions[None])[0]
+    got, orientations = core.forward_kinematics(chain, out)
+    np.testing.assert_allclose(got, positions, atol=1e-9)
+    # Each joint is the shortest swing from its rest link direction (core's own between).
+    parent = core.rotations.identity()
+    for i in range(n):
+        frame = core.rotations.multiply(parent, chain.rest_rotations[i])
+        local = core.rotations.rotate(core.rotations.conjugate(frame), got[i + 1] - got[i])
+        want = core.rotations.between(chain.offsets[i], local)
+        assert abs(abs(float(np.dot(out[i], want))) - 1.0) < 1e-9
+        parent = orientations[i]
+
+
+def test_solve_armature_writes_nothing_and_apply_writes_the_pose(
+    clean_scene: Any, addon: Any
+) -> None:
+    bpy = blender_module()
+    obj = build_arm()
+    select_only(obj, ["hand"], "hand")
+    bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    obj.pose.bones["hand"].reach_ik.enabled = False
+    target = obj.pose.bones["hand"].reach_ik.target
+    target.location = head_world(obj, "upper") + np.array([0.25, 0.2, -0.1])
+    obj.pose.bones["fore"].rotation_mode = "ZXY"
+    obj.pose.bones["upper"].rotation_mode = "AXIS_ANGLE"
+    obj.pose.bones["hand"].reach_ik.enabled = True
+    bpy.context.view_layer.update()
+    ev = addon.evaluate
+    before = [ev.read_rotation(obj.pose.bones[n]) for n in CHAIN]
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    (pose,) = ev.solve_armature(obj, depsgraph)
+    assert [ev.read_rotation(obj.pose.bones[n]) for n in CHAIN] == before
+    assert pose.tip == "hand"
+    assert pose.bone_names == CHAIN
+    assert pose.rotations.shape == (3, 4)
+    assert pose.reachable
+    np.testing.assert_allclose(pose.target_world, np.array(target.location), atol=1e-6)
+    # Scramble the chain (no depsgraph update in between), then apply the pose.
+    for name in CHAIN:
+        pb = obj.pose.bones[name]
+        ev.write_rotation(pb, ev.quaternion_to_values(SCRAMBLE, pb.rotation_mode, (0, 0, 0, 0)))
+    ev.apply_poses(obj, [pose])
+    bpy.context.view_layer.update()
+    effector = tail_world(obj, "hand")
+    np.testing.assert_allclose(effector, pose.effector_world, atol=1e-5)
+    assert math.dist(effector, target.location) <= 1e-4
+    for name, q in zip(CHAIN, pose.rotations, strict=True):
+        pb = obj.pose.bones[name]
+        got = ev.values_to_quaternion(pb.rotation_mode, ev.read_rotation(pb))
+        assert abs(abs(float(got @ q)) - 1.0) < 1e-6
+
+
+def test_apply_to_fk_keys_the_solved_pose(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+    obj = build_arm()
+    select_only(obj, ["hand"], "hand")
+    bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    target = obj.pose.bones["hand"].reach_ik.target
+    target.location = head_world(obj, "upper") + np.array([0.2, 0.25, -0.1])
+    bpy.context.scene.frame_set(7)
+    solved = [tuple(obj.pose.bones[n].rotation_quaternion) for n in CHAIN]
+    assert bpy.ops.reach_ik.apply_to_fk(disable_chains=True) == {"FINISHED"}
+    assert not obj.pose.bones["hand"].reach_ik.enabled
+    assert [tuple(obj.pose.bones[n].rotation_quaternion) for n in CHAIN] == solved
+    # Keys hold the pose on that frame, without the chain.
+    bpy.context.scene.frame_set(30)
+    bpy.context.scene.frame_set(7)
+    assert [tuple(obj.pose.bones[n].rotation_quaternion) for n in CHAIN] == pytest.approx(solved)
+    assert math.dist(tail_world(obj, "hand"), target.location) <= 1e-4
+
+
+def test_hinge_limits_hold(clean_scene: Any, addon: Any) -> None:
+    """A knee-like hinge (Y and Z locked, X limited) stays within its limits."""
+    bpy = blender_module()
+    obj = build_arm()
+    fore = obj.pose.bones["fore"]
+    fore.lock_ik_y = fore.lock_ik_z = True
+    fore.use_ik_limit_x = True
+    fore.ik_min_x, fore.ik_max_x = math.radians(-5.0), math.radians(120.0)
+    select_only(obj, ["fore"], "fore")
+    bpy.ops.reach_ik.add(chain_length=2, new_target=True)
+    target = obj.pose.bones["fore"].reach_ik.target
+    rng = np.random.default_rng(3)
+    for f in range(1, 8):
+        target.location = head_world(obj, "upper") + rng.normal(size=3) * 0.4
+        bpy.context.scene.frame_set(f)
+        q = np.array(fore.rotation_quaternion)
+        w, x, y, z = q / np.linalg.norm(q)
+        assert abs(y) < 1e-6
+        assert abs(z) < 1e-6
+        angle = 2.0 * math.atan2(x, w)
+        assert math.radians(-5.0) - 1e-5 <= angle <= math.radians(120.0) + 1e-5
