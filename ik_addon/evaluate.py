@@ -34,9 +34,8 @@ inputs, never on the previous frame):
    or, when that parent is moved by another chain solved before (chains are solved parents
    first), recomputed from that chain's new rotations;
 2. target, pole and goal orientation are taken to the base frame
-   (world → armature space → base frame) and the chain's method runs from the **rest
-   pose** (as :func:`core.solve` runs it, see :func:`_run_method`), so the bend plane comes
-   from the rest pose's bend (or faces the pole);
+   (world → armature space → base frame) and :func:`core.solve` runs from the **rest
+   pose**, so the bend plane comes from the rest pose's bend (or faces the pole);
 3. without an orientation goal, twist the goal does not need is removed (:func:`untwist`:
    free joints aim at their solved next joint by the shortest swing from rest), so bones
    do not spin about themselves while the target moves smoothly;
@@ -64,8 +63,6 @@ from mathutils import Euler, Quaternion
 
 from ..core import METHODS, Chain, ReachIKError, SolveOptions, solve
 from ..core import rotations as rot
-from ..core.problem import Problem
-from ..core.result import Solution
 from .rig import (
     RigChain,
     affine_inverse,
@@ -533,41 +530,6 @@ def _between(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, floa
     return (w / norm, cx / norm, cy / norm, cz / norm)
 
 
-@cache
-def _rest_start(n: int) -> np.ndarray:
-    """The rest pose as a start, ``(1, n, 4)``, read-only (as :func:`core.solve` passes it)."""
-    return np.broadcast_to(rot.identity((n,)), (1, n, 4))
-
-
-def _run_method(
-    chain: Chain,
-    method: str,
-    target: np.ndarray,
-    pole: np.ndarray | None,
-    goal_rotation: np.ndarray | None,
-    options: SolveOptions,
-) -> Solution:
-    """Run one core method on one goal, from the rest pose.
-
-    What :func:`core.solve` does for a single target (same :class:`core.problem.Problem`,
-    same method from :data:`core.METHODS`), minus checks the inputs here never fail and the
-    scoring the live path does itself: this runs on every frame for every chain.
-    """
-    if not (np.all(np.isfinite(target)) and (pole is None or np.all(np.isfinite(pole)))):
-        raise ReachIKError("the target or pole position is not a finite number")
-    tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
-    problem = Problem(
-        chain,
-        target[None, :],
-        None if goal_rotation is None else goal_rotation[None, :],
-        None if pole is None else pole[None, :],
-        _rest_start(chain.n_joints),
-        tolerance,
-        options,
-    )
-    return METHODS[method](problem)
-
-
 def _qmul(p: Sequence[float], q: Sequence[float]) -> tuple[float, float, float, float]:
     pw, px, py, pz = p
     qw, qx, qy, qz = q
@@ -620,10 +582,17 @@ def _solve_one(
         weight = 1.0 - spec.orient_weight
     options = _options(spec.iterations, spec.tolerance, spec.pole_angle, weight)
     chain = rig.chain
-    solution = _run_method(chain, spec.solver, target_b, pole_b, goal_rot, options)
-    ik = np.asarray(solution.rotations[0], dtype=np.float64)
+    result = solve(
+        chain,
+        target_b,
+        method=spec.solver,
+        pole=pole_b,
+        target_rotation=goal_rot,
+        options=options,
+    )
+    ik = np.asarray(result.rotations, dtype=np.float64)
     if goal_rot is None or weight >= 1.0:
-        ik = untwist(chain, ik[None], solution.positions)[0]
+        ik = untwist(chain, ik[None], np.asarray(result.positions)[None])[0]
     if not np.all(np.isfinite(ik)):
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
     if spec.influence < 1.0:
@@ -633,7 +602,7 @@ def _solve_one(
         ik = rot.normalize(rot.slerp(fk, ik, spec.influence))
         effector_b = _effector(chain, ik)
     else:
-        effector_b = np.asarray(solution.positions[0, -1], dtype=np.float64)
+        effector_b = np.asarray(result.positions[-1], dtype=np.float64)
     effector_w = base[:3, :3] @ effector_b + base[:3, 3]
     reach_tol = chain.reach * 1e-9 + (options.tolerance or 1e-6 * chain.reach)
     gap = effector_w - target_w
