@@ -340,6 +340,12 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
     return base
 
 
+def _determinants(m: np.ndarray) -> np.ndarray:
+    """Determinants ``(F,)`` of the 3×3 parts of ``(F, 4, 4)`` matrices (no LAPACK)."""
+    a = m[:, :3, :3]
+    return np.einsum("fi,fi->f", a[:, 0], np.cross(a[:, 1], a[:, 2]))
+
+
 def affine_inverse(m: np.ndarray) -> np.ndarray:
     """Inverses ``(F, 4, 4)`` of affine matrices ``(F, 4, 4)`` (last row 0, 0, 0, 1).
 
@@ -403,7 +409,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
             f"{', '.join(evaluate.available_methods())}"
         )
     base = world @ base_matrices(rig, s.parents, s.root_location)
-    if np.any(np.abs(np.linalg.det(base[:, :3, :3])) < 1e-18):
+    if not np.all(np.abs(_determinants(base)) > 1e-18):
         raise ReachIKError("the chain's parent or the armature has zero scale")
     to_base = affine_inverse(base)
     target_w = _points(s.target, s.target_space)
@@ -1059,8 +1065,7 @@ class REACH_IK_PT_bake_report(bpy.types.Panel):
                 continue
             box = layout.box()
             box.label(
-                text=f"{tip}: {report['solver']}, frames {report['frame_start']}–"
-                f"{report['frame_end']}",
+                text=f"{tip} · {report['solver']} · {report['frame_start']}–{report['frame_end']}",
                 icon="ACTION",
             )
             col = box.column(align=True)
@@ -1069,11 +1074,13 @@ class REACH_IK_PT_bake_report(bpy.types.Panel):
                 f"mean {format_length(report['error_mean'])}"
             )
             if report["out_of_reach"]:
-                col.label(text=f"Out of reach on {report['out_of_reach']} frames", icon="INFO")
-            col.label(
-                text=f"Largest turn {report['max_joint_change_deg']:.3g}°/frame "
-                f"({report['max_joint_change_bone']}, frame {report['max_joint_change_frame']})"
-            )
+                col.label(text=f"Out of reach: {report['out_of_reach']} frames", icon="INFO")
+            col.label(text=f"Max turn {report['max_joint_change_deg']:.3g}°/frame")
+            if report["max_joint_change_bone"]:
+                col.label(
+                    text=f"    {report['max_joint_change_bone']}, "
+                    f"frame {report['max_joint_change_frame']}"
+                )
             if report["pops"]:
                 row = col.row()
                 row.alert = True
