@@ -399,6 +399,35 @@ def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
     return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
 
 
+def untwist(chain: Any, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """:func:`.evaluate.untwist` for many poses at once (the same steps, numpy-batched).
+
+    Every free joint after which all joints are free is re-aimed at its solved next joint by
+    the shortest rotation from its rest link direction (:func:`core.rotations.between`).
+
+    Args:
+        chain: the core chain.
+        rotations: ``(N, n, 4)`` solved local rotations (wxyz).
+        positions: ``(N, n + 1, 3)`` their joint positions (base frame).
+    """
+    n = chain.n_joints
+    free = [lim.is_free for lim in chain.limits]
+    first = n
+    while first > 0 and free[first - 1]:
+        first -= 1
+    if first == n:
+        return rotations
+    out = np.array(rotations, dtype=np.float64, copy=True)
+    world = np.broadcast_to(rot.identity(), (out.shape[0], 4))
+    for i in range(n):
+        parent = rot.multiply(world, chain.rest_rotations[i])
+        if i >= first:
+            link = positions[:, i + 1] - positions[:, i]
+            out[:, i] = rot.between(chain.offsets[i], rot.rotate(rot.conjugate(parent), link))
+        world = rot.multiply(parent, out[:, i])
+    return out
+
+
 def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     """Every frame of one chain, following :func:`.evaluate._solve_one` step by step."""
     spec, rig, chain = s.spec, s.rig, s.rig.chain
@@ -446,7 +475,10 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
             target_rotation=None if goal is None else goal[idx],
             options=options,
         )
-        ik[idx] = result.rotations
+        solved = np.asarray(result.rotations, dtype=np.float64)
+        if goal is None or w >= 1.0:
+            solved = untwist(chain, solved, np.asarray(result.positions, dtype=np.float64))
+        ik[idx] = solved
     if not np.all(np.isfinite(ik)):
         raise ReachIKError(f"solver '{solver}' returned non-finite rotations")
     share = np.where(enabled > 0.5, np.clip(influence, 0.0, 1.0), 0.0)

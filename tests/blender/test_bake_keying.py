@@ -199,3 +199,27 @@ def test_quality_report_counts_errors_reach_turns_and_pops(addon: Any) -> None:
         "tip", ("root", "tip"), "ccd", frames * 2, errors, reachable, q, targets, 1.0
     )
     assert stepped.max_joint_change_deg == pytest.approx(12.5), "per frame, not per key"
+
+
+# ---------------------------------------------------------------------------- batched steps
+def test_batched_untwist_matches_the_live_one(addon: Any) -> None:
+    from importlib import import_module
+
+    core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
+    chain = core.Chain.from_lengths([0.3, 0.25, 0.1], direction=(0.2, 1.0, 0.1))
+    rng = np.random.default_rng(11)
+    q = rng.normal(size=(40, 3, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    positions = core.forward_kinematics(chain, q)[0]
+    ours = addon.bake.untwist(chain, q, positions)
+    live = addon.evaluate.untwist(chain, q, positions)
+    np.testing.assert_allclose(ours, live, atol=1e-12)
+    np.testing.assert_allclose(core.forward_kinematics(chain, ours)[0], positions, atol=1e-12)
+
+
+def test_batched_affine_inverse_matches_numpy(addon: Any) -> None:
+    rng = np.random.default_rng(5)
+    m = np.zeros((30, 4, 4))
+    m[:, :3, :] = rng.normal(size=(30, 3, 4))
+    m[:, 3, 3] = 1.0
+    np.testing.assert_allclose(addon.bake.affine_inverse(m), np.linalg.inv(m), atol=1e-9)
