@@ -532,7 +532,32 @@ def _rest_poles(problem: Problem, plan: _Plan, targets: Vec, initial: list[Quat]
         start_axis, bend = plan.rest_start
     else:
         start_axis, bend = _start_frame(problem.chain, initial)
-    return _rotate(_between(start_axis, targets, bend), bend)
+        if not all(type(x) is float for q in initial for x in q):
+            return _rotate(_between(start_axis, targets, bend), bend)
+        start_axis, bend = _floats(start_axis), _floats(bend)
+    return _carried(start_axis, bend, targets)
+
+
+def _carried(a: Vec, v: Vec, targets: Vec) -> Vec:
+    """``v`` turned by the shortest rotations from direction ``a`` to each target's direction.
+
+    Closed form of :func:`_rotate` ``(``:func:`_between` ``(a, t, v), v)`` for one ``a`` and
+    ``v`` (floats): ``R v = v − ((â + t̂)·v / (1 + â·t̂)) (â + t̂) + 2 (â·v) t̂``. As there, a
+    zero ``a`` or target leaves ``v``, and so does an opposite target (the half turn is about
+    ``v``, which is perpendicular to ``a``).
+    """
+    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    if na == 0.0:
+        return v
+    ua = (a[0] / na, a[1] / na, a[2] / na)
+    nt = _norm(targets)
+    ut = _unit_or_zero(targets, nt)
+    dot = _dot(ua, ut)
+    opposite = (dot < -1.0 + 1e-12) & (nt > 0.0)
+    both = _add(ut, ua)
+    coef = np.where(opposite, 0.0, _dot(both, v) / np.where(opposite, 1.0, 1.0 + dot))
+    along = 2.0 * (ua[0] * v[0] + ua[1] * v[1] + ua[2] * v[2])
+    return _add(_sub(v, _scale(both, coef)), _scale(ut, np.where(opposite, 0.0, along)))
 
 
 def _orient_batch(
@@ -541,24 +566,22 @@ def _orient_batch(
     targets: Vec,
     root: Quat,
     points: list[Vec],
-    rot: FloatArray,
-    pos: FloatArray,
     initial: list[Quat],
-) -> None:
+) -> tuple[Quat, list[Vec]]:
     """:func:`core.bend_plane.orient_bend` on component arrays (same arithmetic).
 
-    ``root`` is joint 0's local rotation and ``points`` the joint positions ``1 … n`` as
-    component arrays; the results go into ``rot (N, n, 4)`` and ``pos (N, n + 1, 3)``.
+    ``root`` is joint 0's local rotation and ``points`` the joint positions ``1 … n``, as
+    component arrays. Returns them turned (unchanged where nothing is turned).
     """
     opts = problem.options
     if problem.target_rotations is not None and opts.position_weight < 1.0:
-        return
+        return root, points
     if problem.poles is not None:
         poles: Vec = tuple(np.ascontiguousarray(problem.poles.T))
     elif opts.bend_plane == "rest":
         poles = _rest_poles(problem, plan, targets, initial)
     else:
-        return
+        return root, points
     reach = plan.reach
     n = plan.n
     eff = points[n - 1]
@@ -582,7 +605,7 @@ def _orient_batch(
         (_norm(bend) > _BEND_TINY * reach) & (_norm(want) > _BEND_TINY * reach) & (axis_len > 0.0)
     )
     if not np.any(usable):
-        return
+        return root, points
     phi = np.arctan2(_dot(_cross(bend, want), axis), _dot(bend, want))
     half_phi = 0.5 * np.where(usable, phi, 0.0)
     turn: Quat = (np.cos(half_phi), *_scale(unit_axis, np.sin(half_phi)))
@@ -593,15 +616,10 @@ def _orient_batch(
         usable = usable & (limits0.violation(_stack(q0, problem.size)) <= 1e-9)
         turn = _where(usable, turn, _IDENTITY)
     q0 = _where(usable, q0, root)
-    for k in range(4):
-        rot[:, 0, k] = q0[k]
     # Where the turn is unusable its matrix is exactly I, which leaves points unchanged; the
     # effector lies on the turn's axis and stays.
     m = _matrix(turn)
-    for j in range(1, n):
-        turned = _apply(m, points[j - 1])
-        for k in range(3):
-            pos[:, j, k] = turned[k]
+    return q0, [_apply(m, v) for v in points[:-1]] + [points[-1]]
 
 
 # --------------------------------------------------------------------------- batch pass
@@ -924,15 +942,19 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
     points: list[Vec] = []
     for i in range(n):
         local = _place_joint(problem, plan, i, targets, initial[i], state)
-        for k in range(4):
-            rot[:, i, k] = local[k]
-        for k in range(3):
-            pos[:, i + 1, k] = state.p[k]
         if i == 0:
             root = local
+        else:
+            for k in range(4):
+                rot[:, i, k] = local[k]
         points.append(state.p)
     del state
-    _orient_batch(problem, plan, targets, root, points, rot, pos, initial)
+    root, points = _orient_batch(problem, plan, targets, root, points, initial)
+    for k in range(4):
+        rot[:, 0, k] = root[k]
+    for j, v in enumerate(points, start=1):
+        for k in range(3):
+            pos[:, j, k] = v[k]
     np.negative(rot, out=rot, where=rot[..., :1] < 0.0)
     return rot, pos
 

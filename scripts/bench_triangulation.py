@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -225,6 +226,7 @@ def run(n_targets: int, seed: int, single_repeats: int, batch_repeats: int) -> d
             "variants": variants,
             "timing": timing,
         }
+    out["experiment"]["load_average_after"] = list(os.getloadavg())
     u_tri = out["chains"]["U"]["triangulation"]
     out["bars"] = {
         "triangulation_reaches_all_reachable": all(
@@ -304,8 +306,11 @@ def markdown(result: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "Time (medians on this machine; single = one `core.solve` call, `method` = "
-        "the triangulation function alone; batch = one call for all targets):",
+        "Time (medians on this machine, load average "
+        f"{result['experiment']['load_average_after'][0]:.1f} at the end of the run; "
+        "single = one `core.solve` call, `method` = the triangulation function alone; "
+        "batch = one call for all targets; default = δb 180°, `rest` bend plane; paper = "
+        "δb 180°, `minimal`):",
         "",
         "| chain | triangulation single, default (µs) | … method only (µs) | "
         "… paper options (µs) | CCD single (µs) | triangulation batch, default (ms) | "

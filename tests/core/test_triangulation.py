@@ -339,7 +339,7 @@ def test_single_target_path_equals_batch_path(
     targets=st.lists(st.lists(st.floats(-8, 8), min_size=3, max_size=3), min_size=1, max_size=4),
     pole=st.one_of(st.none(), st.lists(st.floats(-5, 5), min_size=3, max_size=3)),
     pole_angle=st.sampled_from([0.0, -1.2]),
-    start=st.booleans(),
+    start=st.sampled_from(["rest", "shared", "per target"]),
     data=st.data(),
 )
 def test_bend_plane_step_equals_orient_bend(
@@ -347,14 +347,17 @@ def test_bend_plane_step_equals_orient_bend(
     targets: list[list[float]],
     pole: list[float] | None,
     pole_angle: float,
-    start: bool,
+    start: str,
     data: st.DataObject,
 ) -> None:
     """The inline bend-plane step gives what core.bend_plane.orient_bend gives."""
-    initial = None
-    if start:
-        initial = np.array([data.draw(unit_quaternions()) for _ in range(chain.n_joints)])
     t = np.array(targets)
+    initial = None
+    if start != "rest":
+        count = t.shape[0] if start == "per target" else 1
+        initial = np.array(
+            [[data.draw(unit_quaternions()) for _ in range(chain.n_joints)] for _ in range(count)]
+        )
     poles = None if pole is None else np.broadcast_to(np.array(pole), t.shape)
     minimal = solve_triangulation(_problem(chain, t, initial=initial, bend_plane="minimal"))
     oriented_problem = _problem(
@@ -369,7 +372,7 @@ def test_bend_plane_step_equals_orient_bend(
             _problem(
                 chain,
                 t[k],
-                initial=initial,
+                initial=None if initial is None else initial[k % initial.shape[0]],
                 poles=None if poles is None else poles[k],
                 bend_plane="rest",
                 pole_angle=pole_angle,
