@@ -13,15 +13,15 @@ failed bake leaves the file as it was; only the scene's frame is set back):
    them: the armature's world matrix, the root parent's posed matrix and the root's
    location, target and pole matrices, the animatable settings (enabled, influence, pole
    angle, orientation weight) and, where the chain is blended with FK, the FK pose. When
-   the armature is still and the goals are animated by their own F-curves only
-   (:mod:`.sampling`), the armature is read once and the goals from their F-curves;
+   all of it follows from F-curves alone (:mod:`.sampling`: plain actions, no drivers,
+   constraints or NLA on what is read), it is computed for all frames from them;
    otherwise the scene is set to every baked frame and everything is read there.
 2. **Solve.** Each chain is solved for all frames at once — one batched :func:`core.solve`
    call per group of frames sharing the same settings — by exactly the steps
    :func:`.evaluate.solve_chains` takes for one frame (base frame, targets in it, solve from
    the rest pose, blend with FK by influence). At the first and last frame the batched
    result is checked against :func:`.evaluate.solve_chains` itself (after setting those
-   frames); a mismatch falls back to the next way (goals from F-curves → every frame read →
+   frames); a mismatch falls back to the next way (from F-curves → every frame read →
    frame by frame). Chains whose inputs depend on bones another chain moves (nested chains,
    targets on driven bones) are solved frame by frame with :func:`.evaluate.solve_chains`,
    the live solver.
@@ -274,7 +274,9 @@ class _Samples:
         self._parents: list[Any] = []
         self._fk: dict[int, list[np.ndarray]] = {}
 
-    def read(self, depsgraph: Any, obj_eval: Any, i: int) -> None:
+    def read(self, depsgraph: Any, obj_eval: Any, i: int, fk: bool = False) -> None:
+        """Read the inputs at the current frame (index ``i``); the FK pose when blended with
+        it at this frame, or always with ``fk``."""
         pose_bones = obj_eval.pose.bones
         s = pose_bones[self.tip].reach_ik
         settings = (s.enabled, s.influence, s.pole_angle, s.orient_weight)
@@ -285,7 +287,7 @@ class _Samples:
         self.goal.read(depsgraph, obj_eval)
         if self.pole_goal is not None:
             self.pole_goal.read(depsgraph, obj_eval)
-        if settings[1] < 1.0 or not settings[0]:
+        if fk or settings[1] < 1.0 or not settings[0]:
             self._fk[i] = [
                 evaluate.values_to_quaternion(*evaluate._fk_state(pose_bones[name]))
                 for name in self.rig.bone_names
@@ -308,13 +310,13 @@ class _Samples:
 
 
 def _sample_frame(
-    depsgraph: Any, obj: Any, samples: list[_Samples], world: list[Any], i: int
+    depsgraph: Any, obj: Any, samples: list[_Samples], world: list[Any], i: int, fk: bool = False
 ) -> None:
-    """Read every chain's inputs at the current frame (index ``i``)."""
+    """Read every chain's inputs at the current frame (index ``i``; see :meth:`_Samples.read`)."""
     obj_eval = obj.evaluated_get(depsgraph)
     world.append(obj_eval.matrix_world.copy())
     for s in samples:
-        s.read(depsgraph, obj_eval, i)
+        s.read(depsgraph, obj_eval, i, fk)
 
 
 # --------------------------------------------------------------------------------------------
@@ -619,38 +621,86 @@ def _sample_from_curves(
     progress: Progress | None,
     checks: dict[int, dict[str, np.ndarray]],
 ) -> np.ndarray | None:
-    """Inputs of a still armature whose goals are animated by their own F-curves only.
-
-    Everything on the armature is read once; each goal's world matrix comes from its
-    F-curves (:func:`.sampling.object_matrices`), so no frame has to be set but the first and
-    the last (for the check). ``None`` when that does not apply.
-    """
-    if not sampling.is_still(obj):
+    """Every input from F-curves (:mod:`.sampling`): the armature's world matrix, the posed
+    matrices of the chains' parents and goal bones, the roots' locations, the animatable
+    settings and the goal objects. Only the first and last frames are set (for the check);
+    the rest of what a chain reads (its FK pose) is read there and must not be animated
+    where it is used. ``None`` when any of it does not follow from F-curves alone."""
+    curves = sampling.plain_animation(obj)
+    if curves is None:
         return None
     depsgraph = _depsgraph(scene)
     scene.frame_set(int(frames[0]))
-    goals = [g for s in samples for g in (s.goal, s.pole_goal) if g is not None and not g.own]
+    world = sampling.object_matrices(obj, frames, depsgraph)
+    if world is None:
+        return None
+    owned = [g for s in samples for g in (s.goal, s.pole_goal) if g is not None and g.own]
+    needed = {s.rig.parent for s in samples if s.rig.parent} | {g.bone for g in owned if g.bone}
+    posed = sampling.pose_matrices(obj, curves, needed, frames)
+    if posed is None:
+        return None
     tracks = {}
-    for goal in goals:
-        if goal.original.name not in tracks:
+    for goal in (g for s in samples for g in (s.goal, s.pole_goal)):
+        if goal is not None and not goal.own and goal.original.name not in tracks:
             track = sampling.object_matrices(goal.original, frames, depsgraph)
             if track is None:
                 return None
             tracks[goal.original.name] = track
     tips = [s.tip for s in samples]
-    matrices: list[Any] = []
-    _sample_frame(depsgraph, obj, samples, matrices, 0)
+    _sample_frame(depsgraph, obj, samples, [], 0, fk=True)
     checks[0] = _checks(obj, depsgraph, tips)
     _report_progress(progress, 0.02)
     scene.frame_set(int(frames[-1]))
     checks[frames.size - 1] = _checks(obj, depsgraph, tips)
     _report_progress(progress, 0.05)
     for sample in samples:
-        for moving in (sample.goal, sample.pole_goal):
-            if moving is not None and not moving.own:
-                moving.override(tracks[moving.original.name])
-        sample.finish(frames.size)
-    return _frames_of(matrices, frames.size)
+        if not _from_curves(sample, obj, curves, frames, world, posed, tracks):
+            return None
+    return world
+
+
+def _from_curves(
+    sample: _Samples,
+    obj: Any,
+    curves: sampling.Curves,
+    frames: np.ndarray,
+    world: np.ndarray,
+    posed: dict[str, np.ndarray],
+    tracks: dict[str, np.ndarray],
+) -> bool:
+    """Fill one chain's inputs from F-curves (see :func:`_sample_from_curves`)."""
+    for goal in (sample.goal, sample.pole_goal):
+        if goal is None:
+            continue
+        if not goal.own:
+            goal.override(tracks[goal.original.name])
+        elif goal.bone:
+            goal.matrices, goal.spaces = list(posed[goal.bone]), list(world)
+        else:
+            goal.override(world)
+    count = frames.size
+    sample.finish(count)
+    if sample.rig.parent is not None:
+        sample.parents = posed[sample.rig.parent]
+    root = obj.pose.bones[sample.rig.bone_names[0]]
+    prefix = sampling.bone_path(root.name)
+    sample.root_location = curves.values(prefix + "location", tuple(root.location), frames)
+    tip = obj.pose.bones[sample.tip]
+    prefix = sampling.bone_path(tip.name) + "reach_ik."
+    sample.settings = np.concatenate(
+        [
+            curves.values(prefix + name, (float(getattr(tip.reach_ik, name)),), frames)
+            for name in ANIMATED_SETTINGS
+        ],
+        axis=1,
+    )
+    blended = (sample.settings[:, 1] < 1.0) | (sample.settings[:, 0] <= 0.5)
+    if np.any(blended):
+        for name in sample.rig.bone_names:
+            prop = keying.rotation_path(obj.pose.bones[name].rotation_mode)[0]
+            if sampling.bone_path(name) + prop in curves.paths:
+                return False
+    return True
 
 
 def _sample_and_solve(
@@ -835,7 +885,7 @@ def bake(
     solved: list[_Solved] | None = None
     try:
         with live_solving_paused(), _solver_override(obj, usable, options.solver) as chosen:
-            attempts = (("batched, goals from F-curves", True), ("batched", False))
+            attempts = (("batched, from F-curves", True), ("batched", False))
             for label, from_curves in attempts if _batchable(obj, rigs, chosen) else ():
                 notes: list[str] = []
                 solved = _sample_and_solve(

@@ -223,3 +223,38 @@ def test_batched_affine_inverse_matches_numpy(addon: Any) -> None:
     m[:, :3, :] = rng.normal(size=(30, 3, 4))
     m[:, 3, 3] = 1.0
     np.testing.assert_allclose(addon.bake.affine_inverse(m), np.linalg.inv(m), atol=1e-9)
+
+
+def test_pose_matrices_match_blender(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+
+    rng = np.random.default_rng(2)
+    metarig.pose.bones["spine.001"].rotation_mode = "YXZ"
+    for f in (1, 12, 30):
+        for name in ("spine", "spine.001", "shoulder.L"):
+            pb = metarig.pose.bones[name]
+            if pb.rotation_mode == "QUATERNION":
+                pb.rotation_quaternion = (1.0, *rng.normal(scale=0.2, size=3))
+                pb.keyframe_insert("rotation_quaternion", frame=f)
+            else:
+                pb.rotation_euler = rng.normal(scale=0.3, size=3)
+                pb.keyframe_insert("rotation_euler", frame=f)
+            pb.location = rng.normal(scale=0.02, size=3)
+            pb.keyframe_insert("location", frame=f)
+    frames = np.arange(1, 31, dtype=float)
+    curves = addon.sampling.plain_animation(metarig)
+    names = ["upper_arm.L", "thigh.R", "hand.L"]
+    posed = addon.sampling.pose_matrices(metarig, curves, names, frames)
+    assert posed is not None
+    assert {"spine", "spine.003", "shoulder.L"} <= set(posed)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    for i, f in enumerate(frames):
+        bpy.context.scene.frame_set(int(f))
+        ev = metarig.evaluated_get(depsgraph)
+        for name in names:
+            want = np.array(ev.pose.bones[name].matrix)
+            np.testing.assert_allclose(posed[name][i], want, atol=2e-6, err_msg=f"{name} {f}")
+    metarig.pose.bones["spine.002"].constraints.new("COPY_ROTATION")
+    assert addon.sampling.pose_matrices(metarig, curves, names, frames) is None
+    metarig.pose.bones["spine"].driver_add("location", 1)
+    assert addon.sampling.plain_animation(metarig) is None

@@ -66,6 +66,7 @@ def demo_files(blender: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[s
             for f in (1, frames):
                 spine.rotation_quaternion = (1.0, 0.1 * (f > 1), 0.0, 0.0)
                 spine.keyframe_insert("rotation_quaternion", frame=f)
+            spine.driver_add("location", 0).driver.expression = "0.0"
         path = folder / f"{name}.blend"
         bpy.ops.wm.save_as_mainfile(filepath=str(path))
         files[name] = path
