@@ -15,7 +15,7 @@ ZIP := dist/reach_ik-$(VERSION).zip
 EXT_TOOL = $(VENV)/lib/python3.11/site-packages/bpy/$(shell $(PY) -c "import bpy, sys; print('%d.%d' % bpy.app.version[:2])" 2>/dev/null)/scripts/addons_core/bl_pkg/cli/blender_ext.py
 SOURCES := __init__.py blender_manifest.toml $(shell find core ik_addon -name '*.py' 2>/dev/null)
 
-.PHONY: setup demo test lint extension bench check-blender clean
+.PHONY: setup demo test lint extension bench check-blender screenshots clean
 
 setup: $(STAMP)
 
@@ -46,9 +46,13 @@ test: lint $(ZIP)
 bench: $(STAMP) $(ZIP)
 	$(PY) scripts/bench_triangulation.py --out out/bench
 	$(PY) scripts/bench_bake.py --out out/bench
+	$(PY) scripts/bench_live.py --zip $(ZIP) --out out/bench
 
 check-blender: $(ZIP)
 	bash scripts/check_blender.sh $(ZIP)
+
+screenshots: $(ZIP)
+	bash scripts/screenshots.sh $(ZIP)
 
 clean:
 	rm -rf dist out .mypy_cache .ruff_cache .pytest_cache

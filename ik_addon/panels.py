@@ -26,10 +26,10 @@ def format_length(metres: float) -> str:
         return f"{metres * 1e3:.3g} mm"
     if a >= 1e-6:
         return f"{metres * 1e6:.3g} µm"
-    return "0 mm" if a == 0.0 else f"{metres * 1e6:.1e} µm"
+    return "< 1 µm"
 
 
-def _status_line(layout: Any, obj: Any, tip: str, enabled: bool) -> None:
+def _status_line(layout: Any, obj: Any, tip: str, enabled: bool, influence: float) -> None:
     if not enabled:
         layout.label(text="Disabled: bones show their FK pose", icon="HIDE_ON")
         return
@@ -42,6 +42,10 @@ def _status_line(layout: Any, obj: Any, tip: str, enabled: bool) -> None:
         row.label(text=st.message, icon="ERROR")
     elif not st.reachable:
         layout.label(text=f"Out of reach: {format_length(st.error)} short", icon="INFO")
+    elif influence < 1.0:
+        layout.label(
+            text=f"{format_length(st.error)} off at influence {influence:.2f}", icon="INFO"
+        )
     else:
         layout.label(text=f"Residual error {format_length(st.error)}", icon="CHECKMARK")
 
@@ -109,7 +113,7 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         sub.active = s.use_rotation
         sub.prop(s, "orient_weight", text="Weight", slider=True)
         box = layout.box()
-        _status_line(box, obj, pb.name, s.enabled)
+        _status_line(box, obj, pb.name, s.enabled, s.influence)
         box.label(text="Limits & stiffness: Inverse Kinematics panel", icon="CON_KINEMATIC")
         row = layout.row(align=True)
         row.operator("reach_ik.apply_to_fk", icon="KEYINGSET")
@@ -163,7 +167,7 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
             goal += f" : {s.target_bone}"
         col.label(text=goal, icon="EMPTY_AXIS" if s.target else "ERROR")
         col.prop(s, "influence", slider=True)
-        _status_line(box, obj, pb.name, s.enabled)
+        _status_line(box, obj, pb.name, s.enabled, s.influence)
 
 
 classes = (REACH_IK_PT_bone, REACH_IK_PT_sidebar)

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The demo rig for the UI screenshots (``make screenshots``), run inside Blender's UI by
+the real-blender screenshot tool after the extension is installed.
+
+The Rigify human metarig in pose mode with four Reach IK chains added through the
+operators: the left arm reaching for a target with an elbow pole, the right arm with CCD
+and influence 0.75, the left leg reaching past its length (out of reach), the right leg
+disabled. The left forearm is the active bone, so the Bone properties show its chain.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any
+
+bpy: Any = importlib.import_module("bpy")
+addon_utils: Any = importlib.import_module("addon_utils")
+
+
+def select_only(obj: Any, name: str) -> None:
+    for pb in obj.pose.bones:
+        if hasattr(pb, "select"):
+            pb.select = pb.name == name
+        else:
+            pb.bone.select = pb.name == name
+    obj.data.bones.active = obj.data.bones[name]
+
+
+def add_chain(obj: Any, tip: str, solver: str = "triangulation") -> Any:
+    select_only(obj, tip)
+    bpy.ops.reach_ik.add(new_target=True, solver=solver)
+    return obj.pose.bones[tip].reach_ik
+
+
+def main() -> None:
+    for ob in list(bpy.data.objects):
+        bpy.data.objects.remove(ob)
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+
+    arm_l = add_chain(obj, "forearm.L")
+    arm_l.target.location = _from_root(obj, "upper_arm.L", (0.22, -0.38, -0.12))
+    pole = bpy.data.objects.new("elbow pole.L", None)
+    pole.empty_display_type = "CONE"
+    pole.empty_display_size = 0.05
+    pole.location = _from_root(obj, "upper_arm.L", (0.35, 0.35, -0.1))
+    obj.users_collection[0].objects.link(pole)
+    arm_l.pole = pole
+
+    arm_r = add_chain(obj, "forearm.R", "ccd" if "ccd" in _solvers() else "triangulation")
+    arm_r.target.location = _from_root(obj, "upper_arm.R", (-0.15, -0.3, -0.3))
+    arm_r.influence = 0.75
+
+    leg_l = add_chain(obj, "shin.L")
+    leg_l.target.location = _from_root(obj, "thigh.L", (0.05, -0.45, -0.95))  # too far
+
+    leg_r = add_chain(obj, "shin.R")
+    leg_r.target.location = _from_root(obj, "thigh.R", (-0.05, -0.3, -0.7))
+    leg_r.enabled = False
+
+    select_only(obj, "forearm.L")
+    bpy.context.scene.frame_set(1)
+    _frame_view()
+
+
+def _from_root(obj: Any, bone: str, offset: tuple[float, float, float]) -> Any:
+    head = obj.matrix_world @ obj.data.bones[bone].head_local
+    return head + type(head)(offset)
+
+
+def _solvers() -> tuple[str, ...]:
+    ev = importlib.import_module("bl_ext.user_default.reach_ik.ik_addon.evaluate")
+    return tuple(ev.available_methods())
+
+
+def _frame_view() -> None:
+    """Split the 3D View: the rig (with the sidebar) on the left, a tall Properties editor
+    on the right; look at the rig from the front-left."""
+    window = bpy.context.window
+    view = next(a for a in window.screen.areas if a.type == "VIEW_3D")
+    region = next(r for r in view.regions if r.type == "WINDOW")
+    with bpy.context.temp_override(window=window, area=view, region=region):
+        # Which side keeps the old area differs between 4.x and 5.x; the editor made the
+        # Properties one below gets 40 % of the width in both.
+        factor = 0.4 if bpy.app.version >= (5, 0, 0) else 0.6
+        bpy.ops.screen.area_split(direction="VERTICAL", factor=factor)
+    views = sorted((a for a in window.screen.areas if a.type == "VIEW_3D"), key=lambda a: a.x)
+    views[0].type = "PROPERTIES"
+    for area in window.screen.areas:
+        if area.type != "VIEW_3D":
+            continue
+        space = area.spaces.active
+        region = next(r for r in area.regions if r.type == "WINDOW")
+        r3d = space.region_3d
+        r3d.view_perspective = "PERSP"
+        r3d.view_rotation = _quat_from_euler(math.radians(80.0), 0.0, math.radians(25.0))
+        with bpy.context.temp_override(window=window, area=area, region=region):
+            bpy.ops.view3d.view_all(center=False)
+        r3d.view_distance *= 0.8
+
+
+def _quat_from_euler(x: float, y: float, z: float) -> Any:
+    mathutils: Any = importlib.import_module("mathutils")
+    return mathutils.Euler((x, y, z), "XYZ").to_quaternion()
+
+
+main()
