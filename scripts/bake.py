@@ -77,10 +77,26 @@ class Terminated(BaseException):
     """SIGTERM arrived."""
 
 
+#: The signal that asked to stop (SIGINT or SIGTERM), once one has arrived.
+_stop_signal: list[int] = []
+
+
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
-    if signum == signal.SIGTERM:
-        raise Terminated
-    raise KeyboardInterrupt
+    """Note the signal; :func:`stop_point` acts on it. Raising here could land inside one
+    of Blender's Python handlers (run during ``frame_set``), which would swallow it; a second
+    signal stops at once."""
+    _stop_signal.append(signum)
+    if len(_stop_signal) > 1:
+        stop_point()
+
+
+def stop_point() -> None:
+    """Stop here if a signal asked to (nothing half-written is left behind: see
+    :func:`write_atomically`)."""
+    if _stop_signal:
+        if _stop_signal[0] == signal.SIGTERM:
+            raise Terminated
+        raise KeyboardInterrupt
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -277,9 +293,11 @@ def write_atomically(final: Path, write: Any) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(final)
     try:
+        stop_point()
         write(tmp)
         if not tmp.is_file():
             raise OSError(f"nothing was written to {tmp}")
+        stop_point()
         os.replace(tmp, final)
     finally:
         for leftover in (tmp, Path(f"{tmp}@")):
@@ -310,7 +328,7 @@ def save_json(data: Any, final: Path) -> None:
 
 class ProgressLine:
     """``bake <armature>: 42% (420/1000 frames)`` on stderr: one updating line on a terminal,
-    else a line every 10 %."""
+    else a line every 10 %. Each call is also a :func:`stop_point`."""
 
     def __init__(self, label: str, frames: int, quiet: bool) -> None:
         self.label, self.frames, self.quiet = label, frames, quiet
@@ -318,6 +336,7 @@ class ProgressLine:
         self.shown = -1
 
     def __call__(self, fraction: float) -> None:
+        stop_point()
         if self.quiet:
             return
         percent = int(100 * fraction)
@@ -435,6 +454,7 @@ def run(args: argparse.Namespace) -> int:
         lines = [result.summary()] + ["  " + chain.summary() for chain in result.chains]
         lines += ["  warning: " + warning for warning in result.warnings]
         print("\n".join(lines), flush=True)
+        stop_point()
     report = {
         "input": str(source),
         "output": str(out.resolve()),
