@@ -568,7 +568,7 @@ def _orient_batch(
     points: list[Vec],
     initial: list[Quat],
 ) -> tuple[Quat, list[Vec]]:
-    """:func:`core.bend_plane.orient_bend` on component arrays (same arithmetic).
+    """:func:`core.bend_plane.orient_bend` on component arrays (the same result to rounding).
 
     ``root`` is joint 0's local rotation and ``points`` the joint positions ``1 … n``, as
     component arrays. Returns them turned (unchanged where nothing is turned).
@@ -963,8 +963,8 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
 def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
     """The pass for one target on a free chain, in plain Python floats.
 
-    The same arithmetic as :func:`_solve_batch` (and its inline bend-plane step), written
-    out for speed: numpy's per-call overhead dominates for one small chain.
+    The same pass as :func:`_solve_batch` (and its inline bend-plane step), written out
+    for speed: numpy's per-call overhead dominates for one small chain.
     """
     tx, ty, tz = problem.targets[0].tolist()
     init = problem.initial[0].tolist()
