@@ -8,6 +8,7 @@ the goal orientation, convergence), so methods can be compared fairly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -41,16 +42,22 @@ METHODS: dict[str, Method] = {
 FAR = 1e9
 
 
+_DEFAULT_OPTIONS = SolveOptions()
+
+
 def _norm(v: FloatArray) -> FloatArray:
-    """Lengths of ``(N, 3)`` vectors without overflow for huge finite components."""
-    scale = np.max(np.abs(v), axis=-1)
-    safe = np.where(scale > 0.0, scale, 1.0)
-    return scale * np.linalg.norm(v / safe[:, None], axis=-1)
+    """Lengths of ``(N, 3)`` vectors, without overflow for huge finite components."""
+    if v.shape[0] == 1:
+        return np.array([math.hypot(*v[0].tolist())])
+    d = np.sqrt(np.einsum("ij,ij->i", v, v))
+    overflow = ~np.isfinite(d)
+    if np.any(overflow):
+        d[overflow] = [math.hypot(*row) for row in v[overflow].tolist()]
+    return d
 
 
-def _pull_in(points: FloatArray, limit: float) -> FloatArray:
-    """``points (N, 3)``, those farther than ``limit`` from the origin moved onto that sphere."""
-    dist = _norm(points)
+def _pull_in(points: FloatArray, dist: FloatArray, limit: float) -> FloatArray:
+    """``points (N, 3)`` at distances ``dist (N,)``, those beyond ``limit`` moved onto it."""
     far = dist > limit
     if not np.any(far):
         return points
@@ -116,7 +123,7 @@ def solve(
             f"options must be a SolveOptions (or None), got {type(options).__name__}; "
             "pass single settings as keywords, e.g. tolerance=0.5"
         )
-    opts = options or SolveOptions()
+    opts = options or _DEFAULT_OPTIONS
     if option_changes:
         opts = opts.replace(**option_changes)
     t = np.asarray(target, dtype=np.float64)
@@ -150,15 +157,26 @@ def solve(
     tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
     far = FAR * chain.reach
     if poles is not None:
-        poles = _pull_in(poles, far)
-    problem = Problem(chain, _pull_in(targets, far), goal_rot, poles, start, tolerance, opts)
-    return _measure(problem, targets, method, impl(problem), batch)
+        poles = _pull_in(poles, _norm(poles), far)
+    distance = _norm(targets)
+    problem = Problem(
+        chain, _pull_in(targets, distance, far), goal_rot, poles, start, tolerance, opts
+    )
+    return _measure(problem, targets, distance, method, impl(problem), batch)
 
 
 def _measure(
-    problem: Problem, targets: FloatArray, method: str, sol: Solution, batch: tuple[int, ...]
+    problem: Problem,
+    targets: FloatArray,
+    distance: FloatArray,
+    method: str,
+    sol: Solution,
+    batch: tuple[int, ...],
 ) -> IKResult:
-    """Score a method's solution against the original ``targets (N, 3)``, and reshape it."""
+    """Score a method's solution against the original ``targets (N, 3)``, and reshape it.
+
+    ``distance (N,)`` is each target's distance from the root.
+    """
     n = problem.chain.n_joints
     error = _norm(sol.positions[:, -1, :] - targets)
     angle_error = None
@@ -176,7 +194,7 @@ def _measure(
         if weight < 1.0:
             converged &= angle_error <= problem.options.angle_tolerance
     reached = int(converged.sum())
-    out_of_reach = int(np.count_nonzero(_norm(targets) > problem.chain.reach))
+    out_of_reach = int(np.count_nonzero(distance > problem.chain.reach))
     message = f"{method}: {reached} of {problem.size} goals reached"
     if out_of_reach:
         message += (
