@@ -71,6 +71,10 @@ ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
 
 Progress = Callable[[float], None]
 
+#: Progress reported once every frame is sampled, and once every chain is solved (then
+#: the keys are written).
+SAMPLED, SOLVED = 0.8, 0.9
+
 
 class BakeError(ReachIKError):
     """A bake cannot start (bad range, no chain, unknown chain…); the message says why."""
@@ -607,7 +611,7 @@ def _sample_every_frame(
         if i in (0, count - 1):
             checks[i] = _checks(obj, depsgraph, tips)
         if i % step == 0:
-            _report_progress(progress, 0.9 * (i + 1) / count)
+            _report_progress(progress, SAMPLED * (i + 1) / count)
     for sample in samples:
         sample.finish(count)
     return np.array(matrices, dtype=np.float64)
@@ -640,12 +644,14 @@ def _sample_from_curves(
     if posed is None:
         return None
     tracks = {}
-    for goal in (g for s in samples for g in (s.goal, s.pole_goal)):
-        if goal is not None and not goal.own and goal.original.name not in tracks:
+    goals = [g for s in samples for g in (s.goal, s.pole_goal) if g is not None and not g.own]
+    for k, goal in enumerate(goals):
+        if goal.original.name not in tracks:
             track = sampling.object_matrices(goal.original, frames, depsgraph)
             if track is None:
                 return None
             tracks[goal.original.name] = track
+        _report_progress(progress, 0.05 + (SAMPLED - 0.05) * (k + 1) / len(goals))
     tips = [s.tip for s in samples]
     _sample_frame(depsgraph, obj, samples, [], 0, fk=True)
     checks[0] = _checks(obj, depsgraph, tips)
@@ -724,7 +730,8 @@ def _sample_and_solve(
     else:
         world = _sample_every_frame(scene, obj, samples, frames, progress, checks)
     solved = []
-    for s in samples:
+    for k, s in enumerate(samples):
+        _report_progress(progress, SAMPLED + (SOLVED - SAMPLED) * k / len(samples))
         try:
             solved.append(_solve_batched(s, world))
         except ReachIKError as exc:
@@ -782,7 +789,7 @@ def _solve_frame_by_frame(
             acc.setdefault("reachable", []).append(pose.reachable)
             acc.setdefault("targets", []).append(pose.target_world)
         if i % step == 0:
-            _report_progress(progress, 0.9 * (i + 1) / count)
+            _report_progress(progress, SAMPLED * (i + 1) / count)
     solved = []
     for spec in specs:
         if spec.tip in failed:
@@ -908,8 +915,11 @@ def bake(
         raise BakeError("no chain could be baked: " + "; ".join(warnings))
     action = keying.prepare_action(obj, options.into)
     channels = keying.Channels(obj)
+    keyed, to_key = 0, sum(len(r.bone_names) for r in solved)
     for result in solved:
         for j, name in enumerate(result.bone_names):
+            _report_progress(progress, SOLVED + (1.0 - SOLVED) * keyed / to_key)
+            keyed += 1
             written = keying.write_bone_rotations(
                 channels,
                 obj.pose.bones[name],
