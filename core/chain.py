@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -184,6 +185,20 @@ class Chain:
             tuple(limits) if limits is not None else (),
             tuple(names) if names else (),
         )
+
+    @classmethod
+    def from_dh(
+        cls,
+        a: ArrayLike,
+        d: ArrayLike,
+        alpha: ArrayLike,
+        theta_offset: ArrayLike | None = None,
+        **kwargs: Any,
+    ) -> Chain:
+        """Revolute joints from Denavit–Hartenberg parameters: :func:`core.dh.chain_from_dh`."""
+        from .dh import chain_from_dh
+
+        return chain_from_dh(a, d, alpha, theta_offset, **kwargs)
 
     # ------------------------------------------------------------------ derived data
     @property

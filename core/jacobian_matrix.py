@@ -96,9 +96,16 @@ def chain_state(chain: Chain, rotations: ArrayLike) -> ChainState:
     positions = np.zeros((*batch, n + 1, 3))
     parents = np.empty((*batch, n, 4))
     worlds = np.empty((*batch, n, 4))
+    rest_is_identity = np.all(chain.rest_rotations == rot.identity(), axis=-1)
     world = rot.identity(batch)
     for i in range(n):
-        frame = rot.multiply(world, chain.rest_rotations[i])
+        # Products with the identity (the base frame, identity rest frames) are skipped.
+        if i == 0:
+            frame = np.broadcast_to(chain.rest_rotations[0], (*batch, 4))
+        elif rest_is_identity[i]:
+            frame = world
+        else:
+            frame = rot.multiply(world, chain.rest_rotations[i])
         world = rot.multiply(frame, q[..., i, :])
         parents[..., i, :] = frame
         worlds[..., i, :] = world

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import Chain
 from core import dual_quaternion as dq
 from core import rotations as rot
 from core.dh import (
@@ -138,3 +139,10 @@ def test_hinge_ranges_become_joint_limits() -> None:
     q = chain_rotations(np.array([1.0, 1.0]))
     assert chain.limits[0].violation(q[0]) == pytest.approx(0.5)
     assert chain.limits[1].violation(q[1]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_chain_from_dh_classmethod_delegates() -> None:
+    chain = Chain.from_dh(A, D, ALPHA, tool=(0.0, 0.0, 0.1))
+    reference = chain_from_dh(A, D, ALPHA, tool=(0.0, 0.0, 0.1))
+    np.testing.assert_allclose(chain.offsets, reference.offsets)
+    np.testing.assert_allclose(chain.rest_rotations, reference.rest_rotations)
