@@ -848,7 +848,7 @@ def bake(
     """Bake Reach IK chains of the armature ``obj`` to keyframes (see the module docstring).
 
     Args:
-        obj: the armature object (any mode; edit-mode changes are taken over first).
+        obj: the armature object, in Object or Pose Mode (selection does not matter).
         options: what to bake.
         scene: the scene whose frames are set (default: the context's).
         progress: called with the fraction done, ``0 … 1``; may raise to cancel (nothing
@@ -869,7 +869,10 @@ def bake(
     if adt is not None and adt.use_tweak_mode:
         raise BakeError("the armature's NLA is in tweak mode; leave tweak mode before baking")
     if obj.mode == "EDIT":
-        obj.update_from_editmode()
+        raise BakeError(
+            f"armature '{obj.name}' is in Edit Mode, where its pose is not evaluated; "
+            "switch to Pose or Object Mode to bake"
+        )
     specs = _selected_specs(obj, options)
     warnings: list[str] = []
     rigs: dict[str, RigChain] = {}
