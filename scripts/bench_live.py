@@ -14,8 +14,10 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    they have Blender's IK constraints (chain length 2, same targets). ``scene.frame_set`` is
    timed frame by frame, the scenes interleaved frame by frame in one run (the order
    rotating), so the load of a shared machine hits them alike. Reported: median ms per
-   frame for each, their ratio (bar: Reach IK ≤ 3× Blender's IK), and the same for an
-   identical scene without any IK (the cost of the rest of the frame change).
+   frame for each, their ratio (bar: Reach IK ≤ 3× Blender's IK), the same for an identical
+   scene without any IK (the cost of the rest of the frame change), and for one without IK
+   whose frame-change handler only writes the eight limb rotations (the cost of showing a
+   pose from a handler: Blender evaluates the armature again, copying it first).
 2. **Smoothness.** Each limb's target follows a figure-eight (lemniscate of Gerono, 240
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
@@ -195,12 +197,29 @@ def time_frames(scene: Any, frames: int) -> list[float]:
     return out
 
 
+CHAIN_BONES: tuple[str, ...] = ("upper_arm.L", "forearm.L", "upper_arm.R", "forearm.R")
+CHAIN_BONES += ("thigh.L", "shin.L", "thigh.R", "shin.R")
+
+
+def _write_only(scene: Any, _depsgraph: Any) -> None:
+    """Frame-change handler of the ``write_only`` scene: writes the eight limb bones'
+    rotations (alternating between two fixed values) without solving anything — the cost of
+    showing a pose from a handler, whatever computes it."""
+    if scene.name != "write_only":
+        return
+    obj = scene.objects["rig_write_only"]
+    w = 0.99 if scene.frame_current % 2 else 0.98
+    for name in CHAIN_BONES:
+        obj.pose.bones[name].rotation_quaternion = (w, math.sqrt(1.0 - w * w), 0.0, 0.0)
+
+
 def build_cost_scenes(frames: int, seed: int = 1) -> dict[str, Any]:
-    """Three scenes with identical metarigs and target paths: Reach IK, Blender IK, no IK."""
+    """Four scenes with identical metarigs and target paths: Reach IK, Blender IK, no IK,
+    and no IK with a handler that only writes the limb bones' rotations."""
     bpy = _bpy()
     bpy.ops.wm.read_homefile(use_empty=True)
     scenes = {}
-    for kind in ("reach_ik", "blender_ik", "no_ik"):
+    for kind in ("reach_ik", "blender_ik", "no_ik", "write_only"):
         scene = bpy.context.scene if kind == "reach_ik" else bpy.data.scenes.new(kind)
         scene.name = kind
         scene.frame_start, scene.frame_end = 1, frames
@@ -221,9 +240,11 @@ def build_cost_scenes(frames: int, seed: int = 1) -> dict[str, Any]:
 
 
 def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
-    """Time ``frame_set`` frame by frame in the three scenes, interleaved frame by frame
-    (the order rotating) so that load from other processes hits all three alike."""
+    """Time ``frame_set`` frame by frame in the scenes, interleaved frame by frame (the order
+    rotating) so that load from other processes hits them alike."""
     scenes = build_cost_scenes(frames)
+    bpy = _bpy()
+    bpy.app.handlers.frame_change_post.append(_write_only)
     kinds = list(scenes)
     per_frame: dict[str, list[float]] = {k: [] for k in kinds}
     ratios: list[float] = []
@@ -240,6 +261,7 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
                 took[kind] = clock() - t0
                 per_frame[kind].append(took[kind])
             ratios.append(took["reach_ik"] / took["blender_ik"])
+    bpy.app.handlers.frame_change_post.remove(_write_only)
     med = {k: statistics.median(v) * 1e3 for k, v in per_frame.items()}
     return {
         "frames": frames,
@@ -324,6 +346,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"| Reach IK (triangulation, live handler) | {med['reach_ik']:.3f} |",
         f"| Blender IK constraints | {med['blender_ik']:.3f} |",
         f"| no IK (same rig and animated targets) | {med['no_ik']:.3f} |",
+        f"| no IK, a handler only writing the 8 limb rotations | {med['write_only']:.3f} |",
         "",
         f"Ratio Reach IK / Blender IK: **{cost['ratio_reach_vs_blender_ik']:.2f}×** "
         f"(ratio of medians; median of the per-frame ratios "
