@@ -18,10 +18,12 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from core import Chain, IKResult, JointLimits, solve
+from core import dual_quaternion as dq
 from core import rotations as rot
-from core.dh import REFERENCE_6R, chain_angles, chain_from_dh, chain_rotations
+from core.dh import REFERENCE_6R, chain_angles, chain_from_dh, chain_rotations, joint_lines
 from core.kinematics import forward_kinematics
 from core.parameterization import DofLayout
+from core.screw import motion_twist
 
 METHODS = ("jacobian_transpose", "jacobian_pinv", "jacobian_dls")
 FAST = settings(max_examples=25, deadline=None)
@@ -293,3 +295,33 @@ def test_never_worse_than_the_start_and_fk_consistent(
     start_error = np.linalg.norm(forward_kinematics(ARM, start)[0][-1] - t)
     assert result.error <= start_error + 1e-9
     assert np.isfinite(result.error)
+
+
+def test_pose_step_equals_the_reference_lu_update() -> None:
+    """Reference 004 §3.8: ``J Δθ = 0.1 s`` with Plücker rows and the origin twist of
+    ``D C*``. The solver's pinv step (β = 0.1, unclamped, effector-referenced twist) is the
+    same step, since the change of reference point multiplies ``J`` and ``s`` alike."""
+    theta = np.array([0.5, -1.0, 0.7, 1.2, -0.4, 0.9])  # σ_min(J) = 0.08, not singular
+    goal_theta = theta + np.array([0.3, -0.2, 0.4, -0.3, 0.2, 0.1])
+    goal_positions, goal_orientations = forward_kinematics(ROBOT, chain_rotations(goal_theta))
+    goal_pos, goal_rot = goal_positions[-1], goal_orientations[-1]
+    start = chain_rotations(theta)
+    result = solve(
+        ROBOT,
+        goal_pos,
+        target_rotation=goal_rot,
+        initial=start,
+        method="jacobian_pinv",
+        step=0.1,
+        max_step_deg=180.0,
+        max_iterations=1,
+        singular_cutoff=1e-12,
+    )
+    positions, orientations = forward_kinematics(ROBOT, start)
+    current = dq.from_rotation_translation(orientations[-1], positions[-1])
+    desired = dq.from_rotation_translation(goal_rot, goal_pos)
+    twist = motion_twist(dq.multiply(desired, dq.conjugate(current)))
+    J = joint_lines(R6["a"], R6["d"], R6["alpha"], theta).T
+    expected = theta + np.linalg.solve(J, 0.1 * twist)
+    got = chain_angles(result.rotations)
+    np.testing.assert_allclose(np.angle(np.exp(1j * (got - expected))), 0.0, atol=1e-10)
