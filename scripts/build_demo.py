@@ -12,8 +12,9 @@ The scene (frames ``1 … N``, 24 fps):
   on each limb — ``forearm.L/R`` (upper arm + forearm, the wrist reaches) and ``shin.L/R``
   (thigh + shin, the ankle reaches), two bones each — reaching for animated empties: the
   hands trace figure-eights in front of the chest (the left one a little beyond its reach
-  at the far end), the feet step in ellipses, half a cycle apart. Pole empties behind the
-  elbows and in front of the knees keep the bends natural.
+  at the far end), the feet step in ellipses, half a cycle apart, while the chest sways
+  (FK keys on ``spine.002``, above both arm chains). Pole empties behind the elbows and in
+  front of the knees keep the bends natural.
 * **Paper chains** of the triangulation paper (Müller-Cajar & Mukundan 2007, section 4) as
   bone chains, scaled by 0.02 (1 unit = 2 cm): chain **U** (links 9, 9, 9, 9, 4, free
   joints, axis-angle rotations) and chain **C** (links 18, 18, 4; elbow limited to ±126°
@@ -121,6 +122,24 @@ def add_limb_goals(rig: Any, frames: int) -> dict[str, tuple[Any, Any]]:
     return goals
 
 
+def add_sway(rig: Any, frames: int) -> None:
+    """Key a gentle twist and bend of the chest (``spine.002``): FK above the arm chains."""
+    chest = rig.pose.bones["spine.002"]
+    chest.rotation_mode = "QUATERNION"
+    cycles = max(frames / 120.0, 1.0)
+    for f in [*range(1, frames + 1, 12), frames]:
+        w = 2.0 * math.pi * cycles * (f - 1) / max(frames - 1, 1)
+        twist, bend = 0.2 * math.sin(w), 0.08 * math.sin(2.0 * w)
+        q = (math.cos(bend / 2) * math.cos(twist / 2), math.sin(bend / 2) * math.cos(twist / 2))
+        chest.rotation_quaternion = (
+            q[0],
+            q[1],
+            math.cos(bend / 2) * math.sin(twist / 2),
+            math.sin(bend / 2) * math.sin(twist / 2),
+        )
+        chest.keyframe_insert("rotation_quaternion", frame=f)
+
+
 def set_chain(
     rig: Any,
     tip: str,
@@ -213,6 +232,7 @@ def build(frames: int = 240, solver: str | None = None) -> dict[str, Any]:
     human = add_metarig()
     goals = add_limb_goals(human, frames)
     add_limb_chains(human, goals, solver)
+    add_sway(human, frames)
     papers = [add_paper_chain(name, solver, frames) for name in PAPER_CHAINS]
     bpy.context.view_layer.objects.active = human
     scene.frame_set(1)

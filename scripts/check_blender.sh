@@ -70,6 +70,10 @@ for suite in $SUITES; do
         rm -f "$log"
         SUMMARY+=("$suite $(basename "$scenario") $result")
     done
+    echo "== $suite: scripts/check_blender_bake.sh (the batch baker, replayed without Reach IK)"
+    result=ok
+    REAL_BLENDER=$RB bash scripts/check_blender_bake.sh "$suite" || { result=FAILED; status=1; }
+    SUMMARY+=("$suite check_blender_bake.sh $result")
 done
 
 echo

@@ -5,23 +5,29 @@
 #   blender -b demo.blend --python scripts/bake.py -- --out baked.blend
 # record the baked file replayed WITHOUT Reach IK, and compare (effectors <= 1e-5 m,
 # orientations <= 0.01 deg). Also checks a bad argument exits 2 and the input is untouched.
-# Needs root (the real-blender tool). Debian's Blender has no numpy: a numpy wheel for its
-# Python is fetched with pip once into out/check-blender/site-cpXY and put on PYTHONPATH.
+# Needs root (the real-blender tool). Reach IK needs numpy, which Debian's Blender package
+# does not depend on: when Blender cannot import it (check_blender.sh installs python3-numpy
+# into the chroot first), a numpy wheel for its Python is fetched with pip once into
+# out/check-blender/site-cpXY and put on PYTHONPATH.
 # Usage: scripts/check_blender_bake.sh [suite...]     (default: sid trixie)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RB=${REAL_BLENDER:-$(cd .. && pwd)/shared/tools/real-blender/blender}
+RB=${REAL_BLENDER:-$(cd .. && pwd)/shared/tools/real-blender}/blender
 PY=.venv/bin/python
 FRAMES=${FRAMES:-48}
 BASE=out/check-blender
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(sid trixie)
 
-numpy_site() {  # numpy_site SUITE -> prints the site dir holding numpy for its Python
+numpy_site() {  # numpy_site SUITE -> prints a site dir with numpy for its Python, or nothing
     local suite=$1 ver site
     ver=$("$RB" --suite "$suite" -- -b --factory-startup --python-expr \
         "import sys; print('PYVER %d%d' % sys.version_info[:2])" 2>/dev/null | sed -n 's/^PYVER //p')
     [ -n "$ver" ] || { echo "cannot run Blender ($suite)" >&2; return 1; }
+    if "$RB" --suite "$suite" -- -b --factory-startup --python-exit-code 1 \
+        --python-expr "import numpy" >/dev/null 2>&1; then
+        return 0
+    fi
     site=$BASE/site-cp$ver
     if [ ! -d "$site/numpy" ]; then
         mkdir -p "$BASE/wheels" "$site"
@@ -38,7 +44,9 @@ for suite in "${suites[@]}"; do
     site=$(numpy_site "$suite")
     dir=$BASE/bake-$suite
     rm -rf "$dir" && mkdir -p "$dir"
-    run() { "$RB" --suite "$suite" --env "PYTHONPATH=$PWD/$site" -- -b --factory-startup \
+    env=()
+    [ -z "$site" ] || env=(--env "PYTHONPATH=$PWD/$site")
+    run() { "$RB" --suite "$suite" "${env[@]}" -- -b --factory-startup \
         --python-use-system-env --python-exit-code 1 "$@"; }
     echo "== $suite: build the demo ($FRAMES frames)"
     run --python scripts/build_demo.py -- --out "$dir/demo.blend" --frames "$FRAMES" >"$dir/log.txt" 2>&1
