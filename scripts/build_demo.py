@@ -11,8 +11,8 @@ The scene (frames ``1 … N``, 24 fps):
 * **Human**: the Rigify human metarig (the bundled ``rigify`` add-on) with a Reach IK chain
   on each limb — ``forearm.L/R`` (upper arm + forearm, the wrist reaches) and ``shin.L/R``
   (thigh + shin, the ankle reaches), two bones each — reaching for animated empties: the
-  hands trace figure-eights in front of the chest (the left one a little beyond its reach
-  at the far end), the feet step in ellipses, half a cycle apart, while the chest sways
+  hands trace figure-eights in front of the chest (partly beyond their reach, more so
+  for the left), the feet step in ellipses, half a cycle apart, while the chest sways
   (FK keys on ``spine.002``, above both arm chains). Pole empties behind the elbows and in
   front of the knees keep the bends natural.
 * **Paper chains** of the triangulation paper (Müller-Cajar & Mukundan 2007, section 4) as
@@ -95,7 +95,7 @@ def add_limb_goals(rig: Any, frames: int) -> dict[str, tuple[Any, Any]]:
     for tip, (_root, target_name, pole_name) in LIMBS.items():
         side = 1.0 if tip.endswith(".L") else -1.0
         if tip.startswith("forearm"):
-            reach_out = 0.2 if side > 0 else 0.14
+            reach_out = 0.17 if side > 0 else 0.12
 
             def hand(t: float, s: float = side, a: float = reach_out) -> tuple[float, ...]:
                 w = 2.0 * math.pi * cycles * t
