@@ -525,6 +525,9 @@ def _selected_specs(obj: Any, options: BakeOptions) -> list[evaluate.ChainSpec]:
                 f"its chains are on: {', '.join(tips) or 'none'}"
             )
         chosen = list(options.chains)
+        off = [t for t in chosen if not obj.pose.bones[t].reach_ik.enabled]
+        if off:
+            raise BakeError(f"the chain(s) on {', '.join(off)} are disabled; enable them to bake")
     return [evaluate.read_spec(obj.pose.bones[t]) for t in chosen]
 
 
@@ -1062,9 +1065,13 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             return {"CANCELLED"}
         chains = None
         if self.only_selected:
-            chains = tuple(t for t in evaluate.chain_tips(obj) if _is_selected(obj.pose.bones[t]))
+            chains = tuple(
+                t
+                for t in evaluate.chain_tips(obj)
+                if _is_selected(obj.pose.bones[t]) and obj.pose.bones[t].reach_ik.enabled
+            )
             if not chains:
-                self.report({"ERROR"}, "No selected bone holds a Reach IK chain")
+                self.report({"ERROR"}, "No selected bone holds an enabled Reach IK chain")
                 return {"CANCELLED"}
         options = BakeOptions(
             frame_start=self.frame_start,

@@ -444,6 +444,12 @@ def test_bad_options_raise_clear_errors(clean_scene: Any, addon: Any) -> None:
         bake.bake(arm, bake.BakeOptions(1, 10, solver="newton"))
     with pytest.raises(bake.BakeError, match="no Reach IK chain on bone"):
         bake.bake(arm, bake.BakeOptions(1, 10, chains=("fore",)))
+    arm.pose.bones["hand"].reach_ik.enabled = False
+    with pytest.raises(bake.BakeError, match="disabled"):
+        bake.bake(arm, bake.BakeOptions(1, 10, chains=("hand",)))
+    with pytest.raises(bake.BakeError, match="no enabled Reach IK chain"):
+        bake.bake(arm, bake.BakeOptions(1, 10))
+    arm.pose.bones["hand"].reach_ik.enabled = True
     bpy = blender_module()
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
