@@ -391,3 +391,57 @@ def test_metarig_four_limbs(metarig: Any, addon: Any) -> None:
             )
             reach = obj.data.bones[tip].length + obj.data.bones[tip].parent.length
             assert err <= 1e-4 * reach, f"{tip} frame {f}: {err:.2e} m"
+
+
+def test_add_takes_the_selected_bone_or_object_as_target(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+    obj = build_arm()
+    select_only(obj, ["hand", "shoulder"], "hand")
+    assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
+    s = obj.pose.bones["hand"].reach_ik
+    assert s.target == obj
+    assert s.target_bone == "shoulder"
+    empty = add_empty("Goal", (0.5, 0.0, 1.0))
+    empty.select_set(True)
+    select_only(obj, ["fore"], "fore")
+    assert bpy.ops.reach_ik.add(chain_length=1) == {"FINISHED"}
+    s = obj.pose.bones["fore"].reach_ik
+    assert s.target == empty
+    assert s.target_bone == ""
+
+
+@pytest.mark.parametrize("method", ["ccd", "jacobian_dls"])
+def test_orientation_goal(clean_scene: Any, addon: Any, method: str) -> None:
+    """With *Rotation* on, the last bone takes the target's orientation (a goal reachable in
+    both position and orientation: a pose the chain can take)."""
+    if method not in _methods(addon):
+        pytest.skip(f"{method} is not implemented yet")
+    from mathutils import Matrix
+
+    bpy = blender_module()
+    obj, target = _arm_with_chain(method)
+    rng = np.random.default_rng(12)
+    for name in CHAIN:
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        obj.pose.bones[name].rotation_quaternion = (math.cos(0.4), *(math.sin(0.4) * axis))
+    s = obj.pose.bones["hand"].reach_ik
+    s.enabled = False
+    bpy.context.view_layer.update()
+    goal = world_matrix(obj, "hand")
+    target.matrix_world = Matrix(goal.tolist())
+    target.location = tail_world(obj, "hand")
+    for name in CHAIN:
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    s.use_rotation = True
+    s.orient_weight = 0.5
+    s.iterations = 500
+    s.enabled = True
+    bpy.context.scene.frame_set(1)
+    got = world_matrix(obj, "hand")
+    err = np.linalg.norm(tail_world(obj, "hand") - np.array(target.location))
+    assert err <= 1e-4 * chain_length(obj, CHAIN)
+    r_goal = goal[:3, :3] / np.linalg.norm(goal[:3, :3], axis=0)
+    r_got = got[:3, :3] / np.linalg.norm(got[:3, :3], axis=0)
+    cos = (np.trace(r_goal.T @ r_got) - 1.0) / 2.0
+    assert math.degrees(math.acos(min(1.0, cos))) <= 0.1
