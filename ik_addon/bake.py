@@ -298,8 +298,8 @@ class _Samples:
             ]
 
     def finish(self, count: int) -> None:
-        """Turn the reads into ``count``-frame arrays (a single read stands for all frames:
-        a still armature)."""
+        """Turn the reads into ``count``-frame arrays; a single read stands for all frames
+        (what :func:`_from_curves` does not replace by values from F-curves)."""
         self.count = count
         self.settings = _frames_of(self._settings, count)
         self.root_location = _frames_of(self._locations, count)
