@@ -171,9 +171,11 @@ def load_reach_ik(bpy: Any) -> ModuleType:
     """The package of Reach IK that is (or now gets) registered; see the module docstring."""
     props = bpy.types.PoseBone.bl_rna.properties
     if "reach_ik" in props:
-        cls = getattr(bpy.types, props["reach_ik"].fixed_type.identifier)
-        package = cls.__module__.rsplit(".ik_addon", 1)[0]
-        return importlib.import_module(package)
+        identifier = props["reach_ik"].fixed_type.identifier
+        for cls in bpy.types.PropertyGroup.__subclasses__():
+            if cls.__name__ == identifier and getattr(cls, "is_registered", False):
+                return importlib.import_module(cls.__module__.rsplit(".ik_addon", 1)[0])
+        raise UsageError("Reach IK is registered but its package cannot be found")
     name = "reach_ik_source"
     spec = importlib.util.spec_from_file_location(
         name, ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]

@@ -215,3 +215,10 @@ def test_ctrl_c_leaves_no_partial_output(
     if when == "while baking":
         assert not out.exists()
         assert not out.with_suffix(".json").exists()
+
+
+def test_uses_the_enabled_extension_when_there_is_one(blender: Any, addon: Any) -> None:
+    import bake as bake_cli
+
+    package = bake_cli.load_reach_ik(blender)
+    assert package.__name__ + ".ik_addon" == addon.__name__
