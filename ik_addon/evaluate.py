@@ -247,7 +247,7 @@ class ArmatureChains:
 
 
 _generation = 0
-_chains_cache: dict[int, tuple[int, ArmatureChains]] = {}
+_chains_cache: dict[tuple[int, int, int], tuple[int, ArmatureChains]] = {}
 
 
 def invalidate() -> None:
@@ -261,11 +261,11 @@ def invalidate() -> None:
 def armature_chains(obj: Any) -> ArmatureChains:
     """:class:`ArmatureChains` of ``obj``; scanning every pose bone only after
     :func:`invalidate` (scanning a big rig on every frame costs more than the solve)."""
-    key = obj.as_pointer()
+    key = (obj.as_pointer(), obj.data.as_pointer(), len(obj.pose.bones))
     hit = _chains_cache.get(key)
     if hit is not None and hit[0] == _generation:
         bones = obj.pose.bones
-        if all(tip in bones for tip in hit[1].tips):
+        if all((pb := bones.get(tip)) is not None and pb.reach_ik.has_chain for tip in hit[1].tips):
             return hit[1]
     tips = []
     candidates: set[str] = set()
