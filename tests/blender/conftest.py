@@ -12,7 +12,8 @@ Fixtures:
 
 * ``blender`` (session): ``bpy`` with the extension and the bundled Rigify enabled;
 * ``clean_scene``: an empty scene (``read_homefile(use_empty=True)``: add-ons and extensions
-  stay enabled, the scene, objects and actions are reset);
+  stay enabled, the scene, objects and actions are reset; ``read_factory_settings`` would
+  disable them, so it is not used);
 * ``metarig``: the Rigify human metarig, in pose mode;
 * ``addon``: the installed extension's ``ik_addon`` package (``.evaluate``, ``.handlers``…).
 
