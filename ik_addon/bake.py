@@ -16,10 +16,10 @@ failed bake leaves the file as it was; only the scene's frame is set back):
    all of it follows from F-curves alone (:mod:`.sampling`: plain actions, no drivers,
    constraints or NLA on what is read), it is computed for all frames from them;
    otherwise the scene is set to every baked frame and everything is read there.
-2. **Solve.** Each chain is solved for all frames at once — one batched :func:`core.solve`
-   call per group of frames sharing the same settings — by exactly the steps
-   :func:`.evaluate.solve_chains` takes for one frame (base frame, targets in it, solve from
-   the rest pose, blend with FK by influence). At the first and last frame the batched
+2. **Solve.** Each chain is solved for all frames at once by
+   :func:`.evaluate.solve_chain_frames`, the function the live solver calls for one frame
+   (base frame, targets in it, one batched :func:`core.solve` per group of frames sharing
+   the same settings, untwist, blend with FK by influence). At the first and last frame the batched
    result is checked against :func:`.evaluate.solve_chains` itself (after setting those
    frames); a mismatch falls back to the next way (from F-curves → every frame read →
    frame by frame). Chains whose inputs depend on bones another chain moves (nested chains,
@@ -39,7 +39,7 @@ import dataclasses
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -48,12 +48,12 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from ..core import ReachIKError, SolveOptions, forward_kinematics, solve
+from ..core import ReachIKError
 from ..core import rotations as rot
 from . import evaluate, handlers, keying, sampling
 from .operators import remove_chain
 from .quality import ChainQuality, chain_quality
-from .rig import RigChain
+from .rig import RigChain, base_matrices
 
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 Into = Literal["CURRENT", "NEW"]
@@ -194,17 +194,6 @@ class BakeResult:
 # Sampling
 
 
-@contextmanager
-def live_solving_paused() -> Iterator[None]:
-    """Keep the live handlers from solving while the bake sets frames."""
-    before = handlers._busy
-    handlers._busy = True
-    try:
-        yield
-    finally:
-        handlers._busy = before
-
-
 def _ancestors(obj: Any, name: str) -> set[str]:
     """``name`` and every bone above it."""
     out = set()
@@ -276,7 +265,7 @@ class _Samples:
         self._settings: list[tuple[float, ...]] = []
         self._locations: list[Any] = []
         self._parents: list[Any] = []
-        self._fk: dict[int, list[np.ndarray]] = {}
+        self._fk: dict[int, np.ndarray] = {}
 
     def read(self, depsgraph: Any, obj_eval: Any, i: int, fk: bool = False) -> None:
         """Read the inputs at the current frame (index ``i``); the FK pose when blended with
@@ -292,10 +281,7 @@ class _Samples:
         if self.pole_goal is not None:
             self.pole_goal.read(depsgraph, obj_eval)
         if fk or settings[1] < 1.0 or not settings[0]:
-            self._fk[i] = [
-                evaluate.values_to_quaternion(*evaluate._fk_state(pose_bones[name]))
-                for name in self.rig.bone_names
-            ]
+            self._fk[i] = evaluate.fk_rotations(pose_bones, self.rig.bone_names)
 
     def finish(self, count: int) -> None:
         """Turn the reads into ``count``-frame arrays; a single read stands for all frames
@@ -327,52 +313,6 @@ def _sample_frame(
 # Batched solve
 
 
-def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.ndarray) -> Any:
-    """:func:`.rig.base_matrix` for many frames: ``(F, 4, 4)`` base frames, armature space.
-
-    Args:
-        parents: ``(F, 4, 4)`` the root parent's posed matrices, or ``None`` (no parent).
-        root_location: ``(F, 3)`` the root's location channels, metres.
-    """
-    count = root_location.shape[0]
-    parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
-    rest = rig.root_rest
-    local_t = rest[:3, 3] + root_location @ rest[:3, :3].T
-    head = np.einsum("fij,fj->fi", parent[:, :3, :3], local_t) + parent[:, :3, 3]
-    base = (
-        parent.copy() if rig.inherit_rotation else np.broadcast_to(np.eye(4), parent.shape).copy()
-    )
-    base[:, :3, 3] = head
-    return base
-
-
-def _determinants(m: np.ndarray) -> np.ndarray:
-    """Determinants ``(F,)`` of the 3×3 parts of ``(F, 4, 4)`` matrices (no LAPACK)."""
-    a = m[:, :3, :3]
-    return np.einsum("fi,fi->f", a[:, 0], np.cross(a[:, 1], a[:, 2]))
-
-
-def affine_inverse(m: np.ndarray) -> np.ndarray:
-    """Inverses ``(F, 4, 4)`` of affine matrices ``(F, 4, 4)`` (last row 0, 0, 0, 1).
-
-    The 3×3 part is inverted by its adjugate (the batched LAPACK call costs ~10 µs per
-    matrix); the caller has checked it is not singular.
-    """
-    a = m[:, :3, :3]
-    adjugate = np.empty_like(a)
-    for i in range(3):
-        for j in range(3):
-            r0, r1 = (j + 1) % 3, (j + 2) % 3
-            c0, c1 = (i + 1) % 3, (i + 2) % 3
-            adjugate[:, i, j] = a[:, r0, c0] * a[:, r1, c1] - a[:, r0, c1] * a[:, r1, c0]
-    det = np.einsum("fi,fi->f", a[:, 0, :], adjugate[:, :, 0])
-    out = np.zeros_like(m)
-    out[:, :3, :3] = adjugate / det[:, None, None]
-    out[:, :3, 3] = -np.einsum("fij,fj->fi", out[:, :3, :3], m[:, :3, 3])
-    out[:, 3, 3] = 1.0
-    return out
-
-
 def _points(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
     """World positions ``(F, 3)`` of heads given their ``(F, 4, 4)`` matrices."""
     if space is None:
@@ -381,10 +321,9 @@ def _points(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
 
 
 def _orientation(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
-    """Column-normalised world rotation matrices ``(F, 3, 3)``."""
+    """World rotation matrices ``(F, 3, 3)`` (columns scaled)."""
     m = matrices if space is None else space @ matrices
-    r = m[:, :3, :3]
-    return r / np.linalg.norm(r, axis=-2, keepdims=True)
+    return m[:, :3, :3]
 
 
 @dataclass
@@ -401,107 +340,32 @@ class _Solved:
     disabled: int = 0
 
 
-def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
-    return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
-
-
-def untwist(chain: Any, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """:func:`.evaluate.untwist` for many poses at once (the same steps, numpy-batched).
-
-    Every free joint after which all joints are free is re-aimed at its solved next joint by
-    the shortest rotation from its rest link direction (:func:`core.rotations.between`).
-
-    Args:
-        chain: the core chain.
-        rotations: ``(N, n, 4)`` solved local rotations (wxyz).
-        positions: ``(N, n + 1, 3)`` their joint positions (base frame).
-    """
-    n = chain.n_joints
-    free = [lim.is_free for lim in chain.limits]
-    first = n
-    while first > 0 and free[first - 1]:
-        first -= 1
-    if first == n:
-        return rotations
-    out = np.array(rotations, dtype=np.float64, copy=True)
-    world = np.broadcast_to(rot.identity(), (out.shape[0], 4))
-    for i in range(n):
-        parent = rot.multiply(world, chain.rest_rotations[i])
-        if i >= first:
-            link = positions[:, i + 1] - positions[:, i]
-            out[:, i] = rot.between(chain.offsets[i], rot.rotate(rot.conjugate(parent), link))
-        world = rot.multiply(parent, out[:, i])
-    return out
-
-
 def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
-    """Every frame of one chain, following :func:`.evaluate._solve_one` step by step."""
-    spec, rig, chain = s.spec, s.rig, s.rig.chain
-    solver = spec.solver
-    if solver not in evaluate.available_methods():
-        raise ReachIKError(
-            f"solver '{solver}' is not available; choose one of "
-            f"{', '.join(evaluate.available_methods())}"
-        )
+    """Every frame of one chain: its sampled inputs to :func:`.evaluate.solve_chain_frames`."""
+    rig = s.rig
     base = world @ base_matrices(rig, s.parents, s.root_location)
-    if not np.all(np.abs(_determinants(base)) > 1e-18):
-        raise ReachIKError("the chain's parent or the armature has zero scale")
-    to_base = affine_inverse(base)
     target_w = _points(s.target, s.target_space)
-    target_b = _to_frame(to_base, target_w)
-    pole_b = None
-    if s.pole is not None:
-        pole_b = _to_frame(to_base, _points(s.pole, s.pole_space))
     enabled, influence, pole_angle, orient_weight = s.settings.T
-    goal = None
-    weight = np.ones(s.count)
-    if spec.use_rotation:
-        base_rot = base[:, :3, :3] / np.linalg.norm(base[:, :3, :3], axis=-2, keepdims=True)
-        world_rot = _orientation(s.target, s.target_space)
-        goal = rot.from_matrix(np.swapaxes(base_rot, -1, -2) @ world_rot)
-        weight = 1.0 - orient_weight
-    tolerance = spec.tolerance if spec.tolerance > 0.0 else None
-    n = chain.n_joints
-    ik = np.empty((s.count, n, 4))
-    keys = np.stack([pole_angle, weight], axis=-1)
-    groups, inverse = np.unique(keys, axis=0, return_inverse=True)
-    for g, (angle, w) in enumerate(groups):
-        idx = np.flatnonzero(inverse.ravel() == g)
-        options = SolveOptions(
-            max_iterations=max(spec.iterations, 1),
-            tolerance=tolerance,
-            pole_angle=float(angle),
-            position_weight=float(w),
-        )
-        result = solve(
-            chain,
-            target_b[idx],
-            method=solver,
-            pole=None if pole_b is None else pole_b[idx],
-            target_rotation=None if goal is None else goal[idx],
-            options=options,
-        )
-        solved = np.asarray(result.rotations, dtype=np.float64)
-        if goal is None or w >= 1.0:
-            solved = untwist(chain, solved, np.asarray(result.positions, dtype=np.float64))
-        ik[idx] = solved
-    if not np.all(np.isfinite(ik)):
-        raise ReachIKError(f"solver '{solver}' returned non-finite rotations")
-    share = np.where(enabled > 0.5, np.clip(influence, 0.0, 1.0), 0.0)
-    blend = share < 1.0
-    if np.any(blend):
-        ik[blend] = rot.normalize(rot.slerp(s.fk[blend], ik[blend], share[blend][:, None]))
-    effector_b = forward_kinematics(chain, ik)[0][:, -1]
-    effector_w = np.einsum("fij,fj->fi", base[:, :3, :3], effector_b) + base[:, :3, 3]
-    reach_tol = chain.reach * 1e-9 + (tolerance or 1e-6 * chain.reach)
+    solved = evaluate.solve_chain_frames(
+        rig,
+        s.spec,
+        base,
+        target_w,
+        None if s.pole is None else _points(s.pole, s.pole_space),
+        _orientation(s.target, s.target_space) if s.spec.use_rotation else None,
+        s.fk,
+        np.where(enabled > 0.5, influence, 0.0),
+        pole_angle,
+        orient_weight,
+    )
     scale = float(np.mean(np.linalg.norm(world[0, :3, :3], axis=0)))
     return _Solved(
-        spec=spec,
+        spec=s.spec,
         bone_names=rig.bone_names,
-        chain_length_world=float(np.sum(chain.lengths)) * scale,
-        rotations=ik,
-        errors=np.linalg.norm(effector_w - target_w, axis=-1),
-        reachable=np.linalg.norm(target_b, axis=-1) <= chain.reach + reach_tol,
+        chain_length_world=float(np.sum(rig.chain.lengths)) * scale,
+        rotations=solved.rotations,
+        errors=solved.errors,
+        reachable=solved.reachable,
         targets=target_w,
         disabled=int(np.count_nonzero(enabled <= 0.5)),
     )
@@ -897,7 +761,7 @@ def bake(
     method = ""
     solved: list[_Solved] | None = None
     try:
-        with live_solving_paused(), _solver_override(obj, usable, options.solver) as chosen:
+        with handlers.paused(), _solver_override(obj, usable, options.solver) as chosen:
             attempts = (("batched, from F-curves", True), ("batched", False))
             for label, from_curves in attempts if _batchable(obj, rigs, chosen) else ():
                 notes: list[str] = []

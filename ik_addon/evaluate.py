@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Solve an armature's Reach IK chains from its evaluated state, and write the poses.
 
-This is the one place where chains are solved; live solving (:mod:`.handlers`) and baking
-both use it, so a baked pose is the live pose. Stable API:
+This is the one place where chains are solved: :func:`solve_chain_frames` solves one chain
+at ``F`` frames from arrays of its inputs; live solving (:mod:`.handlers`, ``F = 1`` per
+chain) and baking (:mod:`.bake`, all frames at once) both call it, so a baked pose is the
+live pose. Stable API:
 
 ``solve_armature(obj, depsgraph) -> list[ChainPose]``
     Solves every enabled chain of the armature object ``obj`` from the state evaluated in
@@ -53,7 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -61,12 +63,12 @@ from typing import Any
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from ..core import METHODS, Chain, ReachIKError, SolveOptions, solve
+from ..core import METHODS, Chain, ReachIKError, SolveOptions, forward_kinematics, solve
 from ..core import rotations as rot
 from .rig import (
     RigChain,
     affine_inverse,
-    base_matrix,
+    base_matrices,
     build_rig_chain,
     chain_bones,
     matrix,
@@ -412,7 +414,7 @@ def _point_world(
 
 
 def _rotation_world(spec: ChainSpec, own: Any, state: _PoseState, world: np.ndarray) -> Any:
-    """World rotation matrix ``(3, 3)`` of the target (object, or bone)."""
+    """World rotation matrix ``(3, 3)`` of the target (object, or bone; columns scaled)."""
     tgt = spec.target
     if spec.target_bone and tgt.type == "ARMATURE":
         if tgt.original == own.original:
@@ -421,12 +423,12 @@ def _rotation_world(spec: ChainSpec, own: Any, state: _PoseState, world: np.ndar
             m = matrix(tgt.matrix_world) @ matrix(tgt.pose.bones[spec.target_bone].matrix)
     else:
         m = matrix(tgt.matrix_world)
-    r = m[:3, :3]
-    return r / np.linalg.norm(r, axis=0)
+    return m[:3, :3]
 
 
-def _fk_state(pose_bone: Any) -> tuple[str, tuple[float, ...]]:
-    """The bone's FK rotation (mode, values) by the rule of the module docstring."""
+def fk_state(pose_bone: Any) -> tuple[str, tuple[float, ...]]:
+    """The bone's FK rotation ``(mode, 4 values)`` by the rule of the module docstring
+    (values as :func:`read_rotation`)."""
     s = pose_bone.reach_ik
     mode = pose_bone.rotation_mode
     current = read_rotation(pose_bone)
@@ -435,6 +437,11 @@ def _fk_state(pose_bone: Any) -> tuple[str, tuple[float, ...]]:
     if mode == s.ik_mode and current != tuple(s.ik_value):
         return mode, current
     return s.fk_mode, tuple(s.fk_value)
+
+
+def fk_rotations(pose_bones: Any, names: Iterable[str]) -> np.ndarray:
+    """The FK rotations ``(n, 4)`` wxyz (basis space) of the bones ``names``."""
+    return np.array([values_to_quaternion(*fk_state(pose_bones[name])) for name in names])
 
 
 @lru_cache(maxsize=256)
@@ -454,8 +461,8 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
     joint; a solver's twist is arbitrary and can spin fast while the target moves smoothly
     (a limb's upper bone turning about itself, the elbow's axis swinging with it). Every
     free joint (no locks or limits) after which all joints are free is re-aimed at its
-    solved next joint by the shortest rotation from its rest link direction, which keeps
-    every joint position and removes the twist.
+    solved next joint by the shortest rotation from its rest link direction
+    (:func:`core.rotations.between`), which keeps every joint position and removes the twist.
 
     Args:
         chain: the chain.
@@ -463,157 +470,181 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
         positions: ``(N, n + 1, 3)`` their joint positions (base frame).
 
     Returns:
-        ``(N, n, 4)`` rotations with the same joint positions. Plain float arithmetic, one
-        pose at a time: numpy's per-call overhead would dominate for a few joints.
+        ``(N, n, 4)`` rotations with the same joint positions.
     """
     n = chain.n_joints
-    free = [lim.is_free for lim in chain.limits]
     first = n
-    while first > 0 and free[first - 1]:
+    while first > 0 and chain.limits[first - 1].is_free:
         first -= 1
     if first == n:
         return rotations
-    rests = chain.rest_rotations.tolist()
-    offsets = chain.offsets.tolist()
     out = np.array(rotations, dtype=np.float64, copy=True)
-    for k, (pose, points) in enumerate(zip(out.tolist(), positions.tolist(), strict=True)):
-        world: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0)
-        for i in range(n):
-            parent = _qmul(world, rests[i])
-            if i >= first:
-                link = [b - a for a, b in zip(points[i], points[i + 1], strict=True)]
-                local = _rotate(_qconj(parent), link)
-                pose[i] = list(_between(offsets[i], local))
-            world = _qmul(parent, pose[i])
-        out[k] = pose
+    world = np.broadcast_to(rot.identity(), (out.shape[0], 4))
+    for i in range(n):
+        parent = rot.multiply(world, chain.rest_rotations[i])
+        if i >= first:
+            link = positions[:, i + 1] - positions[:, i]
+            out[:, i] = rot.between(chain.offsets[i], rot.rotate(rot.conjugate(parent), link))
+        world = rot.multiply(parent, out[:, i])
     return out
 
 
-def _qconj(q: Sequence[float]) -> tuple[float, float, float, float]:
-    return (q[0], -q[1], -q[2], -q[3])
+@dataclass(frozen=True, eq=False)
+class FrameSolution:
+    """One chain solved at ``F`` frames by :func:`solve_chain_frames` (world metres).
+
+    Attributes:
+        rotations: ``(F, n, 4)`` wxyz basis rotations, blended with FK by influence.
+        errors: ``(F,)`` distance from the effector of that pose to the target.
+        reachable: ``(F,)`` the target lies within the straightened chain's reach.
+        effectors: ``(F, 3)`` the effector of that pose, world.
+    """
+
+    rotations: np.ndarray
+    errors: np.ndarray
+    reachable: np.ndarray
+    effectors: np.ndarray
 
 
-def _rotate(q: Sequence[float], v: Sequence[float]) -> list[float]:
-    """Rotate ``v`` by the unit quaternion ``q`` (plain floats)."""
-    w, x, y, z = q
-    # v + 2w (u × v) + 2 u × (u × v), u = (x, y, z)
-    cx, cy, cz = y * v[2] - z * v[1], z * v[0] - x * v[2], x * v[1] - y * v[0]
-    return [
-        v[0] + 2.0 * (w * cx + y * cz - z * cy),
-        v[1] + 2.0 * (w * cy + z * cx - x * cz),
-        v[2] + 2.0 * (w * cz + x * cy - y * cx),
-    ]
+def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)``."""
+    return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
 
 
-def _between(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float]:
-    """Shortest-arc unit quaternion taking direction ``a`` to ``b`` (as
-    :func:`core.rotations.between`; the identity for a zero vector)."""
-    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
-    nb = math.sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])
-    if na == 0.0 or nb == 0.0:
-        return (1.0, 0.0, 0.0, 0.0)
-    ua = [c / na for c in a]
-    ub = [c / nb for c in b]
-    dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
-    cx = ua[1] * ub[2] - ua[2] * ub[1]
-    cy = ua[2] * ub[0] - ua[0] * ub[2]
-    cz = ua[0] * ub[1] - ua[1] * ub[0]
-    if dot < 0.0:
-        along = cx * ua[0] + cy * ua[1] + cz * ua[2]
-        cx, cy, cz = cx - along * ua[0], cy - along * ua[1], cz - along * ua[2]
-    cross_sq = cx * cx + cy * cy + cz * cz
-    if dot < 0.0 and cross_sq < 1e-24:
-        axis = rot.perpendicular(np.array(ua)).tolist()
-        return (0.0, axis[0], axis[1], axis[2])
-    w = cross_sq / (1.0 - dot) if dot < 0.0 else 1.0 + dot
-    norm = math.sqrt(w * w + cross_sq)
-    return (w / norm, cx / norm, cy / norm, cz / norm)
+def solve_chain_frames(
+    rig: RigChain,
+    spec: ChainSpec,
+    bases: np.ndarray,
+    targets: np.ndarray,
+    poles: np.ndarray | None,
+    goal_rotations: np.ndarray | None,
+    fk: np.ndarray | None,
+    influence: np.ndarray,
+    pole_angle: np.ndarray,
+    orient_weight: np.ndarray,
+) -> FrameSolution:
+    """Solve one chain at ``F`` frames: the one solve path of live solving and baking.
 
+    Base frame → :func:`core.solve` from the rest pose (batched over the frames, one call
+    per group of frames with the same options) → :func:`untwist` (without an orientation
+    goal) → ``slerp(q_FK, q_IK, influence)`` per bone.
 
-def _qmul(p: Sequence[float], q: Sequence[float]) -> tuple[float, float, float, float]:
-    pw, px, py, pz = p
-    qw, qx, qy, qz = q
-    return (
-        pw * qw - px * qx - py * qy - pz * qz,
-        pw * qx + px * qw + py * qz - pz * qy,
-        pw * qy - px * qz + py * qw + pz * qx,
-        pw * qz + px * qy - py * qx + pz * qw,
-    )
+    Args:
+        rig: the chain.
+        spec: its settings (solver, iterations, tolerance, use rotation are read here).
+        bases: ``(F, 4, 4)`` base frames in world space (world @ :func:`.rig.base_matrices`).
+        targets: ``(F, 3)`` target points, world metres.
+        poles: ``(F, 3)`` pole points, world metres, or ``None``.
+        goal_rotations: ``(F, 3, 3)`` the target's world rotation matrices (columns may be
+            scaled) for an orientation goal, or ``None``.
+        fk: ``(F, n, 4)`` the FK rotations (wxyz, basis space); read only on frames with
+            influence below 1 (may be ``None`` when there are none).
+        influence: ``(F,)`` the blend IK share in ``[0, 1]`` (0 on disabled frames).
+        pole_angle: ``(F,)`` radians.
+        orient_weight: ``(F,)`` the orientation goal's weight.
 
-
-def _effector(chain: Chain, rotations: np.ndarray) -> np.ndarray:
-    """End effector ``(3,)`` in the base frame: :func:`core.forward_kinematics` for one
-    pose, in plain floats (numpy's per-call overhead dominates for a few joints)."""
-    w: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0)
-    p = [0.0, 0.0, 0.0]
-    for rest, q, off in zip(
-        chain.rest_rotations.tolist(), rotations.tolist(), chain.offsets.tolist(), strict=True
-    ):
-        w = _qmul(_qmul(w, rest), q)
-        v = _qmul(_qmul(w, (0.0, *off)), (w[0], -w[1], -w[2], -w[3]))
-        n = w[0] * w[0] + w[1] * w[1] + w[2] * w[2] + w[3] * w[3]
-        p = [p[0] + v[1] / n, p[1] + v[2] / n, p[2] + v[3] / n]
-    return np.array(p)
-
-
-def _solve_one(
-    spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: np.ndarray
-) -> ChainPose:
+    Raises:
+        ReachIKError: unknown solver, zero scale, non-finite result.
+    """
     if spec.solver not in available_methods():
         raise ReachIKError(
             f"solver '{spec.solver}' is not available; choose one of "
             f"{', '.join(available_methods())}"
         )
-    target_w = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
-    parent = state.matrix(rig.parent) if rig.parent is not None else None
-    root_pb = state.pose_bones[rig.bone_names[0]]
-    base = world @ base_matrix(rig, parent, np.array(root_pb.location, dtype=np.float64))
-    to_base = affine_inverse(base)
-    target_b = to_base[:3, :3] @ target_w + to_base[:3, 3]
-    pole_b = None
-    if spec.pole is not None:
-        pole_w = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)
-        pole_b = to_base[:3, :3] @ pole_w + to_base[:3, 3]
-    goal_rot = None
-    weight = 1.0
-    if spec.use_rotation:
-        base_rot = base[:3, :3] / np.linalg.norm(base[:3, :3], axis=0)
-        goal_rot = rot.from_matrix(base_rot.T @ _rotation_world(spec, obj_eval, state, world))
-        weight = 1.0 - spec.orient_weight
-    options = _options(spec.iterations, spec.tolerance, spec.pole_angle, weight)
     chain = rig.chain
-    result = solve(
-        chain,
-        target_b,
-        method=spec.solver,
-        pole=pole_b,
-        target_rotation=goal_rot,
-        options=options,
-    )
-    ik = np.asarray(result.rotations, dtype=np.float64)
-    if goal_rot is None or weight >= 1.0:
-        ik = untwist(chain, ik[None], np.asarray(result.positions)[None])[0]
+    count = targets.shape[0]
+    to_base = affine_inverse(bases)
+    target_b = _to_frame(to_base, targets)
+    pole_b = None if poles is None else _to_frame(to_base, poles)
+    goal = None
+    weight = np.ones(count)
+    if spec.use_rotation and goal_rotations is not None:
+        base_rot = bases[:, :3, :3] / np.linalg.norm(bases[:, :3, :3], axis=-2, keepdims=True)
+        world_rot = goal_rotations / np.linalg.norm(goal_rotations, axis=-2, keepdims=True)
+        goal = rot.from_matrix(np.swapaxes(base_rot, -1, -2) @ world_rot)
+        weight = 1.0 - np.asarray(orient_weight, dtype=np.float64)
+    keys = np.stack([pole_angle, weight], axis=-1)
+    if np.all(keys == keys[0]):
+        groups, inverse = keys[:1], np.zeros(count, dtype=np.intp)
+    else:
+        groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+    ik = np.empty((count, chain.n_joints, 4))
+    positions = np.empty((count, chain.n_joints + 1, 3))
+    for g, (angle, w) in enumerate(groups.tolist()):
+        idx = np.flatnonzero(inverse.ravel() == g)
+        options = _options(spec.iterations, spec.tolerance, angle, w)
+        result = solve(
+            chain,
+            target_b[idx],
+            method=spec.solver,
+            pole=None if pole_b is None else pole_b[idx],
+            target_rotation=None if goal is None else goal[idx],
+            options=options,
+        )
+        solved = np.asarray(result.rotations, dtype=np.float64)
+        positions[idx] = result.positions
+        if goal is None or w >= 1.0:
+            solved = untwist(chain, solved, positions[idx])
+        ik[idx] = solved
     if not np.all(np.isfinite(ik)):
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
+    share = np.clip(np.asarray(influence, dtype=np.float64), 0.0, 1.0)
+    effector_b = positions[:, -1]
+    blend = share < 1.0
+    if np.any(blend):
+        if fk is None:
+            raise ReachIKError("the FK pose is needed to blend with influence below 1")
+        ik[blend] = rot.normalize(rot.slerp(fk[blend], ik[blend], share[blend][:, None]))
+        effector_b[blend] = forward_kinematics(chain, ik[blend])[0][:, -1]
+    effectors = _to_frame(bases, effector_b)
+    tolerance = _options(spec.iterations, spec.tolerance, 0.0, 1.0).tolerance
+    reach_tol = chain.reach * 1e-9 + (tolerance or 1e-6 * chain.reach)
+    return FrameSolution(
+        rotations=ik,
+        errors=np.linalg.norm(effectors - targets, axis=-1),
+        reachable=np.linalg.norm(target_b, axis=-1) <= chain.reach + reach_tol,
+        effectors=effectors,
+    )
+
+
+def _solve_one(
+    spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: np.ndarray
+) -> ChainPose:
+    """One chain at the current frame: its inputs as evaluated, then
+    :func:`solve_chain_frames` with ``F = 1``."""
+    target_w = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
+    parent = state.matrix(rig.parent)[None] if rig.parent is not None else None
+    root_location = np.array([state.pose_bones[rig.bone_names[0]].location], dtype=np.float64)
+    base = world @ base_matrices(rig, parent, root_location)
+    pole_w = None
+    if spec.pole is not None:
+        pole_w = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)[None]
+    goal_rot = None
+    if spec.use_rotation:
+        goal_rot = _rotation_world(spec, obj_eval, state, world)[None]
+    fk = None
     if spec.influence < 1.0:
-        fk = np.array(
-            [values_to_quaternion(*_fk_state(state.pose_bones[n])) for n in rig.bone_names]
-        )
-        ik = rot.normalize(rot.slerp(fk, ik, spec.influence))
-        effector_b = _effector(chain, ik)
-    else:
-        effector_b = np.asarray(result.positions[-1], dtype=np.float64)
-    effector_w = base[:3, :3] @ effector_b + base[:3, 3]
-    reach_tol = chain.reach * 1e-9 + (options.tolerance or 1e-6 * chain.reach)
-    gap = effector_w - target_w
+        fk = fk_rotations(state.pose_bones, rig.bone_names)[None]
+    solved = solve_chain_frames(
+        rig,
+        spec,
+        base,
+        target_w[None],
+        pole_w,
+        goal_rot,
+        fk,
+        np.array([spec.influence]),
+        np.array([spec.pole_angle]),
+        np.array([spec.orient_weight]),
+    )
     return ChainPose(
         tip=spec.tip,
         bone_names=rig.bone_names,
-        rotations=ik,
-        error=math.sqrt(float(gap @ gap)),
-        reachable=math.sqrt(float(target_b @ target_b)) <= chain.reach + reach_tol,
+        rotations=solved.rotations[0],
+        error=float(solved.errors[0]),
+        reachable=bool(solved.reachable[0]),
         target_world=target_w,
-        effector_world=effector_w,
+        effector_world=solved.effectors[0],
     )
 
 
@@ -727,7 +758,7 @@ def restore_fk(
         s = pb.reach_ik
         if not s.ik_active or pb.name in kept:
             continue
-        fk_mode, fk_values = _fk_state(pb)
+        fk_mode, fk_values = fk_state(pb)
         if fk_mode == pb.rotation_mode:
             values = tuple(fk_values)
         else:
@@ -748,18 +779,22 @@ __all__ = [
     "ArmatureChains",
     "ChainPose",
     "ChainSpec",
+    "FrameSolution",
     "SolveReport",
     "apply_poses",
     "armature_chains",
     "available_methods",
     "chain_tips",
     "clear_caches",
+    "fk_rotations",
+    "fk_state",
     "invalidate",
     "quaternion_to_values",
     "read_rotation",
     "restore_fk",
     "rig_chain",
     "solve_armature",
+    "solve_chain_frames",
     "solve_chains",
     "untwist",
     "values_to_quaternion",

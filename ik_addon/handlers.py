@@ -25,7 +25,8 @@ messages are kept in :data:`status` for the panels (not saved).
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,21 +84,30 @@ def _has_work(found: evaluate.ArmatureChains) -> bool:
     return bool(found.tips or found.candidates)
 
 
-def solve_scene(scene: Any, depsgraph: Any) -> None:
-    """Solve every armature of ``scene`` that has chains; never raises."""
+@contextmanager
+def paused() -> Iterator[None]:
+    """Keep the live handlers from solving inside the block (a bake setting frames; a
+    solve writing the pose)."""
     global _busy
-    if _busy:
-        return
+    before = _busy
     _busy = True
     try:
+        yield
+    finally:
+        _busy = before
+
+
+def solve_scene(scene: Any, depsgraph: Any) -> None:
+    """Solve every armature of ``scene`` that has chains; never raises."""
+    if _busy:
+        return
+    with paused():
         for obj in _armatures(scene):
             if not obj.library or obj.override_library:
                 try:
                     solve_object(obj, depsgraph)
                 except Exception:
                     _report_once(obj.name)
-    finally:
-        _busy = False
 
 
 def _report_once(name: str) -> None:

@@ -9,7 +9,7 @@ Spaces used by the Blender layer (all 4×4 matrices act on column vectors, numpy
 * **base frame** of a chain (the core's frame, see :mod:`core.chain`): its origin is the
   chain root's posed head, its axes are the posed axes of the root's parent bone (armature
   space axes when the root has no parent, or does not inherit rotation), and its unit is
-  the parent's posed scale. ``base_matrix`` below maps base-frame points to armature space.
+  the parent's posed scale. ``base_matrices`` below maps base-frame points to armature space.
 
 A chain of ``n`` joints is the bones ``root … tip`` (root→tip). Blender composes a posed
 bone as ``M_i = M_parent · (R_parent⁻¹ · R_i) · B_i`` (``R`` = ``bone.matrix_local``, the
@@ -96,28 +96,27 @@ def matrix(m: Any) -> np.ndarray:
 
 
 def affine_inverse(m: np.ndarray) -> np.ndarray:
-    """Inverse of an affine ``(4, 4)`` matrix (last row ``0 0 0 1``), in float64.
+    """Inverses of affine matrices ``(..., 4, 4)`` (last row ``0 0 0 1``), in float64.
 
-    Written out (cofactors) rather than ``np.linalg.inv``: inside Blender, LAPACK calls on
-    tiny matrices can cost milliseconds (thread start-up), and this runs every frame.
+    The 3×3 part is inverted by its adjugate (rows ``c1 × c2``, ``c2 × c0``, ``c0 × c1`` of
+    its columns ``c``) rather than ``np.linalg.inv``: inside Blender, LAPACK calls on tiny
+    matrices can cost milliseconds (thread start-up), and this runs every frame.
 
     Raises:
-        RigError: the matrix has (nearly) zero scale.
+        RigError: a matrix has (nearly) zero scale.
     """
-    (a, b, c, x), (d, e, f, y), (g, h, i, z) = m[:3].tolist()
-    ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g
-    det = a * ca + b * cb + c * cc
-    if not abs(det) > 1e-18:
+    m = np.asarray(m, dtype=np.float64)
+    a = m[..., :3, :3]
+    c0, c1, c2 = a[..., 0], a[..., 1], a[..., 2]
+    rows = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-2)
+    det = np.einsum("...i,...i->...", c0, rows[..., 0, :])
+    if not np.all(np.abs(det) > 1e-18):
         raise RigError("a bone, the chain's parent or the armature has zero scale")
-    s = 1.0 / det
-    r = (
-        (ca * s, (c * h - b * i) * s, (b * f - c * e) * s),
-        (cb * s, (a * i - c * g) * s, (c * d - a * f) * s),
-        (cc * s, (b * g - a * h) * s, (a * e - b * d) * s),
-    )
-    return np.array(
-        [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r] + [[0.0, 0.0, 0.0, 1.0]]
-    )
+    out = np.zeros_like(m)
+    out[..., :3, :3] = rows / det[..., None, None]
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", out[..., :3, :3], m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
 
 
 def bone_limits(pose_bone: Any) -> JointLimits:
@@ -263,23 +262,27 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
     )
 
 
-def base_matrix(rig: RigChain, parent_posed: np.ndarray | None, root_location: np.ndarray) -> Any:
-    """The chain's base frame in armature space, ``(4, 4)``.
+def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.ndarray) -> Any:
+    """The chain's base frames in armature space, ``(F, 4, 4)``, for ``F`` frames.
 
     Args:
         rig: the chain.
-        parent_posed: ``(4, 4)`` the root parent's posed matrix (armature space), or ``None``.
-        root_location: ``(3,)`` the root's own location channels (``matrix_basis``
+        parents: ``(F, 4, 4)`` the root parent's posed matrices (armature space), or
+            ``None`` (no parent).
+        root_location: ``(F, 3)`` the root's own location channels (``matrix_basis``
             translation, in the root's rest frame, metres).
 
     Returns:
         Maps base-frame points (chain units) to armature space: origin at the root's posed
         head, axes and scale of the parent's posed frame (see the module docstring).
     """
-    parent = np.eye(4) if parent_posed is None else parent_posed
-    head = rig.root_rest[:3, 3] + rig.root_rest[:3, :3] @ root_location
-    base = parent.copy() if rig.inherit_rotation else np.eye(4)
-    base[:3, 3] = parent[:3, :3] @ head + parent[:3, 3]
+    count = root_location.shape[0]
+    parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
+    rest = rig.root_rest
+    local = rest[:3, 3] + root_location @ rest[:3, :3].T
+    head = np.einsum("fij,fj->fi", parent[:, :3, :3], local) + parent[:, :3, 3]
+    base = parent.copy() if rig.inherit_rotation else np.tile(np.eye(4), (count, 1, 1))
+    base[:, :3, 3] = head
     return base
 
 

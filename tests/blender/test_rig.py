@@ -51,7 +51,10 @@ def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> No
         ob_eval = obj.evaluated_get(depsgraph)
         parent = np.array(ob_eval.pose.bones["shoulder"].matrix)
         root_loc = np.array(ob_eval.pose.bones["upper"].location)
-        base = np.array(obj.matrix_world) @ addon.rig.base_matrix(rig, parent, root_loc)
+        base = (
+            np.array(obj.matrix_world)
+            @ addon.rig.base_matrices(rig, parent[None], root_loc[None])[0]
+        )
         q = np.array(
             [
                 ev.values_to_quaternion(mode, ev.read_rotation(obj.pose.bones[n]))
