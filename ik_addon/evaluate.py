@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -454,6 +454,11 @@ def _options(iterations: int, tolerance: float, pole_angle: float, weight: float
     )
 
 
+#: Up to this many poses :func:`untwist` works pose by pose in plain floats; above it, on
+#: arrays of all poses (numpy's per-call overhead dominates a few small arrays).
+_FLOAT_POSES = 8
+
+
 def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Remove twist the goal does not need: free joints aim by the shortest swing.
 
@@ -461,8 +466,8 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
     joint; a solver's twist is arbitrary and can spin fast while the target moves smoothly
     (a limb's upper bone turning about itself, the elbow's axis swinging with it). Every
     free joint (no locks or limits) after which all joints are free is re-aimed at its
-    solved next joint by the shortest rotation from its rest link direction
-    (:func:`core.rotations.between`), which keeps every joint position and removes the twist.
+    solved next joint by the shortest rotation from its rest link direction (as
+    :func:`core.rotations.between`), which keeps every joint position and removes the twist.
 
     Args:
         chain: the chain.
@@ -470,7 +475,9 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
         positions: ``(N, n + 1, 3)`` their joint positions (base frame).
 
     Returns:
-        ``(N, n, 4)`` rotations with the same joint positions.
+        ``(N, n, 4)`` rotations with the same joint positions. The arithmetic
+        (:func:`_untwist_pose`) runs on components: plain floats pose by pose for a few
+        poses (live solving), ``(N,)`` arrays for many (baking).
     """
     n = chain.n_joints
     first = n
@@ -478,15 +485,99 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
         first -= 1
     if first == n:
         return rotations
-    out = np.array(rotations, dtype=np.float64, copy=True)
-    world = np.broadcast_to(rot.identity(), (out.shape[0], 4))
-    for i in range(n):
-        parent = rot.multiply(world, chain.rest_rotations[i])
+    rests = [tuple(r) for r in chain.rest_rotations.tolist()]
+    offsets = chain.offsets.tolist()
+    if rotations.shape[0] <= _FLOAT_POSES:
+        return np.array(
+            [
+                _untwist_pose(first, rests, offsets, [tuple(q) for q in pose], points)
+                for pose, points in zip(rotations.tolist(), positions.tolist(), strict=True)
+            ],
+            dtype=np.float64,
+        )
+    pose = [tuple(rotations[:, i].T) for i in range(n)]
+    points = [tuple(positions[:, i].T) for i in range(n + 1)]
+    out = _untwist_pose(first, rests, offsets, pose, points)
+    return np.stack([np.stack(q, axis=-1) for q in out], axis=1)
+
+
+def _untwist_pose(
+    first: int, rests: list[Any], offsets: list[Any], pose: list[Any], points: list[Any]
+) -> list[Any]:
+    """:func:`untwist`'s steps on components (floats, or ``(N,)`` arrays): ``pose`` the
+    ``n`` rotations as ``(w, x, y, z)``, ``points`` the ``n + 1`` joints as ``(x, y, z)``."""
+    out = list(pose)
+    world: Any = (1.0, 0.0, 0.0, 0.0)
+    for i in range(len(out)):
+        parent = _qmul(world, rests[i])
         if i >= first:
-            link = positions[:, i + 1] - positions[:, i]
-            out[:, i] = rot.between(chain.offsets[i], rot.rotate(rot.conjugate(parent), link))
-        world = rot.multiply(parent, out[:, i])
+            link = [b - a for a, b in zip(points[i], points[i + 1], strict=True)]
+            out[i] = _between(offsets[i], _rotate(_qconj(parent), link))
+        world = _qmul(parent, out[i])
     return out
+
+
+def _where(condition: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``condition`` holds, else ``b`` (a bool, or arrays)."""
+    if isinstance(condition, bool):
+        return a if condition else b
+    return np.where(condition, a, b)
+
+
+def _qconj(q: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+def _qmul(p: Sequence[Any], q: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
+    """Hamilton product of ``(w, x, y, z)`` components."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw - px * qx - py * qy - pz * qz,
+        pw * qx + px * qw + py * qz - pz * qy,
+        pw * qy - px * qz + py * qw + pz * qx,
+        pw * qz + px * qy - py * qx + pz * qw,
+    )
+
+
+def _rotate(q: Sequence[Any], v: Sequence[Any]) -> list[Any]:
+    """Rotate ``v`` by the unit quaternion ``q`` (components)."""
+    w, x, y, z = q
+    # v + 2w (u × v) + 2 u × (u × v), u = (x, y, z)
+    cx, cy, cz = y * v[2] - z * v[1], z * v[0] - x * v[2], x * v[1] - y * v[0]
+    return [
+        v[0] + 2.0 * (w * cx + y * cz - z * cy),
+        v[1] + 2.0 * (w * cy + z * cx - x * cz),
+        v[2] + 2.0 * (w * cz + x * cy - y * cx),
+    ]
+
+
+def _between(a: Sequence[float], b: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
+    """Shortest-arc unit quaternion taking the direction ``a`` (3 floats) to ``b``
+    (components), as :func:`core.rotations.between`: the identity for a zero vector, a half
+    turn about a perpendicular axis for opposite directions."""
+    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    if na == 0.0:
+        return (1.0, 0.0, 0.0, 0.0)
+    ua = [c / na for c in a]
+    nb = (b[0] * b[0] + b[1] * b[1] + b[2] * b[2]) ** 0.5
+    scale = 1.0 / _where(nb > 0.0, nb, 1.0)
+    ub = [c * scale for c in b]
+    dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
+    cx = ua[1] * ub[2] - ua[2] * ub[1]
+    cy = ua[2] * ub[0] - ua[0] * ub[2]
+    cz = ua[0] * ub[1] - ua[1] * ub[0]
+    cross_sq = cx * cx + cy * cy + cz * cz
+    behind = dot < 0.0
+    # 1 + dot, written as |a × b|² / (1 − dot) where dot < 0 (no cancellation).
+    w = _where(behind, cross_sq / (1.0 - dot * behind), 1.0 + dot)
+    opposite = behind & (cross_sq < 1e-24)
+    if np.any(opposite):
+        axis = rot.perpendicular(np.array(ua)).tolist()
+        w = _where(opposite, 0.0, w)
+        cx, cy, cz = (_where(opposite, axis[k], c) for k, c in enumerate((cx, cy, cz)))
+    norm = (w * w + cx * cx + cy * cy + cz * cz) ** 0.5
+    return (w / norm, cx / norm, cy / norm, cz / norm)
 
 
 @dataclass(frozen=True, eq=False)
@@ -572,17 +663,18 @@ def solve_chain_frames(
     positions = np.empty((count, chain.n_joints + 1, 3))
     for g, (angle, w) in enumerate(groups.tolist()):
         idx = np.flatnonzero(inverse.ravel() == g)
-        options = _options(spec.iterations, spec.tolerance, angle, w)
+        # One frame goes to the core unbatched: its batch set-up costs more than the solve.
+        pick: Any = idx[0] if idx.size == 1 else idx
         result = solve(
             chain,
-            target_b[idx],
+            target_b[pick],
             method=spec.solver,
-            pole=None if pole_b is None else pole_b[idx],
-            target_rotation=None if goal is None else goal[idx],
-            options=options,
+            pole=None if pole_b is None else pole_b[pick],
+            target_rotation=None if goal is None else goal[pick],
+            options=_options(spec.iterations, spec.tolerance, angle, w),
         )
-        solved = np.asarray(result.rotations, dtype=np.float64)
-        positions[idx] = result.positions
+        solved = np.asarray(result.rotations, dtype=np.float64).reshape(idx.size, -1, 4)
+        positions[idx] = np.asarray(result.positions).reshape(idx.size, -1, 3)
         if goal is None or w >= 1.0:
             solved = untwist(chain, solved, positions[idx])
         ik[idx] = solved

@@ -95,26 +95,33 @@ def matrix(m: Any) -> np.ndarray:
     return np.array(m, dtype=np.float64)
 
 
+_NEXT = np.array([[(k + 1) % 3] * 3 for k in range(3)])  # [k, m] → k + 1
+_AFTER = (_NEXT + 1) % 3  # [k, m] → k + 2
+
+
 def affine_inverse(m: np.ndarray) -> np.ndarray:
     """Inverses of affine matrices ``(..., 4, 4)`` (last row ``0 0 0 1``), in float64.
 
-    The 3×3 part is inverted by its adjugate (rows ``c1 × c2``, ``c2 × c0``, ``c0 × c1`` of
-    its columns ``c``) rather than ``np.linalg.inv``: inside Blender, LAPACK calls on tiny
-    matrices can cost milliseconds (thread start-up), and this runs every frame.
+    The 3×3 part ``A`` is inverted by its adjugate, ``adj[k, m] = A[m+1, k+1]·A[m+2, k+2] −
+    A[m+2, k+1]·A[m+1, k+2]`` (indices mod 3), rather than ``np.linalg.inv``: inside
+    Blender, LAPACK calls on tiny matrices can cost milliseconds (thread start-up), and this
+    runs every frame.
 
     Raises:
         RigError: a matrix has (nearly) zero scale.
     """
     m = np.asarray(m, dtype=np.float64)
     a = m[..., :3, :3]
-    c0, c1, c2 = a[..., 0], a[..., 1], a[..., 2]
-    rows = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-2)
-    det = np.einsum("...i,...i->...", c0, rows[..., 0, :])
+    rows, cols = _NEXT.T, _NEXT
+    rows2, cols2 = _AFTER.T, _AFTER
+    adjugate = a[..., rows, cols] * a[..., rows2, cols2] - a[..., rows2, cols] * a[..., rows, cols2]
+    det = (a[..., :, 0] * adjugate[..., 0, :]).sum(axis=-1)
     if not np.all(np.abs(det) > 1e-18):
         raise RigError("a bone, the chain's parent or the armature has zero scale")
     out = np.zeros_like(m)
-    out[..., :3, :3] = rows / det[..., None, None]
-    out[..., :3, 3] = -np.einsum("...ij,...j->...i", out[..., :3, :3], m[..., :3, 3])
+    inverse = adjugate / det[..., None, None]
+    out[..., :3, :3] = inverse
+    out[..., :3, 3] = -(inverse * m[..., None, :3, 3]).sum(axis=-1)
     out[..., 3, 3] = 1.0
     return out
 
