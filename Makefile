@@ -26,6 +26,7 @@ $(STAMP): requirements-dev.txt
 	touch $@
 
 demo: $(STAMP) $(ZIP)
+	$(PY) scripts/bench_triangulation.py --out out
 	$(PY) scripts/demo.py --out out
 
 lint: $(STAMP)
