@@ -572,7 +572,7 @@ def _between(a: Sequence[float], b: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
     # 1 + dot, written as |a × b|² / (1 − dot) where dot < 0 (no cancellation).
     w = _where(behind, cross_sq / (1.0 - dot * behind), 1.0 + dot)
     opposite = behind & (cross_sq < 1e-24)
-    if np.any(opposite):
+    if opposite is True or (not isinstance(opposite, bool) and opposite.any()):
         axis = rot.perpendicular(np.array(ua)).tolist()
         w = _where(opposite, 0.0, w)
         cx, cy, cz = (_where(opposite, axis[k], c) for k, c in enumerate((cx, cy, cz)))
@@ -654,15 +654,16 @@ def solve_chain_frames(
         world_rot = goal_rotations / np.linalg.norm(goal_rotations, axis=-2, keepdims=True)
         goal = rot.from_matrix(np.swapaxes(base_rot, -1, -2) @ world_rot)
         weight = 1.0 - np.asarray(orient_weight, dtype=np.float64)
-    keys = np.stack([pole_angle, weight], axis=-1)
-    if np.all(keys == keys[0]):
-        groups, inverse = keys[:1], np.zeros(count, dtype=np.intp)
+    angles = np.asarray(pole_angle, dtype=np.float64)
+    groups: list[tuple[float, float, Any]]
+    if count == 1 or (np.all(angles == angles[0]) and np.all(weight == weight[0])):
+        groups = [(float(angles[0]), float(weight[0]), np.arange(count))]
     else:
-        groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+        keys, inverse = np.unique(np.stack([angles, weight], axis=-1), axis=0, return_inverse=True)
+        groups = [(a, w, np.flatnonzero(inverse.ravel() == g)) for g, (a, w) in enumerate(keys)]
     ik = np.empty((count, chain.n_joints, 4))
     positions = np.empty((count, chain.n_joints + 1, 3))
-    for g, (angle, w) in enumerate(groups.tolist()):
-        idx = np.flatnonzero(inverse.ravel() == g)
+    for angle, w, idx in groups:
         # One frame goes to the core unbatched: its batch set-up costs more than the solve.
         pick: Any = idx[0] if idx.size == 1 else idx
         result = solve(
@@ -671,7 +672,7 @@ def solve_chain_frames(
             method=spec.solver,
             pole=None if pole_b is None else pole_b[pick],
             target_rotation=None if goal is None else goal[pick],
-            options=_options(spec.iterations, spec.tolerance, angle, w),
+            options=_options(spec.iterations, spec.tolerance, float(angle), float(w)),
         )
         solved = np.asarray(result.rotations, dtype=np.float64).reshape(idx.size, -1, 4)
         positions[idx] = np.asarray(result.positions).reshape(idx.size, -1, 3)

@@ -95,26 +95,31 @@ def matrix(m: Any) -> np.ndarray:
     return np.array(m, dtype=np.float64)
 
 
-_NEXT = np.array([[(k + 1) % 3] * 3 for k in range(3)])  # [k, m] → k + 1
-_AFTER = (_NEXT + 1) % 3  # [k, m] → k + 2
+def _adjugate_index() -> np.ndarray:
+    """Flat indices ``(4, 3, 3)`` into a 3×3 matrix ``A`` of the factors of its adjugate:
+    ``adj[k, m] = A[m+1, k+1]·A[m+2, k+2] − A[m+2, k+1]·A[m+1, k+2]`` (indices mod 3)."""
+    k, m = np.meshgrid(range(3), range(3), indexing="ij")
+    k1, k2, m1, m2 = (k + 1) % 3, (k + 2) % 3, (m + 1) % 3, (m + 2) % 3
+    return np.stack([3 * m1 + k1, 3 * m2 + k2, 3 * m2 + k1, 3 * m1 + k2])
+
+
+_ADJUGATE = _adjugate_index()
 
 
 def affine_inverse(m: np.ndarray) -> np.ndarray:
     """Inverses of affine matrices ``(..., 4, 4)`` (last row ``0 0 0 1``), in float64.
 
-    The 3×3 part ``A`` is inverted by its adjugate, ``adj[k, m] = A[m+1, k+1]·A[m+2, k+2] −
-    A[m+2, k+1]·A[m+1, k+2]`` (indices mod 3), rather than ``np.linalg.inv``: inside
-    Blender, LAPACK calls on tiny matrices can cost milliseconds (thread start-up), and this
-    runs every frame.
+    The 3×3 part is inverted by its adjugate (:func:`_adjugate_index`) rather than
+    ``np.linalg.inv``: inside Blender, LAPACK calls on tiny matrices can cost milliseconds
+    (thread start-up), and this runs every frame.
 
     Raises:
         RigError: a matrix has (nearly) zero scale.
     """
     m = np.asarray(m, dtype=np.float64)
     a = m[..., :3, :3]
-    rows, cols = _NEXT.T, _NEXT
-    rows2, cols2 = _AFTER.T, _AFTER
-    adjugate = a[..., rows, cols] * a[..., rows2, cols2] - a[..., rows2, cols] * a[..., rows, cols2]
+    f = a.reshape(*a.shape[:-2], 9)[..., _ADJUGATE]
+    adjugate = f[..., 0, :, :] * f[..., 1, :, :] - f[..., 2, :, :] * f[..., 3, :, :]
     det = (a[..., :, 0] * adjugate[..., 0, :]).sum(axis=-1)
     if not np.all(np.abs(det) > 1e-18):
         raise RigError("a bone, the chain's parent or the armature has zero scale")
