@@ -266,6 +266,11 @@ class _Stepper:
     max_step: float
     joint_starts: NDArray[np.intp]
 
+    @property
+    def unit(self) -> bool:
+        """True when every column's weight is 1 (no stiffness, no locks): no scaling."""
+        return bool(np.all(self.scale == 1.0))
+
     def propose(
         self, lin: _Linear, rows: NDArray[np.intp], retry: int
     ) -> tuple[FloatArray, FloatArray]:
@@ -297,14 +302,14 @@ class _Stepper:
         ``λ² = 10^(r − 3) · tr(J̃ J̃ᵀ)/m`` (step 6 of the module docstring); ``σ_min`` is then
         not computed (zeros).
         """
-        scaled_z = None if z is None else z * self.scale
-        Js = J * self.scale
+        scaled_z = z if z is None or self.unit else z * self.scale
+        Js = J if self.unit else J * self.scale
         if retry:
             lam2 = mean_gram(Js) * 10.0 ** (retry - 3)
             dpt, sigma = damped_step(Js, de, lam2, scaled_z), np.zeros(J.shape[0])
         else:
             dpt, sigma = self.rule(Js, de, scaled_z)
-        return self.clamp(dpt * self.scale, axes), sigma
+        return self.clamp(dpt if self.unit else dpt * self.scale, axes), sigma
 
     def clamp(self, dp: FloatArray, axes: FloatArray) -> FloatArray:
         """Scale ``dp (A, k)`` so that no joint turns by more than ``max_step``.
@@ -380,7 +385,8 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
 
         lin = _Linear(p, J, opts.step * err, z, axes)
         new_q, sigma = stepper.propose(lin, np.arange(active.size), 0)
-        kick = _stationary(J * stepper.scale, err) & goal.pushes_inward(current, active)
+        kick = _stationary(J if stepper.unit else J * stepper.scale, err)
+        kick &= goal.pushes_inward(current, active)
         if np.any(kick) and np.any(nudge != 0.0):
             new_q[kick] = _project(chain, limited, layout.rotations_of(p[kick] + nudge))
         new_state = chain_state(chain, new_q)
