@@ -655,17 +655,19 @@ def solve_chain_frames(
         goal = rot.from_matrix(np.swapaxes(base_rot, -1, -2) @ world_rot)
         weight = 1.0 - np.asarray(orient_weight, dtype=np.float64)
     angles = np.asarray(pole_angle, dtype=np.float64)
+    # Groups of frames sharing the options: (pole angle, weight, frames as a slice or indices).
     groups: list[tuple[float, float, Any]]
     if count == 1 or (np.all(angles == angles[0]) and np.all(weight == weight[0])):
-        groups = [(float(angles[0]), float(weight[0]), np.arange(count))]
+        groups = [(float(angles[0]), float(weight[0]), slice(None))]
     else:
         keys, inverse = np.unique(np.stack([angles, weight], axis=-1), axis=0, return_inverse=True)
         groups = [(a, w, np.flatnonzero(inverse.ravel() == g)) for g, (a, w) in enumerate(keys)]
     ik = np.empty((count, chain.n_joints, 4))
     positions = np.empty((count, chain.n_joints + 1, 3))
     for angle, w, idx in groups:
+        size = count if isinstance(idx, slice) else idx.size
         # One frame goes to the core unbatched: its batch set-up costs more than the solve.
-        pick: Any = idx[0] if idx.size == 1 else idx
+        pick: Any = (0 if isinstance(idx, slice) else idx[0]) if size == 1 else idx
         result = solve(
             chain,
             target_b[pick],
@@ -674,8 +676,8 @@ def solve_chain_frames(
             target_rotation=None if goal is None else goal[pick],
             options=_options(spec.iterations, spec.tolerance, float(angle), float(w)),
         )
-        solved = np.asarray(result.rotations, dtype=np.float64).reshape(idx.size, -1, 4)
-        positions[idx] = np.asarray(result.positions).reshape(idx.size, -1, 3)
+        solved = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
+        positions[idx] = np.asarray(result.positions).reshape(size, -1, 3)
         if goal is None or w >= 1.0:
             solved = untwist(chain, solved, positions[idx])
         ik[idx] = solved

@@ -95,40 +95,50 @@ def matrix(m: Any) -> np.ndarray:
     return np.array(m, dtype=np.float64)
 
 
-def _adjugate_index() -> np.ndarray:
-    """Flat indices ``(4, 3, 3)`` into a 3×3 matrix ``A`` of the factors of its adjugate:
-    ``adj[k, m] = A[m+1, k+1]·A[m+2, k+2] − A[m+2, k+1]·A[m+1, k+2]`` (indices mod 3)."""
-    k, m = np.meshgrid(range(3), range(3), indexing="ij")
-    k1, k2, m1, m2 = (k + 1) % 3, (k + 2) % 3, (m + 1) % 3, (m + 2) % 3
-    return np.stack([3 * m1 + k1, 3 * m2 + k2, 3 * m2 + k1, 3 * m1 + k2])
-
-
-_ADJUGATE = _adjugate_index()
+#: Up to this many matrices :func:`affine_inverse` works in plain floats, one by one; above
+#: it, on ``(F,)`` arrays of each entry (numpy's per-call overhead dominates tiny arrays).
+_FLOAT_MATRICES = 8
 
 
 def affine_inverse(m: np.ndarray) -> np.ndarray:
     """Inverses of affine matrices ``(..., 4, 4)`` (last row ``0 0 0 1``), in float64.
 
-    The 3×3 part is inverted by its adjugate (:func:`_adjugate_index`) rather than
-    ``np.linalg.inv``: inside Blender, LAPACK calls on tiny matrices can cost milliseconds
-    (thread start-up), and this runs every frame.
+    Written out (cofactors, :func:`_inverse_rows`) rather than ``np.linalg.inv``: inside
+    Blender, LAPACK calls on tiny matrices can cost milliseconds (thread start-up), and
+    this runs every frame.
 
     Raises:
         RigError: a matrix has (nearly) zero scale.
     """
     m = np.asarray(m, dtype=np.float64)
-    a = m[..., :3, :3]
-    f = a.reshape(*a.shape[:-2], 9)[..., _ADJUGATE]
-    adjugate = f[..., 0, :, :] * f[..., 1, :, :] - f[..., 2, :, :] * f[..., 3, :, :]
-    det = (a[..., :, 0] * adjugate[..., 0, :]).sum(axis=-1)
-    if not np.all(np.abs(det) > 1e-18):
+    last = np.array([[0.0, 0.0, 0.0, 1.0]])
+    if m.ndim == 2:
+        return np.concatenate([np.array(_inverse_rows(m[:3].tolist())), last])
+    flat = m.reshape(-1, 4, 4)
+    if flat.shape[0] <= _FLOAT_MATRICES:
+        rows = np.array([_inverse_rows(x) for x in flat[:, :3].tolist()]).reshape(-1, 3, 4)
+    else:
+        entries = [[flat[:, r, c] for c in range(4)] for r in range(3)]
+        rows = np.stack([np.stack(row, axis=-1) for row in _inverse_rows(entries)], axis=-2)
+    out = np.concatenate([rows, np.broadcast_to(last, (rows.shape[0], 1, 4))], axis=-2)
+    return out.reshape(m.shape)
+
+
+def _inverse_rows(rows: Any) -> list[list[Any]]:
+    """The top 3 rows of the inverse of an affine matrix given by its top 3 rows, each
+    entry a float or an ``(F,)`` array (cofactor expansion)."""
+    (a, b, c, x), (d, e, f, y), (g, h, i, z) = rows
+    ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * ca + b * cb + c * cc
+    if not np.all(abs(det) > 1e-18):
         raise RigError("a bone, the chain's parent or the armature has zero scale")
-    out = np.zeros_like(m)
-    inverse = adjugate / det[..., None, None]
-    out[..., :3, :3] = inverse
-    out[..., :3, 3] = -(inverse * m[..., None, :3, 3]).sum(axis=-1)
-    out[..., 3, 3] = 1.0
-    return out
+    s = 1.0 / det
+    r = (
+        (ca * s, (c * h - b * i) * s, (b * f - c * e) * s),
+        (cb * s, (a * i - c * g) * s, (c * d - a * f) * s),
+        (cc * s, (b * g - a * h) * s, (a * e - b * d) * s),
+    )
+    return [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r]
 
 
 def bone_limits(pose_bone: Any) -> JointLimits:
