@@ -599,7 +599,7 @@ class FrameSolution:
 
 def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)``."""
-    return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
+    return (inverse[:, :3, :3] @ points[:, :, None])[:, :, 0] + inverse[:, :3, 3]
 
 
 def solve_chain_frames(
@@ -681,19 +681,19 @@ def solve_chain_frames(
         if goal is None or w >= 1.0:
             solved = untwist(chain, solved, positions[idx])
         ik[idx] = solved
-    if not np.all(np.isfinite(ik)):
+    if not np.isfinite(ik).all():
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
-    share = np.clip(np.asarray(influence, dtype=np.float64), 0.0, 1.0)
+    share = np.asarray(influence, dtype=np.float64).clip(0.0, 1.0)
     effector_b = positions[:, -1]
     blend = share < 1.0
-    if np.any(blend):
+    if blend.any():
         if fk is None:
             raise ReachIKError("the FK pose is needed to blend with influence below 1")
         ik[blend] = rot.normalize(rot.slerp(fk[blend], ik[blend], share[blend][:, None]))
         effector_b[blend] = forward_kinematics(chain, ik[blend])[0][:, -1]
     effectors = _to_frame(bases, effector_b)
-    tolerance = _options(spec.iterations, spec.tolerance, 0.0, 1.0).tolerance
-    reach_tol = chain.reach * 1e-9 + (tolerance or 1e-6 * chain.reach)
+    tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
+    reach_tol = chain.reach * 1e-9 + tolerance
     return FrameSolution(
         rotations=ik,
         errors=np.linalg.norm(effectors - targets, axis=-1),
