@@ -46,6 +46,9 @@ test: lint $(ZIP)
 
 bench: $(STAMP) $(ZIP)
 	$(PY) scripts/bench_triangulation.py --out out/bench
+	$(PY) scripts/bench_jacobian_paper_chains.py --out out/bench
+	$(PY) scripts/bench_logquat.py --out out/bench
+	$(PY) scripts/bench_6r.py --out out/bench
 	$(PY) scripts/bench_bake.py --out out/bench
 	$(PY) scripts/bench_live.py --zip $(ZIP) --out out/bench
 
