@@ -122,6 +122,9 @@ def to_axis_angle(q: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """Axis ``(..., 3)`` and angle ``(...)`` in ``[0, π]``; identity gives axis ``+X``."""
     q = positive_w(q)
     u = q[..., 1:]
+    # Scale by the largest component first, so tiny angles keep a unit axis (no underflow).
+    big = np.max(np.abs(u), axis=-1, keepdims=True)
+    u = np.divide(u, big, out=np.zeros_like(u), where=big > 0.0)
     s = np.linalg.norm(u, axis=-1, keepdims=True)
     axis = np.divide(u, s, out=np.zeros_like(u), where=s > 0.0)
     axis[..., 0] = np.where(s[..., 0] > 0.0, axis[..., 0], 1.0)
