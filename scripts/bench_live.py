@@ -17,7 +17,9 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    frame for each, their ratio (bar: Reach IK ≤ 3× Blender's IK), the same for an identical
    scene without any IK (the cost of the rest of the frame change), and for one without IK
    whose frame-change handler only writes the eight limb rotations (the cost of showing a
-   pose from a handler: Blender evaluates the armature again, copying it first).
+   pose from a handler: Blender evaluates the armature again, copying it first). Then the
+   Reach IK scene alone once more with timers around the live handler and ``core.solve``,
+   for the breakdown of its frame.
 2. **Smoothness.** Each limb's target follows a figure-eight (lemniscate of Gerono, 240
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
@@ -270,7 +272,44 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
         "ratio_reach_vs_blender_ik": med["reach_ik"] / med["blender_ik"],
         "median_paired_ratio": statistics.median(ratios),
         "bar_ratio": COST_BAR,
+        "reach_ik_breakdown_ms": breakdown(scenes["reach_ik"], frames),
     }
+
+
+def breakdown(scene: Any, frames: int) -> dict[str, float]:
+    """Where a Reach IK frame goes, after the timed rounds (timers cost a little): median ms
+    per frame of the whole ``frame_set``, of the live handler's Python (solving and
+    writing), and of the ``core.solve`` calls within it."""
+    handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
+    evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    spent = {"handler": 0.0, "core_solve": 0.0}
+    clock = time.perf_counter
+
+    def timed(fn: Any, key: str) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t0 = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[key] += clock() - t0
+
+        return run
+
+    solve_scene, solve = handlers.solve_scene, evaluate.solve
+    handlers.solve_scene = timed(solve_scene, "handler")
+    evaluate.solve = timed(solve, "core_solve")
+    samples: dict[str, list[float]] = {"frame_set": [], "handler": [], "core_solve": []}
+    try:
+        for f in range(1, frames + 1):
+            spent.update(handler=0.0, core_solve=0.0)
+            t0 = clock()
+            scene.frame_set(f)
+            samples["frame_set"].append(clock() - t0)
+            samples["handler"].append(spent["handler"])
+            samples["core_solve"].append(spent["core_solve"])
+    finally:
+        handlers.solve_scene, evaluate.solve = solve_scene, solve
+    return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
 
 
 def _bend_normal(points: np.ndarray) -> np.ndarray:
@@ -337,6 +376,7 @@ def smoothness(solver: str, frames: int = 240) -> dict[str, Any]:
 def markdown(report: dict[str, Any]) -> str:
     cost = report["cost"]
     med = cost["median_ms_per_frame"]
+    parts = cost["reach_ik_breakdown_ms"]
     lines = [
         f"### Live cost per frame (metarig, 4 limb chains, {cost['frames']} frames × "
         f"{cost['rounds']} rounds, `frame_set`)",
@@ -347,6 +387,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"| Blender IK constraints | {med['blender_ik']:.3f} |",
         f"| no IK (same rig and animated targets) | {med['no_ik']:.3f} |",
         f"| no IK, a handler only writing the 8 limb rotations | {med['write_only']:.3f} |",
+        "",
+        "Reach IK frame, timed again alone with timers around the handler (median ms): "
+        f"`frame_set` {parts['frame_set']:.3f}, of which the live handler's Python "
+        f"{parts['handler']:.3f}, of which `core.solve` (4 calls) {parts['core_solve']:.3f}.",
         "",
         f"Ratio Reach IK / Blender IK: **{cost['ratio_reach_vs_blender_ik']:.2f}×** "
         f"(ratio of medians; median of the per-frame ratios "
