@@ -35,8 +35,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import statistics
 import sys
@@ -44,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_report
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -441,19 +440,13 @@ def figure(result: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench")
-    parser.add_argument("--quick", action="store_true", help="100 goals, fewer timings")
-    parser.add_argument("--seed", type=int, default=2004)
-    args = parser.parse_args(argv)
+    args = bench_report.arguments(__doc__, seed=2004, quick="100 goals, fewer timings").parse_args(
+        argv
+    )
     result = run(100, args.seed, 20) if args.quick else run(1000, args.seed, 100)
-    args.out.mkdir(parents=True, exist_ok=True)
-    table = markdown(result)
-    (args.out / "bench_6r.md").write_text(table, encoding="utf-8")
-    (args.out / "bench_6r.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
-    figure(result, args.out / "bench_6r.png")
-    print(table)
-    print(json.dumps(result, indent=2))
+    bench_report.publish(
+        args.out, "bench_6r", result, markdown(result), lambda path: figure(result, path)
+    )
     return 0
 
 

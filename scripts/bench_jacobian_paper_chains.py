@@ -27,8 +27,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import statistics
 import sys
@@ -36,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_report
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -253,20 +252,17 @@ def figure(result: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench")
-    parser.add_argument("--quick", action="store_true", help="1,000 targets, fewer timings")
-    parser.add_argument("--seed", type=int, default=2007)
-    args = parser.parse_args(argv)
+    args = bench_report.arguments(
+        __doc__, seed=2007, quick="1,000 targets, fewer timings"
+    ).parse_args(argv)
     result = run(1000, args.seed, 2, 20) if args.quick else run(10000, args.seed, 5, 200)
-    args.out.mkdir(parents=True, exist_ok=True)
-    table = markdown(result)
-    name = "bench_jacobian_paper_chains"
-    (args.out / f"{name}.md").write_text(table, encoding="utf-8")
-    (args.out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
-    figure(result, args.out / f"{name}.png")
-    print(table)
-    print(json.dumps(result, indent=2))
+    bench_report.publish(
+        args.out,
+        "bench_jacobian_paper_chains",
+        result,
+        markdown(result),
+        lambda path: figure(result, path),
+    )
     return 0
 
 

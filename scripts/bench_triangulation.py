@@ -28,8 +28,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import statistics
@@ -38,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_report
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -388,24 +387,16 @@ def figure(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench")
-    parser.add_argument("--quick", action="store_true", help="1,000 targets, fewer timings")
-    parser.add_argument("--seed", type=int, default=2007)
-    args = parser.parse_args(argv)
+    args = bench_report.arguments(
+        __doc__, seed=2007, quick="1,000 targets, fewer timings"
+    ).parse_args(argv)
     if args.quick:
         result = run(1000, args.seed, single_repeats=50, batch_repeats=3)
     else:
         result = run(10000, args.seed, single_repeats=300, batch_repeats=9)
-    args.out.mkdir(parents=True, exist_ok=True)
-    table = markdown(result)
-    (args.out / "bench_triangulation.md").write_text(table, encoding="utf-8")
-    (args.out / "bench_triangulation.json").write_text(
-        json.dumps(result, indent=2) + "\n", encoding="utf-8"
+    bench_report.publish(
+        args.out, "bench_triangulation", result, markdown(result), lambda path: figure(path)
     )
-    figure(args.out / "bench_triangulation.png")
-    print(table)
-    print(json.dumps(result, indent=2))
     return 0
 
 
