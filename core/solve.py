@@ -59,7 +59,7 @@ def _norm(v: FloatArray) -> FloatArray:
 def _pull_in(points: FloatArray, dist: FloatArray, limit: float) -> FloatArray:
     """``points (N, 3)`` at distances ``dist (N,)``, those beyond ``limit`` moved onto it."""
     far = dist > limit
-    if not np.any(far):
+    if not far.any():
         return points
     out = points.copy()
     out[far] = points[far] / (dist[far, None] / limit)
@@ -129,11 +129,18 @@ def solve(
     t = np.asarray(target, dtype=np.float64)
     if t.ndim == 0 or t.shape[-1] != 3:
         raise SolveInputError(f"target must have shape (3,) or (..., 3), got {t.shape}")
+    if not np.isfinite(t).all():
+        raise SolveInputError("target must be finite numbers")
     batch = t.shape[:-1]
-    targets = _batch("target", t, 3, batch)
+    targets = t.reshape(-1, 3)
     n = chain.n_joints
     if initial is None:
-        start = np.broadcast_to(rotations.identity((n,)), (targets.shape[0], n, 4))
+        size = targets.shape[0]
+        start = (
+            rotations.identity((1, n))
+            if size == 1
+            else np.broadcast_to(rotations.identity((n,)), (size, n, 4))
+        )
     else:
         q0 = np.asarray(initial, dtype=np.float64)
         if q0.shape[-2:] != (n, 4) or not np.all(np.isfinite(q0)):
@@ -181,9 +188,10 @@ def _measure(
     error = _norm(sol.positions[:, -1, :] - targets)
     angle_error = None
     weight = problem.options.position_weight
-    converged = np.ones(problem.size, dtype=bool)
     if problem.target_rotations is None or weight > 0.0:
-        converged &= error <= problem.tolerance
+        converged = error <= problem.tolerance
+    else:
+        converged = np.ones(problem.size, dtype=bool)
     if problem.target_rotations is not None:
         effector_rot = sol.effector_rotation
         if effector_rot is None:
@@ -193,7 +201,7 @@ def _measure(
         )
         if weight < 1.0:
             converged &= angle_error <= problem.options.angle_tolerance
-    reached = int(converged.sum())
+    reached = int(np.count_nonzero(converged))
     out_of_reach = int(np.count_nonzero(distance > problem.chain.reach))
     message = f"{method}: {reached} of {problem.size} goals reached"
     if out_of_reach:
