@@ -212,10 +212,7 @@ def test_orientation_goal_convergence_uses_position_weight(probe: _Probe) -> Non
 def test_every_method_returns_consistent_results(method: str) -> None:
     """Shapes, finiteness and positions = FK(rotations) for each registered method."""
     targets = np.array([[10.0, 5.0, 20.0], [0.0, 0.0, 40.0], [0.0, 0.0, 0.0], [100.0, 0.0, 0.0]])
-    try:
-        result = solve(CHAIN, targets, method=method, max_iterations=20)
-    except NotImplementedError:
-        pytest.skip(f"core.solve(method={method!r}) is not implemented yet")
+    result = solve(CHAIN, targets, method=method, max_iterations=20)
     assert result.rotations.shape == (4, N, 4)
     assert np.all(np.isfinite(result.rotations))
     assert np.all(np.isfinite(result.positions))
