@@ -132,3 +132,58 @@ def test_hinge_limits_hold(clean_scene: Any, addon: Any) -> None:
         assert abs(z) < 1e-6
         angle = 2.0 * math.atan2(x, w)
         assert math.radians(-5.0) - 1e-5 <= angle <= math.radians(120.0) + 1e-5
+
+
+@pytest.mark.parametrize("solver", ["triangulation", "ccd"])
+def test_solve_chain_frames_batched_equals_frame_by_frame(
+    clean_scene: Any, addon: Any, solver: str
+) -> None:
+    """The one solve path: F frames at once give each frame's single solve; effectors and
+    errors agree with forward kinematics mapped by the base frames; influence 0 is FK."""
+    import dataclasses
+    from importlib import import_module
+
+    core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
+    ev = addon.evaluate
+    obj = build_arm()
+    rig = ev.rig_chain(obj, "hand", 3, True)
+    spec = dataclasses.replace(ev.read_spec(obj.pose.bones["hand"]), solver=solver)
+    rng = np.random.default_rng(21)
+    count = 12
+    scale = rng.uniform(0.5, 2.0, size=count)
+    q = rng.normal(size=(count, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    bases = np.tile(np.eye(4), (count, 1, 1))
+    bases[:, :3, :3] = core.rotations.to_matrix(q) * scale[:, None, None]
+    bases[:, :3, 3] = rng.normal(size=(count, 3))
+    reach = rig.chain.reach
+    local = rng.normal(size=(count, 3))
+    local *= (reach * rng.uniform(0.3, 0.9, size=count) / np.linalg.norm(local, axis=-1))[:, None]
+    targets = np.einsum("fij,fj->fi", bases[:, :3, :3], local) + bases[:, :3, 3]
+    poles = targets + rng.normal(size=(count, 3))
+    fk = rng.normal(size=(count, rig.chain.n_joints, 4))
+    fk /= np.linalg.norm(fk, axis=-1, keepdims=True)
+    influence = np.where(
+        np.arange(count) % 3 == 0, 1.0, np.where(np.arange(count) % 3 == 1, 0.0, 0.4)
+    )
+    pole_angle = np.where(np.arange(count) < 6, 0.0, 0.5)
+    weight = np.full(count, 0.5)
+    args = (bases, targets, poles, None, fk, influence, pole_angle, weight)
+    batched = ev.solve_chain_frames(rig, spec, *args)
+    for i in range(count):
+        one = ev.solve_chain_frames(
+            rig, spec, *(a[i : i + 1] if a is not None else a for a in args)
+        )
+        np.testing.assert_allclose(one.rotations[0], batched.rotations[i], atol=1e-9)
+    positions = core.forward_kinematics(rig.chain, batched.rotations)[0][:, -1]
+    effectors = np.einsum("fij,fj->fi", bases[:, :3, :3], positions) + bases[:, :3, 3]
+    np.testing.assert_allclose(batched.effectors, effectors, atol=1e-9)
+    np.testing.assert_allclose(
+        batched.errors, np.linalg.norm(effectors - targets, axis=-1), atol=1e-12
+    )
+    assert batched.reachable.all()
+    full = influence == 1.0
+    assert np.all(batched.errors[full] <= 1e-4 * reach * scale[full])
+    off = influence == 0.0
+    dots = np.abs(np.sum(batched.rotations[off] * fk[off], axis=-1))
+    np.testing.assert_allclose(dots, 1.0, atol=1e-12)
