@@ -76,6 +76,8 @@ class RigChain:
             (armature space when there is no parent or the root does not inherit rotation).
         inherit_rotation: the root follows its parent's rotation (else the base axes are
             armature space, only the parent's motion of the root's head is followed).
+        root_connected: the root is connected to its parent, so Blender ignores its
+            location channels.
         root_depth: how many bones lie above the root (chains are solved parents first).
         signature: the rest data the chain was built from (to notice edits of the rig).
     """
@@ -86,6 +88,7 @@ class RigChain:
     chain: Chain
     root_rest: np.ndarray
     inherit_rotation: bool
+    root_connected: bool
     root_depth: int
     signature: tuple[Any, ...]
 
@@ -279,6 +282,7 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
         chain=chain,
         root_rest=root_rest,
         inherit_rotation=inherit,
+        root_connected=root.parent is not None and root.use_connect,
         root_depth=len(root.parent_recursive),
         signature=rig_signature(obj, names),
     )
@@ -292,7 +296,8 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
         parents: ``(F, 4, 4)`` the root parent's posed matrices (armature space), or
             ``None`` (no parent).
         root_location: ``(F, 3)`` the root's own location channels (``matrix_basis``
-            translation, in the root's rest frame, metres).
+            translation, in the root's rest frame, metres); ignored for a connected root,
+            as Blender does.
 
     Returns:
         Maps base-frame points (chain units) to armature space: origin at the root's posed
@@ -301,6 +306,8 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
     count = root_location.shape[0]
     parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
     rest = rig.root_rest
+    if rig.root_connected:
+        root_location = np.zeros_like(root_location)
     local = rest[:3, 3] + root_location @ rest[:3, :3].T
     head = np.einsum("fij,fj->fi", parent[:, :3, :3], local) + parent[:, :3, 3]
     base = parent.copy() if rig.inherit_rotation else np.tile(np.eye(4), (count, 1, 1))

@@ -123,3 +123,36 @@ def test_rotation_values_round_trip_and_continuity(blender: Any, addon: Any, mod
         nudge = Quaternion(rng.normal(size=3).tolist(), math.radians(1.0))
         values = ev.quaternion_to_values(np.array(nudge @ ref_q), mode, ref)
         assert np.max(np.abs(np.subtract(values, ref))) < math.radians(3.0)
+
+
+def test_connected_root_ignores_its_location(clean_scene: Any, addon: Any) -> None:
+    """Blender ignores a connected bone's location channels; so must the chain's base."""
+    bpy = blender_module()
+    from_core = pytest.importorskip("bl_ext.user_default.reach_ik.core")
+    obj = build_arm()
+    obj.pose.bones["fore"].location = (0.3, -0.2, 0.1)
+    obj.pose.bones["fore"].rotation_mode = "XYZ"
+    obj.pose.bones["fore"].rotation_euler = (0.4, 0.1, -0.3)
+    bpy.context.view_layer.update()
+    rig = addon.evaluate.rig_chain(obj, "hand", 2, True)
+    assert rig.bone_names == ("fore", "hand")
+    assert rig.root_connected
+    ob_eval = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    parent = np.array(ob_eval.pose.bones["upper"].matrix)
+    location = np.array(obj.pose.bones["fore"].location)
+    base = (
+        np.array(obj.matrix_world) @ addon.rig.base_matrices(rig, parent[None], location[None])[0]
+    )
+    ev = addon.evaluate
+    q = np.array(
+        [
+            ev.values_to_quaternion(
+                obj.pose.bones[n].rotation_mode, ev.read_rotation(obj.pose.bones[n])
+            )
+            for n in rig.bone_names
+        ]
+    )
+    positions, _ = from_core.forward_kinematics(rig.chain, q)
+    got = (base @ np.c_[positions, np.ones(len(positions))].T).T[:, :3]
+    want = [head_world(obj, n) for n in rig.bone_names] + [tail_world(obj, "hand")]
+    np.testing.assert_allclose(got, np.array(want), atol=2e-5)
