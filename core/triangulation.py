@@ -89,6 +89,21 @@ from typing import Any
 import numpy as np
 
 from .chain import Chain
+from .components import (
+    Num,
+    Quat,
+    Vec,
+    qconj,
+    qmul,
+    qmul_conj,
+    qrotate,
+    vadd,
+    vcombine,
+    vcross,
+    vdot,
+    vscale,
+    vsub,
+)
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
@@ -110,11 +125,6 @@ _BISECTIONS = 20
 _OPPOSITE = -1.0 + 1e-6
 #: Floor for divisors that may be zero in a branch whose result is discarded.
 _SAFE = 1e-300
-
-Num = Any
-"""A float or an ``(N,)`` float array (one component of a batch of vectors)."""
-Vec = tuple[Num, Num, Num]
-Quat = tuple[Num, Num, Num, Num]
 
 _IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 _X: Vec = (1.0, 0.0, 0.0)
@@ -273,7 +283,7 @@ def _plan(chain: Chain) -> _Plan:
             and bool(np.all(chain.offsets[i] / lengths[i] == chain.offsets[i - 1] / lengths[i - 1]))
             for i in range(n)
         ),
-        rest0_inverse=tuple(float(x) for x in _matrix(_qconj(tuple(chain.rest_rotations[0])))),
+        rest0_inverse=tuple(float(x) for x in _matrix(qconj(tuple(chain.rest_rotations[0])))),
         all_free=all(k == "free" for k in kinds),
         rest_start=_rest_start(chain),
     )
@@ -288,68 +298,6 @@ def _floats(v: Vec) -> Vec:
 def _rest_start(chain: Chain) -> tuple[Vec, Vec]:
     axis, bend = _start_frame(chain, [_IDENTITY] * chain.n_joints)
     return _floats(axis), _floats(bend)
-
-
-# --------------------------------------------------------------------------- vector algebra
-# Component-wise on tuples whose entries are floats or (N,) arrays (broadcasting).
-def _dot(a: Vec, b: Vec) -> Num:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _cross(a: Vec, b: Vec) -> Vec:
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-def _add(a: Vec, b: Vec) -> Vec:
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-
-
-def _sub(a: Vec, b: Vec) -> Vec:
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-def _scale(a: Vec, s: Num) -> Vec:
-    return (a[0] * s, a[1] * s, a[2] * s)
-
-
-def _combine(s: Num, a: Vec, t: Num, b: Vec) -> Vec:
-    """``s·a + t·b``."""
-    return (s * a[0] + t * b[0], s * a[1] + t * b[1], s * a[2] + t * b[2])
-
-
-def _qmul(p: Quat, q: Quat) -> Quat:
-    """Hamilton product, as :func:`core.rotations.multiply`."""
-    pw, px, py, pz = p
-    qw, qx, qy, qz = q
-    return (
-        pw * qw - px * qx - py * qy - pz * qz,
-        pw * qx + px * qw + py * qz - pz * qy,
-        pw * qy - px * qz + py * qw + pz * qx,
-        pw * qz + px * qy - py * qx + pz * qw,
-    )
-
-
-def _qmul_conj(p: Quat, q: Quat) -> Quat:
-    """``conj(p) · q`` (the rotation ``q`` seen from frame ``p``)."""
-    pw, px, py, pz = p
-    qw, qx, qy, qz = q
-    return (
-        pw * qw + px * qx + py * qy + pz * qz,
-        pw * qx - px * qw - py * qz + pz * qy,
-        pw * qy + px * qz - py * qw - pz * qx,
-        pw * qz - px * qy + py * qx - pz * qw,
-    )
-
-
-def _qconj(q: Quat) -> Quat:
-    return (q[0], -q[1], -q[2], -q[3])
-
-
-def _rotate(q: Quat, v: Vec) -> Vec:
-    """``v + w·t + u × t`` with ``t = 2 u × v``, as :func:`core.rotations.rotate`."""
-    u = (q[1], q[2], q[3])
-    t = _scale(_cross(u, v), 2.0)
-    return _add(_add(v, _scale(t, q[0])), _cross(u, t))
 
 
 def _matrix(q: Quat) -> tuple[Num, ...]:
@@ -385,13 +333,13 @@ def _where(cond: Any, a: tuple[Num, ...], b: tuple[Num, ...]) -> tuple[Any, ...]
 
 
 def _norm(v: Vec) -> Num:
-    return np.sqrt(_dot(v, v))
+    return np.sqrt(vdot(v, v))
 
 
 def _unit_or_zero(v: Vec, n: Num) -> Vec:
     """``v / n`` where ``n > 0``, else zero (as the numpy routines of core.rotations)."""
     inv = np.where(n > 0.0, 1.0 / np.maximum(n, _SAFE), 0.0)
-    return _scale(v, inv)
+    return vscale(v, inv)
 
 
 def _perpendicular(v: Vec, hint: Vec) -> Vec:
@@ -405,10 +353,10 @@ def _perpendicular(v: Vec, hint: Vec) -> Vec:
         np.where(pick_y, 1.0, 0.0),
         np.where(pick_x | pick_y, 0.0, 1.0),
     )
-    h_perp = _sub(hint, _scale(u, _dot(hint, u)))
+    h_perp = vsub(hint, vscale(u, vdot(hint, u)))
     axis = _where(_norm(h_perp) > 1e-9, h_perp, least)
-    p = _sub(axis, _scale(u, _dot(axis, u)))
-    return _scale(p, 1.0 / np.maximum(_norm(p), _SAFE))
+    p = vsub(axis, vscale(u, vdot(axis, u)))
+    return vscale(p, 1.0 / np.maximum(_norm(p), _SAFE))
 
 
 def _perpendicular_float(v: Vec, hint: Vec) -> Vec:
@@ -424,18 +372,18 @@ def _perpendicular_float(v: Vec, hint: Vec) -> Vec:
         least = (0.0, 1.0, 0.0)
     else:
         least = (0.0, 0.0, 1.0)
-    h = _sub(hint, _scale(u, _dot(hint, u)))
-    axis = h if sqrt(_dot(h, h)) > 1e-9 else least
-    p = _sub(axis, _scale(u, _dot(axis, u)))
-    return _scale(p, 1.0 / max(sqrt(_dot(p, p)), _SAFE))
+    h = vsub(hint, vscale(u, vdot(hint, u)))
+    axis = h if sqrt(vdot(h, h)) > 1e-9 else least
+    p = vsub(axis, vscale(u, vdot(axis, u)))
+    return vscale(p, 1.0 / max(sqrt(vdot(p, p)), _SAFE))
 
 
 def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
     """Shortest rotations ``a → b`` exactly as :func:`core.rotations.between`."""
     na, nb = _norm(a), _norm(b)
     ua, ub = _unit_or_zero(a, na), _unit_or_zero(b, nb)
-    dot = _dot(ua, ub)
-    x = _cross(ua, ub)
+    dot = vdot(ua, ub)
+    x = vcross(ua, ub)
     q: Quat = (1.0 + dot, x[0], x[1], x[2])
     degenerate = (dot < -1.0 + 1e-12) & (na > 0.0) & (nb > 0.0)
     if np.any(degenerate):
@@ -455,10 +403,10 @@ def _turn_over(u: Vec, d: Vec, p: Vec, sqrt: Any) -> Quat:
     about ``2e-16 / √(2(1 + u·d))``, below 2e-13 outside this range).
     """
     m = (-u[0], -u[1], -u[2])
-    w = 1.0 - _dot(u, d)
-    x = _cross(m, d)
+    w = 1.0 - vdot(u, d)
+    x = vcross(m, d)
     inv = 1.0 / sqrt(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
-    return _qmul((w * inv, x[0] * inv, x[1] * inv, x[2] * inv), (0.0, p[0], p[1], p[2]))
+    return qmul((w * inv, x[0] * inv, x[1] * inv, x[2] * inv), (0.0, p[0], p[1], p[2]))
 
 
 def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
@@ -466,8 +414,8 @@ def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
 
     An exact half turn (``d = −u``) goes about ``axis`` made perpendicular to ``u``.
     """
-    dot = _dot(u, d)
-    x = _cross(u, d)
+    dot = vdot(u, d)
+    x = vcross(u, d)
     w = 1.0 + dot
     inv = 1.0 / np.sqrt(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     q: Quat = (w * inv, x[0] * inv, x[1] * inv, x[2] * inv)
@@ -475,7 +423,7 @@ def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
     if back.size:
         ub, db, xb = _take(u, back), _take(d, back), _take(x, back)
         xn = _norm(xb)
-        hint = _where(xn > _PARALLEL, _scale(xb, 1.0 / np.maximum(xn, _SAFE)), _take(axis, back))
+        hint = _where(xn > _PARALLEL, vscale(xb, 1.0 / np.maximum(xn, _SAFE)), _take(axis, back))
         p = _perpendicular(ub, hint)
         q = _patch(q, back, _turn_over(ub, db, p, np.sqrt), np.size(dot))
     return q
@@ -502,21 +450,21 @@ def _start_frame(chain: Chain, initial: list[Quat]) -> tuple[Vec, Vec]:
     n = chain.n_joints
     for i in range(n):
         rest = tuple(float(x) for x in chain.rest_rotations[i])
-        world = _qmul(_qmul(world, rest), initial[i])  # type: ignore[arg-type]
+        world = qmul(qmul(world, rest), initial[i])  # type: ignore[arg-type]
         if i == 0:
             root = world
-        p = _add(p, _rotate(world, tuple(float(x) for x in chain.offsets[i])))  # type: ignore[arg-type]
+        p = vadd(p, qrotate(world, tuple(float(x) for x in chain.offsets[i])))  # type: ignore[arg-type]
         if i < n - 1:
-            inner = _add(inner, p)
+            inner = vadd(inner, p)
     length = _norm(p)
     axis = _unit_or_zero(p, np.where(length > _BEND_TINY * reach, length, 0.0))
     if n > 1:
-        mean = _scale(inner, 1.0 / (n - 1))
-        bend = _sub(mean, _scale(axis, _dot(mean, axis)))
+        mean = vscale(inner, 1.0 / (n - 1))
+        bend = vsub(mean, vscale(axis, vdot(mean, axis)))
     else:
         bend = (0.0, 0.0, 0.0)
-    side = _rotate(root, _MINUS_Z)
-    side = _sub(side, _scale(axis, _dot(side, axis)))
+    side = qrotate(root, _MINUS_Z)
+    side = vsub(side, vscale(axis, vdot(side, axis)))
     straight = _norm(bend) <= _BEND_TINY * reach
     bend = _where(straight, side, bend)
     return axis, bend
@@ -533,7 +481,7 @@ def _rest_poles(problem: Problem, plan: _Plan, targets: Vec, initial: list[Quat]
     else:
         start_axis, bend = _start_frame(problem.chain, initial)
         if not all(type(x) is float for q in initial for x in q):
-            return _rotate(_between(start_axis, targets, bend), bend)
+            return qrotate(_between(start_axis, targets, bend), bend)
         start_axis, bend = _floats(start_axis), _floats(bend)
     return _carried(start_axis, bend, targets)
 
@@ -552,12 +500,12 @@ def _carried(a: Vec, v: Vec, targets: Vec) -> Vec:
     ua = (a[0] / na, a[1] / na, a[2] / na)
     nt = _norm(targets)
     ut = _unit_or_zero(targets, nt)
-    dot = _dot(ua, ut)
+    dot = vdot(ua, ut)
     opposite = (dot < -1.0 + 1e-12) & (nt > 0.0)
-    both = _add(ut, ua)
-    coef = np.where(opposite, 0.0, _dot(both, v) / np.where(opposite, 1.0, 1.0 + dot))
+    both = vadd(ut, ua)
+    coef = np.where(opposite, 0.0, vdot(both, v) / np.where(opposite, 1.0, 1.0 + dot))
     along = 2.0 * (ua[0] * v[0] + ua[1] * v[1] + ua[2] * v[2])
-    return _add(_sub(v, _scale(both, coef)), _scale(ut, np.where(opposite, 0.0, along)))
+    return vadd(vsub(v, vscale(both, coef)), vscale(ut, np.where(opposite, 0.0, along)))
 
 
 def _orient_batch(
@@ -590,27 +538,27 @@ def _orient_batch(
     if n > 1:
         inner: Vec = points[0]
         for j in range(1, n - 1):
-            inner = _add(inner, points[j])
-        mean = _scale(inner, 1.0 / (n - 1))
-        bend = _sub(mean, _scale(axis, _dot(mean, axis)))
+            inner = vadd(inner, points[j])
+        mean = vscale(inner, 1.0 / (n - 1))
+        bend = vsub(mean, vscale(axis, vdot(mean, axis)))
     else:
         bend = (0.0, 0.0, 0.0)
-    want = _sub(poles, _scale(axis, _dot(poles, axis)))
+    want = vsub(poles, vscale(axis, vdot(poles, axis)))
     axis_len = _norm(axis)
     unit_axis = _unit_or_zero(axis, axis_len)
     if opts.pole_angle:
         half = 0.5 * opts.pole_angle
-        want = _rotate((math.cos(half), *_scale(unit_axis, math.sin(half))), want)
+        want = qrotate((math.cos(half), *vscale(unit_axis, math.sin(half))), want)
     usable = (
         (_norm(bend) > _BEND_TINY * reach) & (_norm(want) > _BEND_TINY * reach) & (axis_len > 0.0)
     )
     if not np.any(usable):
         return root, points
-    phi = np.arctan2(_dot(_cross(bend, want), axis), _dot(bend, want))
+    phi = np.arctan2(vdot(vcross(bend, want), axis), vdot(bend, want))
     half_phi = 0.5 * np.where(usable, phi, 0.0)
-    turn: Quat = (np.cos(half_phi), *_scale(unit_axis, np.sin(half_phi)))
+    turn: Quat = (np.cos(half_phi), *vscale(unit_axis, np.sin(half_phi)))
     # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
-    q0 = _qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root)
+    q0 = qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root)
     limits0 = problem.chain.limits[0]
     if not limits0.is_free:
         usable = usable & (limits0.violation(_stack(q0, problem.size)) <= 1e-9)
@@ -779,25 +727,25 @@ def _cone_select(d: Vec, chat: Vec, cos_d: Num, sin_d: Num, w: Vec, k: Vec, phi:
     of the cone's edge nearest ``d``.
     """
     cos_phi, sin_phi = math.cos(phi), math.sin(phi)
-    inside = _dot(k, d) >= cos_phi
+    inside = vdot(k, d) >= cos_phi
     if np.all(inside):
         return d
-    kc = _dot(k, chat)
-    k_perp = _sub(k, _scale(chat, kc))
+    kc = vdot(k, chat)
+    k_perp = vsub(k, vscale(chat, kc))
     kpn = _norm(k_perp)
-    e1 = _where(kpn > 1e-12, _scale(k_perp, 1.0 / np.maximum(kpn, _SAFE)), w)
-    e2 = _cross(chat, e1)
+    e1 = _where(kpn > 1e-12, vscale(k_perp, 1.0 / np.maximum(kpn, _SAFE)), w)
+    e2 = vcross(chat, e1)
     radius = sin_d * kpn
     m = (cos_phi - cos_d * kc) / np.maximum(radius, _SAFE)
     on_circle = (radius > 1e-15) & (m <= 1.0)
     psi_max = np.arccos(np.clip(m, -1.0, 1.0))
-    psi = np.clip(np.arctan2(_dot(w, e2), _dot(w, e1)), -psi_max, psi_max)
-    ring = _combine(np.cos(psi), e1, np.sin(psi), e2)
-    d_ring = _combine(cos_d, chat, sin_d, ring)
-    d_perp = _sub(d, _scale(k, _dot(d, k)))
+    psi = np.clip(np.arctan2(vdot(w, e2), vdot(w, e1)), -psi_max, psi_max)
+    ring = vcombine(np.cos(psi), e1, np.sin(psi), e2)
+    d_ring = vcombine(cos_d, chat, sin_d, ring)
+    d_perp = vsub(d, vscale(k, vdot(d, k)))
     dpn = _norm(d_perp)
-    side = _where(dpn > 1e-12, _scale(d_perp, 1.0 / np.maximum(dpn, _SAFE)), _perpendicular(k, w))
-    d_edge = _combine(cos_phi, k, sin_phi, side)
+    side = _where(dpn > 1e-12, vscale(d_perp, 1.0 / np.maximum(dpn, _SAFE)), _perpendicular(k, w))
+    d_edge = vcombine(cos_phi, k, sin_phi, side)
     return _where(inside, d, _where(on_circle, d_ring, d_edge))
 
 
@@ -861,36 +809,36 @@ def _place_joint(
     a = plan.lengths[i]
     kind = plan.kinds[i]
     formed = state.formed
-    parent = _qmul(state.world, plan.rests[i]) if plan.rests[i] != _IDENTITY else state.world
-    current = parent if _is_identity(start) else _qmul(parent, start)
+    parent = qmul(state.world, plan.rests[i]) if plan.rests[i] != _IDENTITY else state.world
+    current = parent if _is_identity(start) else qmul(parent, start)
     # A straight chain's next link starts along the previous link's new direction.
     follows = plan.straight[i] and _is_identity(start)
-    u = state.d if follows else _rotate(current, plan.units[i])
-    cv = _sub(targets, state.p)
-    c2 = _dot(cv, cv)
+    u = state.d if follows else qrotate(current, plan.units[i])
+    cv = vsub(targets, state.p)
+    c2 = vdot(cv, cv)
     c = np.sqrt(c2)
     inv_c = 1.0 / np.maximum(c, near)
-    chat = _scale(cv, inv_c)
+    chat = vscale(cv, inv_c)
     # Rotation axis r = a × c (eq. 7); undefined when parallel (§3.1.1).
-    r = _cross(u, chat)
+    r = vcross(u, chat)
     rn = _norm(r)
-    axis = _scale(r, 1.0 / np.maximum(rn, _SAFE))
+    axis = vscale(r, 1.0 / np.maximum(rn, _SAFE))
     bad = np.flatnonzero(rn <= _PARALLEL)
     if bad.size:
         # Links already pointing at the target after a full triangle need no axis.
-        aligned = formed[bad] & (_dot(_take(u, bad), _take(chat, bad)) > 0.0)
+        aligned = formed[bad] & (vdot(_take(u, bad), _take(chat, bad)) > 0.0)
         need = bad[~aligned]
         if need.size:
-            hint = state.axis if state.axis is not None else _rotate(current, _X)
+            hint = state.axis if state.axis is not None else qrotate(current, _X)
             fallback = _perpendicular(_take(chat, need), _take(hint, need))
             axis = _patch(axis, need, fallback, size)
-    w = _cross(chat, axis)
+    w = vcross(chat, axis)
     # Law of cosines (eqs. 4–6) with the special cases of §3.1.2–3.1.3.
-    cone_axis = _rotate(parent, _Y) if kind == "cone" else None
+    cone_axis = qrotate(parent, _Y) if kind == "cone" else None
     if plan.families[i] is not None:
         kappa: Num = 0.0
         if cone_axis is not None:
-            kappa = np.arccos(np.clip(_dot(cone_axis, chat), -1.0, 1.0))
+            kappa = np.arccos(np.clip(vdot(cone_axis, chat), -1.0, 1.0))
         cos_d, sin_d, now_formed = _constrained_rule(
             plan, i, c, c2, inv_c, kappa, problem.options.delta_b_deg == 90.0
         )
@@ -900,21 +848,21 @@ def _place_joint(
         now_formed = (c >= abs(a - b)) & (c <= a + b)
     cos_d = np.where(formed, 1.0, cos_d)
     sin_d = np.where(formed, 0.0, sin_d)
-    d = _combine(cos_d, chat, sin_d, w)
+    d = vcombine(cos_d, chat, sin_d, w)
     at_joint = np.flatnonzero(c <= near)
     if at_joint.size:
         d = _patch(d, at_joint, _take(u, at_joint), size)
     if cone_axis is not None:
         d = _cone_select(d, chat, cos_d, sin_d, w, cone_axis, plan.cones[i])
-    turned = _qmul(_shortest_turn(u, d, axis), current)
-    local = _qmul_conj(parent, turned)
+    turned = qmul(_shortest_turn(u, d, axis), current)
+    local = qmul_conj(parent, turned)
     if kind == "project":
         projected = problem.chain.limits[i].project(_stack(local, size))
         local = tuple(np.moveaxis(projected, -1, 0))
-        turned = _qmul(parent, local)
-        d = _rotate(turned, plan.units[i])
+        turned = qmul(parent, local)
+        d = qrotate(turned, plan.units[i])
     state.world = turned
-    state.p = _add(state.p, _scale(d, a))
+    state.p = vadd(state.p, vscale(d, a))
     state.d = d
     state.axis = axis
     state.formed = formed | (now_formed & (c > near))
@@ -1028,7 +976,7 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
             if have_prev:
                 hint: Vec = (ax, ay, az)
             else:
-                hint = _rotate((gw, gx, gy, gz), _X)
+                hint = qrotate((gw, gx, gy, gz), _X)
             ax, ay, az = _perpendicular_float((hx, hy, hz), hint)
         have_prev = True
         sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
@@ -1111,7 +1059,7 @@ def _orient_single(
             start: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in init]
             axis_v, bend_v = _start_frame(problem.chain, start)
             start_axis, bend = _floats(axis_v), _floats(bend_v)
-        pole = _rotate(_between_float(start_axis, target, bend), bend)
+        pole = qrotate(_between_float(start_axis, target, bend), bend)
     else:
         return
     reach = plan.reach
@@ -1143,7 +1091,7 @@ def _orient_single(
     if opts.pole_angle:
         half = 0.5 * opts.pole_angle
         s = math.sin(half)
-        vx, vy, vz = _rotate((math.cos(half), kx * s, ky * s, kz * s), (vx, vy, vz))
+        vx, vy, vz = qrotate((math.cos(half), kx * s, ky * s, kz * s), (vx, vy, vz))
     if not (
         sqrt(bx * bx + by * by + bz * bz) > _BEND_TINY * reach
         and sqrt(vx * vx + vy * vy + vz * vz) > _BEND_TINY * reach
@@ -1155,7 +1103,7 @@ def _orient_single(
     s = math.sin(half)
     turn = (math.cos(half), kx * s, ky * s, kz * s)
     root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
-    rots[0] = list(_qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root))
+    rots[0] = list(qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root))
     m = _matrix(turn)
     for j in range(1, n):
         pos[j] = _apply(m, pos[j])
@@ -1176,7 +1124,7 @@ def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:
         qx, qy, qz = _perpendicular_float(ua, hint)
     else:
         qw = 1.0 + dot
-        qx, qy, qz = _cross(ua, ub)
+        qx, qy, qz = vcross(ua, ub)
     norm = sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
     if norm == 0.0:
         return _IDENTITY

@@ -65,6 +65,7 @@ from mathutils import Euler, Quaternion
 
 from ..core import METHODS, Chain, ReachIKError, SolveOptions, forward_kinematics, solve
 from ..core import rotations as rot
+from ..core.components import qconj, qmul, qrotate
 from .rig import (
     RigChain,
     affine_inverse,
@@ -501,11 +502,11 @@ def _untwist_pose(
     out = list(pose)
     world: Any = (1.0, 0.0, 0.0, 0.0)
     for i in range(len(out)):
-        parent = _qmul(world, rests[i])
+        parent = qmul(world, rests[i])
         if i >= first:
             link = [b - a for a, b in zip(points[i], points[i + 1], strict=True)]
-            out[i] = _between(offsets[i], _rotate(_qconj(parent), link))
-        world = _qmul(parent, out[i])
+            out[i] = _between(offsets[i], qrotate(qconj(parent), link))
+        world = qmul(parent, out[i])
     return out
 
 
@@ -514,34 +515,6 @@ def _where(condition: Any, a: Any, b: Any) -> Any:
     if isinstance(condition, bool):
         return a if condition else b
     return np.where(condition, a, b)
-
-
-def _qconj(q: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
-    return (q[0], -q[1], -q[2], -q[3])
-
-
-def _qmul(p: Sequence[Any], q: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
-    """Hamilton product of ``(w, x, y, z)`` components."""
-    pw, px, py, pz = p
-    qw, qx, qy, qz = q
-    return (
-        pw * qw - px * qx - py * qy - pz * qz,
-        pw * qx + px * qw + py * qz - pz * qy,
-        pw * qy - px * qz + py * qw + pz * qx,
-        pw * qz + px * qy - py * qx + pz * qw,
-    )
-
-
-def _rotate(q: Sequence[Any], v: Sequence[Any]) -> list[Any]:
-    """Rotate ``v`` by the unit quaternion ``q`` (components)."""
-    w, x, y, z = q
-    # v + 2w (u × v) + 2 u × (u × v), u = (x, y, z)
-    cx, cy, cz = y * v[2] - z * v[1], z * v[0] - x * v[2], x * v[1] - y * v[0]
-    return [
-        v[0] + 2.0 * (w * cx + y * cz - z * cy),
-        v[1] + 2.0 * (w * cy + z * cx - x * cz),
-        v[2] + 2.0 * (w * cz + x * cy - y * cx),
-    ]
 
 
 def _between(a: Sequence[float], b: Sequence[Any]) -> tuple[Any, Any, Any, Any]:

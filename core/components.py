@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Vector and quaternion algebra on components, for the solvers' scalar fast paths.
+
+A vector is a tuple ``(x, y, z)`` and a quaternion a tuple ``(w, x, y, z)`` (wxyz, Hamilton,
+as :mod:`core.rotations`) whose entries are all floats — one pose, with no numpy call
+overhead — or all ``(N,)`` arrays — a batch, one array per component. The results match
+the batched functions of :mod:`core.rotations`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Num = Any
+Vec = tuple[Num, Num, Num]
+Quat = tuple[Num, Num, Num, Num]
+
+
+def vdot(a: Vec, b: Vec) -> Num:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def vcross(a: Vec, b: Vec) -> Vec:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def vadd(a: Vec, b: Vec) -> Vec:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def vsub(a: Vec, b: Vec) -> Vec:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def vscale(a: Vec, s: Num) -> Vec:
+    return (a[0] * s, a[1] * s, a[2] * s)
+
+
+def vcombine(s: Num, a: Vec, t: Num, b: Vec) -> Vec:
+    """``s·a + t·b``."""
+    return (s * a[0] + t * b[0], s * a[1] + t * b[1], s * a[2] + t * b[2])
+
+
+def qmul(p: Quat, q: Quat) -> Quat:
+    """Hamilton product ``p q``, as :func:`core.rotations.multiply`."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw - px * qx - py * qy - pz * qz,
+        pw * qx + px * qw + py * qz - pz * qy,
+        pw * qy - px * qz + py * qw + pz * qx,
+        pw * qz + px * qy - py * qx + pz * qw,
+    )
+
+
+def qmul_conj(p: Quat, q: Quat) -> Quat:
+    """``conj(p) · q`` (the rotation ``q`` seen from frame ``p``)."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw + px * qx + py * qy + pz * qz,
+        pw * qx - px * qw - py * qz + pz * qy,
+        pw * qy + px * qz - py * qw - pz * qx,
+        pw * qz - px * qy + py * qx - pz * qw,
+    )
+
+
+def qconj(q: Quat) -> Quat:
+    """The conjugate (inverse of a unit quaternion)."""
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+def qrotate(q: Quat, v: Vec) -> Vec:
+    """``v + w·t + u × t`` with ``t = 2 u × v``, as :func:`core.rotations.rotate`."""
+    u = (q[1], q[2], q[3])
+    t = vscale(vcross(u, v), 2.0)
+    return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
