@@ -171,15 +171,15 @@ def reference_lu(
 
 def summary(
     iterations: np.ndarray, pos_err: np.ndarray, ang_err: np.ndarray, seconds: float
-) -> dict[str, float]:
+) -> dict[str, float | None]:
     ok = (pos_err <= POSITION_TOL) & (ang_err <= ANGLE_TOL)
     return {
         "success_pct": 100.0 * float(ok.mean()),
-        "median_iterations_reached": float(np.median(iterations[ok])) if ok.any() else math.nan,
+        "median_iterations_reached": float(np.median(iterations[ok])) if ok.any() else None,
         "mean_iterations": float(iterations.mean()),
         "median_position_error": float(np.median(pos_err)),
         "p95_position_error": float(np.percentile(pos_err, 95)),
-        "max_position_error_reached": float(pos_err[ok].max()) if ok.any() else math.nan,
+        "max_position_error_reached": float(pos_err[ok].max()) if ok.any() else None,
         "median_angle_error_deg": math.degrees(float(np.median(ang_err))),
         "p95_angle_error_deg": math.degrees(float(np.percentile(ang_err, 95))),
         "batch_seconds": seconds,
@@ -189,8 +189,8 @@ def summary(
 
 def solve_rows(
     start: np.ndarray, goal_pos: np.ndarray, goal_rot: np.ndarray
-) -> dict[str, dict[str, float]]:
-    rows: dict[str, dict[str, float]] = {}
+) -> dict[str, dict[str, float | None]]:
+    rows: dict[str, dict[str, float | None]] = {}
     t = time.perf_counter()
     ref = reference_lu(start, goal_pos, goal_rot)
     row = summary(ref["iterations"], ref["error"], ref["angle_error"], time.perf_counter() - t)
@@ -220,9 +220,9 @@ def solve_rows(
     return rows
 
 
-def damping_sweep(goal_pos: np.ndarray, goal_rot: np.ndarray) -> dict[str, dict[str, float]]:
+def damping_sweep(goal_pos: np.ndarray, goal_rot: np.ndarray) -> dict[str, dict[str, float | None]]:
     """DLS from the singular start, one attempt, over the damping ``λ_max`` and the clamp."""
-    rows: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, float | None]] = {}
     initial = chain_rotations(np.zeros((goal_pos.shape[0], 6)))
     for damping in DAMPINGS:
         for config, extra in CONFIGS.items():
@@ -340,6 +340,11 @@ def run(n: int, seed: int, single: int) -> dict[str, Any]:
     return out
 
 
+def _count(value: float | None) -> str:
+    """A median count for the table; ``–`` when no goal was reached."""
+    return "–" if value is None else f"{value:.0f}"
+
+
 def markdown(result: dict[str, Any]) -> str:
     exp = result["experiment"]
     lines = [
@@ -366,7 +371,7 @@ def markdown(result: dict[str, Any]) -> str:
                 note = f" (halted on a singular J: {r['halted_on_singular_pct']:.1f} %)"
             lines.append(
                 f"| {name}{note} | {r['success_pct']:.1f} | "
-                f"{r['median_iterations_reached']:.0f} | {r['mean_iterations']:.1f} | "
+                f"{_count(r['median_iterations_reached'])} | {r['mean_iterations']:.1f} | "
                 f"{r['median_position_error']:.1e} / {r['p95_position_error']:.1e} | "
                 f"{r['median_angle_error_deg']:.1e} / {r['p95_angle_error_deg']:.1e} | "
                 f"{r['ms_per_goal']:.2f} |"
@@ -380,7 +385,7 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for name, r in result["dls_damping_sweep_singular_start"].items():
         lines.append(
-            f"| {name} | {r['success_pct']:.1f} | {r['median_iterations_reached']:.0f} | "
+            f"| {name} | {r['success_pct']:.1f} | {_count(r['median_iterations_reached'])} | "
             f"{r['mean_iterations']:.1f} |"
         )
     lines.append("")
