@@ -563,8 +563,17 @@ class FrameSolution:
 
 
 def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)``."""
-    return (inverse[:, :3, :3] @ points[:, :, None])[:, :, 0] + inverse[:, :3, 3]
+    """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)`` (plain floats for up
+    to :data:`_FLOAT_POSES` frames, like :func:`untwist`)."""
+    if points.shape[0] > _FLOAT_POSES:
+        return (inverse[:, :3, :3] @ points[:, :, None])[:, :, 0] + inverse[:, :3, 3]
+    return np.array(
+        [
+            [a * x + b * y + c * z + d for a, b, c, d in m[:3]]
+            for m, (x, y, z) in zip(inverse.tolist(), points.tolist(), strict=True)
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 3)
 
 
 def solve_chain_frames(
@@ -659,10 +668,11 @@ def solve_chain_frames(
     effectors = _to_frame(bases, effector_b)
     tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
     reach_tol = chain.reach * 1e-9 + tolerance
+    miss = effectors - targets
     return FrameSolution(
         rotations=ik,
-        errors=np.linalg.norm(effectors - targets, axis=-1),
-        reachable=np.linalg.norm(target_b, axis=-1) <= chain.reach + reach_tol,
+        errors=np.sqrt(np.add.reduce(miss * miss, axis=-1)),
+        reachable=np.sqrt(np.add.reduce(target_b * target_b, axis=-1)) <= chain.reach + reach_tol,
         effectors=effectors,
     )
 
@@ -768,7 +778,7 @@ def _write_bone(pose_bone: Any, q: np.ndarray) -> None:
         fk = None  # the mode changed, not the FK value
     else:
         fk = (mode, current)  # set by the animation or the user: the new FK value
-    new = tuple(float(np.float32(v)) for v in quaternion_to_values(q, mode, current))
+    new = tuple(np.array(quaternion_to_values(q, mode, current), dtype=np.float32).tolist())
     if new != current:
         write_rotation(pose_bone, new)
         new = read_rotation(pose_bone)

@@ -49,6 +49,7 @@ ellipse through the four limits, the core clamps each component on its own (a bo
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -118,12 +119,13 @@ def affine_inverse(m: np.ndarray) -> np.ndarray:
     if m.ndim == 2:
         return np.concatenate([np.array(_inverse_rows(m[:3].tolist())), last])
     flat = m.reshape(-1, 4, 4)
+    out = np.empty(flat.shape)
     if flat.shape[0] <= _FLOAT_MATRICES:
-        rows = np.array([_inverse_rows(x) for x in flat[:, :3].tolist()]).reshape(-1, 3, 4)
+        out[:, :3] = [_inverse_rows(x) for x in flat[:, :3].tolist()]
     else:
         entries = [[flat[:, r, c] for c in range(4)] for r in range(3)]
-        rows = np.stack([np.stack(row, axis=-1) for row in _inverse_rows(entries)], axis=-2)
-    out = np.concatenate([rows, np.broadcast_to(last, (rows.shape[0], 1, 4))], axis=-2)
+        out[:, :3] = np.stack([np.stack(row, axis=-1) for row in _inverse_rows(entries)], axis=-2)
+    out[:, 3] = last
     return out.reshape(m.shape)
 
 
@@ -157,12 +159,14 @@ def bone_limits(pose_bone: Any) -> JointLimits:
     return JointLimits(lock=lock, ranges=ranges, stiffness=stiffness)
 
 
-def _limit_key(pose_bone: Any) -> tuple[Any, ...]:
-    return tuple(
-        getattr(pose_bone, f"{p}_{a}")
+#: Reads a pose bone's IK limit settings as one tuple (one C call: checked every frame).
+_limit_key = operator.attrgetter(
+    *(
+        f"{p}_{a}"
         for p in ("lock_ik", "use_ik_limit", "ik_min", "ik_max", "ik_stiffness")
         for a in "xyz"
     )
+)
 
 
 def chain_bones(obj: Any, tip: str, chain_length: int, use_tail: bool) -> tuple[str, ...]:
