@@ -308,6 +308,8 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
         head, axes and scale of the parent's posed frame (see the module docstring).
     """
     count = root_location.shape[0]
+    if count <= _FLOAT_MATRICES:
+        return _base_matrices_floats(rig, parents, root_location)
     parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
     rest = rig.root_rest
     if rig.root_connected:
@@ -317,6 +319,25 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
     base = parent.copy() if rig.inherit_rotation else np.tile(np.eye(4), (count, 1, 1))
     base[:, :3, 3] = head
     return base
+
+
+def _base_matrices_floats(
+    rig: RigChain, parents: np.ndarray | None, root_location: np.ndarray
+) -> np.ndarray:
+    """:func:`base_matrices` frame by frame in plain floats (a few frames: live solving)."""
+    identity = np.eye(4).tolist()
+    rest = rig.root_rest.tolist()
+    frames = []
+    for f, loc in enumerate(root_location.tolist()):
+        x, y, z = (0.0, 0.0, 0.0) if rig.root_connected else loc
+        local = [row[3] + (row[0] * x + row[1] * y + row[2] * z) for row in rest[:3]]
+        parent = identity if parents is None else parents[f].tolist()
+        base = [list(row) for row in (parent if rig.inherit_rotation else identity)]
+        for r in range(3):
+            p = parent[r]
+            base[r][3] = (p[0] * local[0] + p[1] * local[1] + p[2] * local[2]) + p[3]
+        frames.append(base)
+    return np.array(frames, dtype=np.float64).reshape(-1, 4, 4)
 
 
 def _rest_bend(obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
