@@ -75,3 +75,31 @@ def qrotate(q: Quat, v: Vec) -> Vec:
     u = (q[1], q[2], q[3])
     t = vscale(vcross(u, v), 2.0)
     return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
+
+
+def qmatrix(q: Quat) -> tuple[Num, ...]:
+    """Rotation matrix of unit ``q``, row-major (9 entries); exactly ``I`` for the identity."""
+    w, x, y, z = q
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    return (
+        1.0 - 2.0 * (yy + zz),
+        2.0 * (xy - wz),
+        2.0 * (xz + wy),
+        2.0 * (xy + wz),
+        1.0 - 2.0 * (xx + zz),
+        2.0 * (yz - wx),
+        2.0 * (xz - wy),
+        2.0 * (yz + wx),
+        1.0 - 2.0 * (xx + yy),
+    )
+
+
+def mapply(m: tuple[Num, ...], v: Vec) -> Vec:
+    """``m · v`` for a row-major matrix ``m`` (9 entries)."""
+    return (
+        m[0] * v[0] + m[1] * v[1] + m[2] * v[2],
+        m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
+        m[6] * v[0] + m[7] * v[1] + m[8] * v[2],
+    )

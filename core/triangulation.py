@@ -93,7 +93,9 @@ from .components import (
     Num,
     Quat,
     Vec,
+    mapply,
     qconj,
+    qmatrix,
     qmul,
     qmul_conj,
     qrotate,
@@ -283,7 +285,7 @@ def _plan(chain: Chain) -> _Plan:
             and bool(np.all(chain.offsets[i] / lengths[i] == chain.offsets[i - 1] / lengths[i - 1]))
             for i in range(n)
         ),
-        rest0_inverse=tuple(float(x) for x in _matrix(qconj(tuple(chain.rest_rotations[0])))),
+        rest0_inverse=tuple(float(x) for x in qmatrix(qconj(tuple(chain.rest_rotations[0])))),
         all_free=all(k == "free" for k in kinds),
         rest_start=_rest_start(chain),
     )
@@ -298,34 +300,6 @@ def _floats(v: Vec) -> Vec:
 def _rest_start(chain: Chain) -> tuple[Vec, Vec]:
     axis, bend = _start_frame(chain, [_IDENTITY] * chain.n_joints)
     return _floats(axis), _floats(bend)
-
-
-def _matrix(q: Quat) -> tuple[Num, ...]:
-    """Rotation matrix of unit ``q``, row-major (9 entries); exactly ``I`` for the identity."""
-    w, x, y, z = q
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    return (
-        1.0 - 2.0 * (yy + zz),
-        2.0 * (xy - wz),
-        2.0 * (xz + wy),
-        2.0 * (xy + wz),
-        1.0 - 2.0 * (xx + zz),
-        2.0 * (yz - wx),
-        2.0 * (xz - wy),
-        2.0 * (yz + wx),
-        1.0 - 2.0 * (xx + yy),
-    )
-
-
-def _apply(m: tuple[Num, ...], v: Vec) -> Vec:
-    """``m · v`` for a row-major matrix ``m`` (9 entries)."""
-    return (
-        m[0] * v[0] + m[1] * v[1] + m[2] * v[2],
-        m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
-        m[6] * v[0] + m[7] * v[1] + m[8] * v[2],
-    )
 
 
 def _where(cond: Any, a: tuple[Num, ...], b: tuple[Num, ...]) -> tuple[Any, ...]:
@@ -558,7 +532,7 @@ def _orient_batch(
     half_phi = 0.5 * np.where(usable, phi, 0.0)
     turn: Quat = (np.cos(half_phi), *vscale(unit_axis, np.sin(half_phi)))
     # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
-    q0 = qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root)
+    q0 = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root)
     limits0 = problem.chain.limits[0]
     if not limits0.is_free:
         usable = usable & (limits0.violation(_stack(q0, problem.size)) <= 1e-9)
@@ -566,8 +540,8 @@ def _orient_batch(
     q0 = _where(usable, q0, root)
     # Where the turn is unusable its matrix is exactly I, which leaves points unchanged; the
     # effector lies on the turn's axis and stays.
-    m = _matrix(turn)
-    return q0, [_apply(m, v) for v in points[:-1]] + [points[-1]]
+    m = qmatrix(turn)
+    return q0, [mapply(m, v) for v in points[:-1]] + [points[-1]]
 
 
 # --------------------------------------------------------------------------- batch pass
@@ -1103,10 +1077,10 @@ def _orient_single(
     s = math.sin(half)
     turn = (math.cos(half), kx * s, ky * s, kz * s)
     root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
-    rots[0] = list(qmul((turn[0], *_apply(plan.rest0_inverse, turn[1:])), root))
-    m = _matrix(turn)
+    rots[0] = list(qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root))
+    m = qmatrix(turn)
     for j in range(1, n):
-        pos[j] = _apply(m, pos[j])
+        pos[j] = mapply(m, pos[j])
 
 
 def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:
