@@ -50,7 +50,7 @@ from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 from ..core import ReachIKError
 from ..core import rotations as rot
-from . import evaluate, handlers, keying, sampling
+from . import constraints, evaluate, handlers, keying, sampling
 from .operators import remove_chain
 from .quality import ChainQuality, chain_quality
 from .rig import RigChain, base_matrices
@@ -406,9 +406,7 @@ def _rest_dependencies(obj: Any, spec: evaluate.ChainSpec, rig: RigChain) -> set
 
 def _batchable(obj: Any, rigs: dict[str, RigChain], specs: list[evaluate.ChainSpec]) -> bool:
     """No baked chain depends on a bone that an enabled chain drives."""
-    from .properties import driven_bones
-
-    driven = driven_bones(obj)
+    driven = {name for name, enabled in constraints.driven(obj).items() if enabled}
     return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
 
 

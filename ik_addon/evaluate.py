@@ -14,11 +14,12 @@ live pose. Stable API:
     also returns their messages.
 
 ``apply_poses(obj, poses) -> None``
-    Writes the poses into the pose bones of ``obj`` (the original, not the evaluated copy),
-    each in the bone's rotation mode: quaternion (sign kept continuous with the current
-    value), every Euler order (continuous with the current value, like Blender's
-    ``Euler.make_compatible``) and axis-angle. Values that would not change are not
-    written, so a repeated solve causes no further depsgraph update.
+    Writes the poses into the rotation channels of ``obj``'s pose bones (the original, not
+    the evaluated copy), each in the bone's rotation mode: quaternion (sign kept continuous
+    with the current value), every Euler order (continuous with the current value, like
+    Blender's ``Euler.make_compatible``) and axis-angle. Only *Apply to FK* does this; live
+    solving shows poses through constraints (:mod:`.constraints`) and leaves the channels
+    alone.
 
 ``ChainPose`` (frozen):
     ``tip`` the pose bone holding the settings; ``bone_names`` the joints root→tip;
@@ -43,17 +44,12 @@ inputs, never on the previous frame):
    do not spin about themselves while the target moves smoothly;
 4. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone.
 
-FK pose and non-destructive writes. Each chain bone remembers (in its ``reach_ik``
-settings, saved with the file) the value last written by Reach IK and the FK value it
-replaced. When the bone's current value differs from the last written one, someone else
-set it — the animation at a frame change, or the user — and it becomes the new FK value.
-:func:`restore_fk` writes the remembered FK values back when a chain stops driving a bone,
-so disabling or removing a chain gives back exactly the FK pose, keyed or not.
+The FK pose is the bones' own rotation channels (keyed or not): live solving never writes
+them (:mod:`.constraints`), so they always hold it and :func:`fk_rotations` just reads them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -65,15 +61,18 @@ from mathutils import Euler, Quaternion
 
 from ..core import METHODS, Chain, ReachIKError, SolveOptions, forward_kinematics, solve
 from ..core import rotations as rot
-from ..core.components import qconj, qmul, qrotate
+from ..core.components import qconj, qmatrix, qmul, qrotate
 from .rig import (
     RigChain,
+    Rows,
     affine_inverse,
-    base_matrices,
+    base_rows,
     build_rig_chain,
-    chain_bones,
-    matrix,
+    compose,
+    inverse,
     rig_signature,
+    rows,
+    transform,
 )
 
 #: The solver methods in the order the UI lists them (those the core has implemented).
@@ -114,10 +113,12 @@ class ChainPose:
 
 @dataclass(frozen=True)
 class SolveReport:
-    """What :func:`solve_chains` found: the poses, and why other chains were skipped."""
+    """What :func:`solve_chains` found: the poses, why other chains were skipped, and the
+    bones of the chains not solved (disabled, or skipped)."""
 
     poses: list[ChainPose]
     problems: dict[str, str]
+    idle: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- rotations
@@ -227,54 +228,35 @@ def chain_tips(obj: Any) -> list[str]:
     return [pb.name for pb in obj.pose.bones if pb.reach_ik.has_chain]
 
 
-@dataclass(frozen=True)
-class ArmatureChains:
-    """Which bones of an armature Reach IK deals with.
-
-    Attributes:
-        tips: the bones holding chains.
-        candidates: every bone Reach IK may have written: those driven when scanned and
-            those in a chain; only these need their FK pose given back.
-    """
-
-    tips: tuple[str, ...]
-    candidates: frozenset[str]
-
-
 _generation = 0
-_chains_cache: dict[tuple[int, int, int], tuple[int, ArmatureChains]] = {}
+_chains_cache: dict[tuple[int, int, int], tuple[int, tuple[str, ...]]] = {}
 
 
 def invalidate() -> None:
-    """Forget which bones hold chains: after a chain is added, removed, lengthened or
-    shortened, a file is loaded, or an undo step (the property callbacks and handlers call
-    this)."""
+    """Forget which bones hold chains and recheck the chains against the rig: after a chain
+    is added, removed or changed, the armature or its pose bones are edited, a file is
+    loaded, or an undo step (the property callbacks and handlers call this)."""
     global _generation
     _generation += 1
 
 
-def armature_chains(obj: Any) -> ArmatureChains:
-    """:class:`ArmatureChains` of ``obj``; scanning every pose bone only after
+def generation() -> int:
+    """A number that changes with every :func:`invalidate`."""
+    return _generation
+
+
+def armature_chains(obj: Any) -> tuple[str, ...]:
+    """:func:`chain_tips` of ``obj``, scanning every pose bone only after
     :func:`invalidate` (scanning a big rig on every frame costs more than the solve)."""
     key = (obj.as_pointer(), obj.data.as_pointer(), len(obj.pose.bones))
     hit = _chains_cache.get(key)
     if hit is not None and hit[0] == _generation:
         bones = obj.pose.bones
-        if all((pb := bones.get(tip)) is not None and pb.reach_ik.has_chain for tip in hit[1].tips):
+        if all((pb := bones.get(tip)) is not None and pb.reach_ik.has_chain for tip in hit[1]):
             return hit[1]
-    tips = []
-    candidates: set[str] = set()
-    for pb in obj.pose.bones:
-        s = pb.reach_ik
-        if s.has_chain:
-            tips.append(pb.name)
-            with contextlib.suppress(ReachIKError):
-                candidates.update(chain_bones(obj, pb.name, s.chain_length, s.use_tail))
-        if s.ik_active:
-            candidates.add(pb.name)
-    found = ArmatureChains(tuple(tips), frozenset(candidates))
-    _chains_cache[key] = (_generation, found)
-    return found
+    tips = tuple(chain_tips(obj))
+    _chains_cache[key] = (_generation, tips)
+    return tips
 
 
 def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
@@ -311,22 +293,28 @@ def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
     )
 
 
-_rig_cache: dict[tuple[Any, ...], RigChain] = {}
+_rig_cache: dict[tuple[Any, ...], tuple[RigChain, int]] = {}
 
 
 def rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain:
-    """The (cached) :class:`RigChain`; rebuilt when the rig's rest data or limits change."""
+    """The (cached) :class:`RigChain`; after an :func:`invalidate` it is checked against the
+    rig's rest data and limits once, and rebuilt if they changed."""
     key = (obj.data.as_pointer(), obj.data.name_full, tip, chain_length, use_tail)
     cached = _rig_cache.get(key)
-    if cached is not None and cached.signature == rig_signature(obj, cached.bone_names):
-        return cached
+    if cached is not None:
+        rig, checked = cached
+        if checked == _generation:
+            return rig
+        if rig.signature == rig_signature(obj, rig.bone_names):
+            _rig_cache[key] = (rig, _generation)
+            return rig
     built = build_rig_chain(obj, tip, chain_length, use_tail)
-    _rig_cache[key] = built
+    _rig_cache[key] = (built, _generation)
     return built
 
 
 def clear_caches() -> None:
-    """Forget cached chains (after loading a file; they are also checked on every use)."""
+    """Forget cached chains (after loading a file)."""
     _rig_cache.clear()
     _chains_cache.clear()
     invalidate()
@@ -334,7 +322,8 @@ def clear_caches() -> None:
 
 # ----------------------------------------------------------------------------- posed state
 class _PoseState:
-    """Posed bone matrices of one evaluated armature, with chains solved in this pass.
+    """Posed bone matrices (armature space, :data:`.rig.Rows`) of one evaluated armature,
+    with chains solved in this pass.
 
     Bones below a chain solved earlier in the pass are recomputed from its new rotations
     (``M = M_parent · rest_rel · basis``); all others are Blender's evaluated matrices.
@@ -344,7 +333,7 @@ class _PoseState:
         self.pose_bones = obj_eval.pose.bones
         self.bones = obj_eval.data.bones
         self.solved: dict[str, np.ndarray] = {}  # bone → solved rotation (4,) of this pass
-        self._cache: dict[str, np.ndarray] = {}
+        self._cache: dict[str, Rows] = {}
         self._moved: dict[str, bool] = {}
 
     def add_solved(self, names: tuple[str, ...], rotations: np.ndarray) -> None:
@@ -353,13 +342,14 @@ class _PoseState:
         self._cache.clear()
         self._moved.clear()
 
-    def _basis(self, name: str) -> np.ndarray:
-        basis = matrix(self.pose_bones[name].matrix_basis)
+    def _basis(self, name: str) -> Rows:
+        basis = rows(self.pose_bones[name].matrix_basis)
         q = self.solved.get(name)
-        if q is not None:
-            scale = np.linalg.norm(basis[:3, :3], axis=0)
-            basis[:3, :3] = rot.to_matrix(q) * scale
-        return basis
+        if q is None:
+            return basis
+        scale = [math.hypot(basis[0][c], basis[1][c], basis[2][c]) for c in range(3)]
+        m = qmatrix(tuple(q.tolist()))
+        return [[*(m[3 * r + c] * scale[c] for c in range(3)), basis[r][3]] for r in range(3)]
 
     def _is_moved(self, name: str) -> bool:
         moved = self._moved.get(name)
@@ -369,72 +359,65 @@ class _PoseState:
             self._moved[name] = moved
         return moved
 
-    def matrix(self, name: str) -> np.ndarray:
-        """Posed matrix ``(4, 4)`` of bone ``name`` in armature space."""
+    def matrix(self, name: str) -> Rows:
+        """Posed matrix of bone ``name`` in armature space."""
         m = self._cache.get(name)
         if m is not None:
             return m
         if not self.solved or not self._is_moved(name):
-            m = matrix(self.pose_bones[name].matrix)
+            m = rows(self.pose_bones[name].matrix)
         else:
             bone = self.bones[name]
             basis = self._basis(name)
             if bone.parent is None:
-                m = matrix(bone.matrix_local) @ basis
+                m = compose(rows(bone.matrix_local), basis)
             else:
-                rel = affine_inverse(matrix(bone.parent.matrix_local)) @ matrix(bone.matrix_local)
-                m = self.matrix(bone.parent.name) @ rel @ basis
+                rel = compose(inverse(rows(bone.parent.matrix_local)), rows(bone.matrix_local))
+                m = compose(compose(self.matrix(bone.parent.name), rel), basis)
         self._cache[name] = m
         return m
 
 
 def _point_world(
-    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: np.ndarray
-) -> np.ndarray:
-    """World position ``(3,)`` of an object, or of a bone's head when ``bone`` is given."""
+    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: Rows
+) -> list[float]:
+    """World position (3 floats) of an object, or of a bone's head when ``bone`` is given."""
     if obj_id is None:
         raise ReachIKError(f"no {what}: pick an object (or an armature and a bone)")
     if not bone or obj_id.type != "ARMATURE":
-        return np.array(obj_id.matrix_world.translation, dtype=np.float64)
+        return list(obj_id.matrix_world.translation)
     if obj_id.original == own.original:
         if bone not in state.pose_bones:
             raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
-        return (world @ state.matrix(bone))[:3, 3]
+        return transform(world, [row[3] for row in state.matrix(bone)])
     pb = obj_id.pose.bones.get(bone)
     if pb is None:
         raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
-    return (matrix(obj_id.matrix_world) @ matrix(pb.matrix))[:3, 3]
+    return transform(rows(obj_id.matrix_world), list(pb.matrix.translation))
 
 
-def _rotation_world(spec: ChainSpec, own: Any, state: _PoseState, world: np.ndarray) -> Any:
+def _rotation_world(spec: ChainSpec, own: Any, state: _PoseState, world: Rows) -> np.ndarray:
     """World rotation matrix ``(3, 3)`` of the target (object, or bone; columns scaled)."""
     tgt = spec.target
     if spec.target_bone and tgt.type == "ARMATURE":
         if tgt.original == own.original:
-            m = world @ state.matrix(spec.target_bone)
+            m = compose(world, state.matrix(spec.target_bone))
         else:
-            m = matrix(tgt.matrix_world) @ matrix(tgt.pose.bones[spec.target_bone].matrix)
+            m = compose(rows(tgt.matrix_world), rows(tgt.pose.bones[spec.target_bone].matrix))
     else:
-        m = matrix(tgt.matrix_world)
-    return m[:3, :3]
-
-
-def fk_state(pose_bone: Any) -> tuple[str, tuple[float, ...]]:
-    """The bone's FK rotation ``(mode, 4 values)`` by the rule of the module docstring
-    (values as :func:`read_rotation`)."""
-    s = pose_bone.reach_ik
-    mode = pose_bone.rotation_mode
-    current = read_rotation(pose_bone)
-    if not s.ik_active:
-        return mode, current
-    if mode == s.ik_mode and current != tuple(s.ik_value):
-        return mode, current
-    return s.fk_mode, tuple(s.fk_value)
+        m = rows(tgt.matrix_world)
+    return np.array(m, dtype=np.float64)[:, :3]
 
 
 def fk_rotations(pose_bones: Any, names: Iterable[str]) -> np.ndarray:
-    """The FK rotations ``(n, 4)`` wxyz (basis space) of the bones ``names``."""
-    return np.array([values_to_quaternion(*fk_state(pose_bones[name])) for name in names])
+    """The FK rotations ``(n, 4)`` wxyz (basis space) of the bones ``names``: their rotation
+    channels (of the evaluated armature: as animated)."""
+    return np.array(
+        [
+            values_to_quaternion(pose_bones[n].rotation_mode, read_rotation(pose_bones[n]))
+            for n in names
+        ]
+    )
 
 
 @lru_cache(maxsize=256)
@@ -473,13 +456,9 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
         poses (live solving), ``(N,)`` arrays for many (baking).
     """
     n = chain.n_joints
-    first = n
-    while first > 0 and chain.limits[first - 1].is_free:
-        first -= 1
+    first, rests, offsets = _untwist_plan(chain)
     if first == n:
         return rotations
-    rests = [tuple(r) for r in chain.rest_rotations.tolist()]
-    offsets = chain.offsets.tolist()
     if rotations.shape[0] <= _FLOAT_POSES:
         return np.array(
             [
@@ -492,6 +471,26 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
     points = [tuple(positions[:, i].T) for i in range(n + 1)]
     out = _untwist_pose(first, rests, offsets, pose, points)
     return np.stack([np.stack(q, axis=-1) for q in out], axis=1)
+
+
+_plans: dict[int, tuple[Chain, int, list[Any], list[Any]]] = {}
+
+
+def _untwist_plan(chain: Chain) -> tuple[int, list[Any], list[Any]]:
+    """For :func:`untwist`: the first joint re-aimed (``n``: none), the rest rotations and
+    offsets as plain floats; cached per chain (live solving asks every frame)."""
+    hit = _plans.get(id(chain))
+    if hit is not None and hit[0] is chain:
+        return hit[1], hit[2], hit[3]
+    first = chain.n_joints
+    while first > 0 and chain.limits[first - 1].is_free:
+        first -= 1
+    rests = [tuple(r) for r in chain.rest_rotations.tolist()]
+    offsets = chain.offsets.tolist()
+    if len(_plans) > 256:
+        _plans.clear()
+    _plans[id(chain)] = (chain, first, rests, offsets)
+    return first, rests, offsets
 
 
 def _untwist_pose(
@@ -562,18 +561,9 @@ class FrameSolution:
     effectors: np.ndarray
 
 
-def _to_frame(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)`` (plain floats for up
-    to :data:`_FLOAT_POSES` frames, like :func:`untwist`)."""
-    if points.shape[0] > _FLOAT_POSES:
-        return (inverse[:, :3, :3] @ points[:, :, None])[:, :, 0] + inverse[:, :3, 3]
-    return np.array(
-        [
-            [a * x + b * y + c * z + d for a, b, c, d in m[:3]]
-            for m, (x, y, z) in zip(inverse.tolist(), points.tolist(), strict=True)
-        ],
-        dtype=np.float64,
-    ).reshape(-1, 3)
+def _to_frame(maps: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)``."""
+    return (maps[:, :3, :3] @ points[:, :, None])[:, :, 0] + maps[:, :3, 3]
 
 
 def solve_chain_frames(
@@ -611,11 +601,7 @@ def solve_chain_frames(
     Raises:
         ReachIKError: unknown solver, zero scale, non-finite result.
     """
-    if spec.solver not in available_methods():
-        raise ReachIKError(
-            f"solver '{spec.solver}' is not available; choose one of "
-            f"{', '.join(available_methods())}"
-        )
+    _check_solver(spec.solver)
     chain = rig.chain
     count = targets.shape[0]
     to_base = affine_inverse(bases)
@@ -677,43 +663,107 @@ def solve_chain_frames(
     )
 
 
-def _solve_one(
-    spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: np.ndarray
-) -> ChainPose:
-    """One chain at the current frame: its inputs as evaluated, then
-    :func:`solve_chain_frames` with ``F = 1``."""
-    target_w = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
-    parent = state.matrix(rig.parent)[None] if rig.parent is not None else None
-    root_location = np.array([state.pose_bones[rig.bone_names[0]].location], dtype=np.float64)
-    base = world @ base_matrices(rig, parent, root_location)
-    pole_w = None
-    if spec.pole is not None:
-        pole_w = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)[None]
-    goal_rot = None
-    if spec.use_rotation:
-        goal_rot = _rotation_world(spec, obj_eval, state, world)[None]
-    fk = None
-    if spec.influence < 1.0:
-        fk = fk_rotations(state.pose_bones, rig.bone_names)[None]
-    solved = solve_chain_frames(
-        rig,
-        spec,
-        base,
-        target_w[None],
-        pole_w,
-        goal_rot,
-        fk,
-        np.array([spec.influence]),
-        np.array([spec.pole_angle]),
-        np.array([spec.orient_weight]),
+def _check_solver(solver: str) -> None:
+    if solver not in available_methods():
+        raise ReachIKError(
+            f"solver '{solver}' is not available; choose one of {', '.join(available_methods())}"
+        )
+
+
+def solve_frame(
+    rig: RigChain,
+    spec: ChainSpec,
+    base: Rows,
+    target: Sequence[float],
+    pole: Sequence[float] | None = None,
+    goal_rotation: np.ndarray | None = None,
+    fk: np.ndarray | None = None,
+) -> FrameSolution:
+    """:func:`solve_chain_frames` for one frame, its matrices as plain floats (live solving:
+    for one small chain numpy's per-call overhead would cost more than the solve). The same
+    steps with the same core calls; tests and every bake check that both agree.
+
+    Args:
+        rig, spec: the chain and its settings as evaluated (solver, iterations, tolerance,
+            influence, pole angle, orientation goal and weight are read here).
+        base: the base frame in world space (:data:`.rig.Rows`).
+        target, pole: 3 floats each, world metres (no pole: ``None``).
+        goal_rotation: ``(3, 3)`` the target's world rotation (columns may be scaled) for an
+            orientation goal, or ``None``.
+        fk: ``(n, 4)`` the FK rotations, needed when the influence is below 1.
+
+    Returns:
+        A :class:`FrameSolution` of ``F = 1``.
+
+    Raises:
+        ReachIKError: unknown solver, zero scale, non-finite result, FK missing.
+    """
+    _check_solver(spec.solver)
+    chain = rig.chain
+    to_base = inverse(base)
+    target_b = transform(to_base, target)
+    pole_b = None if pole is None else transform(to_base, pole)
+    goal = None
+    weight = 1.0
+    if spec.use_rotation and goal_rotation is not None:
+        base_rot = np.array(base, dtype=np.float64)[:, :3]
+        base_rot /= np.linalg.norm(base_rot, axis=0)
+        world_rot = goal_rotation / np.linalg.norm(goal_rotation, axis=0)
+        goal = rot.from_matrix(base_rot.T @ world_rot)
+        weight = 1.0 - spec.orient_weight
+    result = solve(
+        chain,
+        target_b,
+        method=spec.solver,
+        pole=pole_b,
+        target_rotation=goal,
+        options=_options(spec.iterations, spec.tolerance, spec.pole_angle, weight),
     )
+    ik = np.asarray(result.rotations, dtype=np.float64).reshape(1, -1, 4)
+    positions = np.asarray(result.positions, dtype=np.float64).reshape(1, -1, 3)
+    if goal is None or weight >= 1.0:
+        ik = untwist(chain, ik, positions)
+    if not np.isfinite(ik).all():
+        raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
+    share = min(max(spec.influence, 0.0), 1.0)
+    effector_b = positions[0, -1].tolist()
+    if share < 1.0:
+        if fk is None:
+            raise ReachIKError("the FK pose is needed to blend with influence below 1")
+        ik = rot.normalize(rot.slerp(fk[None], ik, share))
+        effector_b = forward_kinematics(chain, ik)[0][0, -1].tolist()
+    effector = transform(base, effector_b)
+    tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
+    reach_tol = chain.reach * 1e-9 + tolerance
+    return FrameSolution(
+        rotations=ik,
+        errors=np.array([math.dist(effector, target)]),
+        reachable=np.array([math.hypot(*target_b) <= chain.reach + reach_tol]),
+        effectors=np.array([effector]),
+    )
+
+
+def _solve_one(
+    spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: Rows
+) -> ChainPose:
+    """One chain at the current frame: its inputs as evaluated, then :func:`solve_frame`."""
+    target = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
+    parent = state.matrix(rig.parent) if rig.parent is not None else None
+    location = state.pose_bones[rig.bone_names[0]].location
+    base = compose(world, base_rows(rig, parent, location))
+    pole = None
+    if spec.pole is not None:
+        pole = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)
+    goal_rot = _rotation_world(spec, obj_eval, state, world) if spec.use_rotation else None
+    fk = fk_rotations(state.pose_bones, rig.bone_names) if spec.influence < 1.0 else None
+    solved = solve_frame(rig, spec, base, target, pole, goal_rot, fk)
     return ChainPose(
         tip=spec.tip,
         bone_names=rig.bone_names,
         rotations=solved.rotations[0],
         error=float(solved.errors[0]),
         reachable=bool(solved.reachable[0]),
-        target_world=target_w,
+        target_world=np.array(target),
         effector_world=solved.effectors[0],
     )
 
@@ -722,31 +772,36 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
     """Solve every enabled chain of ``obj`` (see :func:`solve_armature`).
 
     Returns:
-        The poses, and a message per chain tip that was skipped (disabled chains are not
-        mentioned).
+        The poses, a message per chain tip that was skipped (disabled chains are not
+        mentioned), and the bones of the chains not solved.
     """
     problems: dict[str, str] = {}
     poses: list[ChainPose] = []
-    tips = armature_chains(obj).tips
+    idle: list[str] = []
+    tips = armature_chains(obj)
     if not tips:
         return SolveReport(poses, problems)
     obj_eval = obj.evaluated_get(depsgraph)
     if obj_eval.pose is None:
         return SolveReport(poses, problems)
     state = _PoseState(obj_eval)
-    world = matrix(obj_eval.matrix_world)
+    world = rows(obj_eval.matrix_world)
     todo = []
     for tip in tips:
         pb = obj_eval.pose.bones.get(tip)
-        if pb is None or not pb.reach_ik.enabled:
+        if pb is None:
             continue
-        spec = read_spec(pb, depsgraph)
+        s = pb.reach_ik
         try:
-            rig = rig_chain(obj, spec.tip, spec.chain_length, spec.use_tail)
+            rig = rig_chain(obj, tip, s.chain_length, s.use_tail)
         except ReachIKError as exc:
-            problems[spec.tip] = str(exc)
+            if s.enabled:
+                problems[tip] = str(exc)
             continue
-        todo.append((rig.root_depth, spec.tip, spec, rig))
+        if not s.enabled:
+            idle.extend(rig.bone_names)
+            continue
+        todo.append((rig.root_depth, tip, read_spec(pb, depsgraph), rig))
     # Parents first: a chain whose bones lie above another chain's root is solved before it.
     todo.sort(key=lambda item: (item[0], item[1]))
     for _depth, _tip, spec, rig in todo:
@@ -754,10 +809,11 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
             pose = _solve_one(spec, rig, obj_eval, state, world)
         except ReachIKError as exc:
             problems[spec.tip] = str(exc)
+            idle.extend(rig.bone_names)
             continue
         poses.append(pose)
         state.add_solved(pose.bone_names, pose.rotations)
-    return SolveReport(poses, problems)
+    return SolveReport(poses, problems, tuple(idle))
 
 
 def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:
@@ -766,87 +822,21 @@ def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:
 
 
 # ----------------------------------------------------------------------------- writing
-def _write_bone(pose_bone: Any, q: np.ndarray) -> None:
-    """Write one solved rotation, keeping the FK bookkeeping (module docstring)."""
-    s = pose_bone.reach_ik
-    mode = pose_bone.rotation_mode
-    current = read_rotation(pose_bone)
-    active = s.ik_active
-    if active and mode == s.ik_mode and current == tuple(s.ik_value):
-        fk = None  # unchanged: the value is ours
-    elif active and mode != s.ik_mode:
-        fk = None  # the mode changed, not the FK value
-    else:
-        fk = (mode, current)  # set by the animation or the user: the new FK value
-    new = tuple(np.array(quaternion_to_values(q, mode, current), dtype=np.float32).tolist())
-    if new != current:
-        write_rotation(pose_bone, new)
-        new = read_rotation(pose_bone)
-    if fk is not None:
-        s.fk_mode, s.fk_value = fk
-    if s.ik_mode != mode:
-        s.ik_mode = mode
-    if new != current or fk is not None:
-        s.ik_value = new
-    if not active:
-        s.ik_active = True
-
-
 def apply_poses(obj: Any, poses: Iterable[ChainPose]) -> None:
-    """Write solved poses into ``obj``'s pose bones, remembering each bone's FK value."""
+    """Write solved poses into the rotation channels of ``obj``'s pose bones (module
+    docstring)."""
     pose_bones = obj.pose.bones
     for pose in poses:
         for name, q in zip(pose.bone_names, pose.rotations, strict=True):
             pb = pose_bones.get(name)
             if pb is not None:
-                _write_bone(pb, q)
-
-
-def restore_fk(
-    obj: Any, keep: Iterable[str] = (), candidates: Iterable[str] | None = None
-) -> list[str]:
-    """Give back the FK rotation of every bone Reach IK drives, except those in ``keep``.
-
-    Args:
-        obj: the armature object.
-        keep: bones that stay driven.
-        candidates: only look at these bones (default: every pose bone).
-
-    Returns:
-        The names of the bones restored.
-    """
-    kept = set(keep)
-    restored: list[str] = []
-    if obj is None or obj.pose is None:
-        return restored
-    pose_bones = obj.pose.bones
-    if candidates is None:
-        bones = list(pose_bones)
-    else:
-        bones = [pose_bones[n] for n in candidates if n not in kept and n in pose_bones]
-    for pb in bones:
-        s = pb.reach_ik
-        if not s.ik_active or pb.name in kept:
-            continue
-        fk_mode, fk_values = fk_state(pb)
-        if fk_mode == pb.rotation_mode:
-            values = tuple(fk_values)
-        else:
-            q = values_to_quaternion(fk_mode, fk_values)
-            values = quaternion_to_values(q, pb.rotation_mode, read_rotation(pb))
-        new = tuple(float(np.float32(v)) for v in values)
-        if new != read_rotation(pb):
-            write_rotation(pb, new)
-        s.ik_active = False
-        restored.append(pb.name)
-    return restored
+                write_rotation(pb, quaternion_to_values(q, pb.rotation_mode, read_rotation(pb)))
 
 
 __all__ = [
     "ITERATIVE",
     "METHOD_LABELS",
     "METHOD_ORDER",
-    "ArmatureChains",
     "ChainPose",
     "ChainSpec",
     "FrameSolution",
@@ -857,15 +847,15 @@ __all__ = [
     "chain_tips",
     "clear_caches",
     "fk_rotations",
-    "fk_state",
+    "generation",
     "invalidate",
     "quaternion_to_values",
     "read_rotation",
-    "restore_fk",
     "rig_chain",
     "solve_armature",
     "solve_chain_frames",
     "solve_chains",
+    "solve_frame",
     "untwist",
     "values_to_quaternion",
     "write_rotation",

@@ -2,20 +2,25 @@
 """Live solving: every enabled chain is solved and shown when the frame changes, when a
 target or pole moves, and in renders.
 
-Mechanism: handlers write the solved rotations into the pose bones' rotation properties
-(:func:`.evaluate.solve_armature` then :func:`.evaluate.apply_poses`; nothing else touches
-the pose), and give the FK pose back to bones no enabled chain drives any more.
+Mechanism: handlers solve (:func:`.evaluate.solve_chains`) and show the poses through the
+chain bones' *Reach IK* constraints (:func:`.constraints.show` writes the helpers those
+constraints copy; the bones' own channels, the FK pose, are never written).
 
 * ``frame_change_post`` — scrubbing, playback, ``frame_set`` and renders. Blender
-  re-evaluates the depsgraph when a frame-change handler changed data, so the written pose
+  re-evaluates the depsgraph when a frame-change handler changed data, so the shown pose
   is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
   does not edit the scene while a frame renders; for final output prefer baking).
 * ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
-  setting). Writing the pose causes one more depsgraph update, whose solve gives the same
+  setting). Writing a helper causes one more depsgraph update, whose solve gives the same
   values and so writes nothing: the exchange stops by itself; a re-entrancy flag guards
   against anything running the handler from inside a solve.
-* ``load_post`` — a file that is opened is solved once (caches are dropped first);
+* ``load_post`` — a file that is opened is solved once (caches are dropped first, and
+  helpers whose armature was deleted are removed);
   ``undo_post``/``redo_post`` drop the record of which bones hold chains.
+
+The first solve of an armature after that record changed (a chain added or removed, a
+file loaded, an undo, a duplicated armature) first brings its constraints in line with its
+chains (:func:`.constraints.sync`).
 
 All are ``@persistent`` (they survive loading files) and :func:`unregister_handlers`
 removes every one. No handler writes keyframes. The last solve's residual errors and
@@ -33,7 +38,7 @@ from typing import Any
 import bpy
 from bpy.app.handlers import persistent
 
-from . import evaluate
+from . import constraints, evaluate
 
 
 @dataclass(frozen=True)
@@ -52,17 +57,21 @@ _busy = False
 _reported: set[str] = set()
 
 
+#: Armature object (pointer) → the :func:`.evaluate.generation` its constraints match.
+_synced: dict[int, int] = {}
+
+
 def solve_object(obj: Any, depsgraph: Any) -> None:
-    """Solve, write and release (FK back) one armature object's chains."""
+    """Solve and show one armature object's chains."""
+    key = obj.as_pointer()
+    if _synced.get(key) != evaluate.generation():
+        constraints.sync(obj)
+        _synced[key] = evaluate.generation()
     report = evaluate.solve_chains(obj, depsgraph)
-    evaluate.apply_poses(obj, report.poses)
-    evaluate.restore_fk(
-        obj,
-        {name for pose in report.poses for name in pose.bone_names},
-        evaluate.armature_chains(obj).candidates,
-    )
-    for key in [k for k in status if k[0] == obj.name]:
-        del status[key]
+    shown = [(pose.bone_names, pose.rotations) for pose in report.poses]
+    constraints.show(obj, shown, report.idle, epoch=evaluate.generation())
+    for key_ in [k for k in status if k[0] == obj.name]:
+        del status[key_]
     for pose in report.poses:
         status[(obj.name, pose.tip)] = ChainStatus(pose.error, pose.reachable, "")
     for tip, message in report.problems.items():
@@ -76,12 +85,8 @@ def _armatures(scene: Any) -> list[Any]:
         if obj.type == "ARMATURE"
         and obj.mode != "EDIT"
         and obj.pose is not None
-        and _has_work(evaluate.armature_chains(obj))
+        and evaluate.armature_chains(obj)
     ]
-
-
-def _has_work(found: evaluate.ArmatureChains) -> bool:
-    return bool(found.tips or found.candidates)
 
 
 @contextmanager
@@ -127,10 +132,15 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
     if _busy:
         return
     updated = [u.id for u in depsgraph.updates]
-    if any(isinstance(i, bpy.types.Armature) for i in updated):
-        evaluate.invalidate()  # bones may have been added, renamed or edited
-    if not any(isinstance(i, bpy.types.Object) for i in updated):
-        return
+    objects = [i for i in updated if isinstance(i, bpy.types.Object)]
+    if any(isinstance(i, bpy.types.Armature) for i in updated) or any(
+        i.type == "ARMATURE" for i in objects
+    ):
+        # Bones added, renamed or edited, IK limits or chain settings changed, constraints
+        # edited: check everything again (frame changes alone never get here).
+        evaluate.invalidate()
+    if all(constraints.is_helper(i) for i in objects):
+        return  # nothing moved, or only helpers Reach IK wrote
     solve_scene(scene, depsgraph)
 
 
@@ -144,6 +154,8 @@ def on_load(_filepath: Any = None) -> None:
     evaluate.clear_caches()
     status.clear()
     _reported.clear()
+    _synced.clear()
+    constraints.remove_orphans()
     context = bpy.context
     scene = getattr(context, "scene", None)
     if scene is not None:
@@ -170,4 +182,5 @@ def unregister_handlers() -> None:
         while fn in handler_list:
             handler_list.remove(fn)
     status.clear()
+    _synced.clear()
     evaluate.clear_caches()

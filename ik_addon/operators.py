@@ -13,8 +13,7 @@ from typing import Any, Literal
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from . import evaluate, handlers
-from .properties import driven_bones
+from . import constraints, evaluate, handlers
 from .rig import (
     RigError,
     chain_bones,
@@ -26,7 +25,7 @@ from .rig import (
 #: What ``execute`` returns.
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
-#: Settings of a chain (reset by Remove); the FK bookkeeping is not among them.
+#: Settings of a chain (reset by Remove).
 CHAIN_SETTINGS = (
     "has_chain",
     "enabled",
@@ -220,12 +219,12 @@ class REACH_IK_OT_remove(bpy.types.Operator):
 
 
 def remove_chain(obj: Any, pb: Any) -> None:
-    """Reset a tip's chain settings and give its bones their FK pose back."""
+    """Reset a tip's chain settings and take its constraints off (the FK pose shows)."""
     s = pb.reach_ik
     for name in CHAIN_SETTINGS:
-        s.property_unset(name)
+        s.property_unset(name)  # runs no update callbacks: sync by hand
     evaluate.invalidate()
-    evaluate.restore_fk(obj, driven_bones(obj))
+    constraints.sync(obj)
     handlers.status.pop((obj.name, pb.name), None)
 
 
@@ -433,9 +432,6 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
                 mode = pb.rotation_mode
                 path = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
                 pb.keyframe_insert(path.get(mode, "rotation_euler"), frame=frame, group=name)
-                values = evaluate.read_rotation(pb)
-                pb.reach_ik.fk_mode = mode
-                pb.reach_ik.fk_value = values
                 keyed += 1
             if self.disable_chains:
                 obj.pose.bones[pose.tip].reach_ik.enabled = False

@@ -1,12 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Reach IK's settings: one namespaced property group per pose bone, ``PoseBone.reach_ik``.
 
-On a chain's **tip** bone it holds the chain's settings (``has_chain`` marks it). On every
-bone a chain drives it also holds the bookkeeping that keeps the FK pose (see
-:mod:`.evaluate`): ``ik_active``, the value last written (``ik_mode``/``ik_value``) and the
-FK value it replaced (``fk_mode``/``fk_value``), four floats in the bone's rotation mode
-(quaternion ``w, x, y, z``; Euler ``x, y, z, 0``; axis-angle ``angle, x, y, z``). These are
-saved with the file and not animatable.
+On a chain's **tip** bone it holds the chain's settings (``has_chain`` marks it). Changing
+which bones a chain drives, or switching it on or off, updates the bones' *Reach IK*
+constraints at once (:func:`.constraints.sync`).
 
 Joint limits and stiffness are not here: they are Blender's own per-bone IK settings
 (``lock_ik_*``, ``use_ik_limit_*``, ``ik_min/max_*``, ``ik_stiffness_*``), see :mod:`.rig`.
@@ -22,14 +19,13 @@ from bpy.props import (
     BoolProperty,
     EnumProperty,
     FloatProperty,
-    FloatVectorProperty,
     IntProperty,
     PointerProperty,
     StringProperty,
 )
 
-from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate, restore_fk
-from .rig import RigError, chain_bones
+from .constraints import sync
+from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate
 
 _METHOD_HELP = {
     "triangulation": "One pass with the law of cosines (Müller-Cajar & Mukundan); no iterations",
@@ -51,19 +47,6 @@ def _solver_items() -> list[tuple[str, str, str, int]]:
     return items
 
 
-def driven_bones(obj: Any) -> set[str]:
-    """Bones of ``obj`` that an enabled chain drives."""
-    out: set[str] = set()
-    for pb in obj.pose.bones:
-        s = pb.reach_ik
-        if s.has_chain and s.enabled:
-            try:
-                out.update(chain_bones(obj, pb.name, s.chain_length, s.use_tail))
-            except RigError:
-                continue
-    return out
-
-
 def _tag(self: Any, _context: Any) -> None:
     """Make the depsgraph copy the changed setting (custom properties are not tagged)."""
     obj = self.id_data
@@ -71,17 +54,10 @@ def _tag(self: Any, _context: Any) -> None:
         obj.update_tag()
 
 
-def _release_undriven(self: Any, context: Any) -> None:
-    """Give the FK pose back to bones no enabled chain drives any more."""
+def _chains_changed(self: Any, context: Any) -> None:
+    """Which bones the chains drive changed: bring the constraints in line."""
     invalidate()
-    obj = self.id_data
-    if obj is not None and obj.pose is not None:
-        restore_fk(obj, driven_bones(obj))
-    _tag(self, context)
-
-
-def _chain_added_or_removed(self: Any, context: Any) -> None:
-    invalidate()
+    sync(self.id_data)
     _tag(self, context)
 
 
@@ -90,20 +66,20 @@ def _poll_target(self: Any, obj: Any) -> bool:
 
 
 class ReachIKBoneSettings(bpy.types.PropertyGroup):
-    """A Reach IK chain's settings (on its tip bone) and FK bookkeeping (on every bone)."""
+    """A Reach IK chain's settings (on its tip bone)."""
 
     has_chain: BoolProperty(  # type: ignore[valid-type]
         name="Has Chain",
         description="This bone is the tip of a Reach IK chain",
         default=False,
         options=set(),
-        update=_chain_added_or_removed,
+        update=_chains_changed,
     )
     enabled: BoolProperty(  # type: ignore[valid-type]
         name="Enabled",
-        description="Solve this chain; when off, the bones get their FK pose back",
+        description="Solve this chain; when off, the bones show their FK pose",
         default=True,
-        update=_release_undriven,
+        update=_chains_changed,
     )
     chain_length: IntProperty(  # type: ignore[valid-type]
         name="Chain Length",
@@ -116,7 +92,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         soft_max=32,
         max=255,
         options=set(),
-        update=_release_undriven,
+        update=_chains_changed,
     )
     target: PointerProperty(  # type: ignore[valid-type]
         name="Target",
@@ -205,7 +181,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         ),
         default=True,
         options=set(),
-        update=_release_undriven,
+        update=_chains_changed,
     )
     use_rotation: BoolProperty(  # type: ignore[valid-type]
         name="Rotation",
@@ -223,16 +199,6 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         subtype="FACTOR",
         update=_tag,
     )
-    ik_active: BoolProperty(  # type: ignore[valid-type]
-        name="Driven by Reach IK",
-        description="Internal: Reach IK wrote this bone's rotation",
-        default=False,
-        options=set(),
-    )
-    ik_mode: StringProperty(options=set())  # type: ignore[valid-type]
-    ik_value: FloatVectorProperty(size=4, options=set())  # type: ignore[valid-type]
-    fk_mode: StringProperty(options=set())  # type: ignore[valid-type]
-    fk_value: FloatVectorProperty(size=4, options=set())  # type: ignore[valid-type]
     bake_report: StringProperty(  # type: ignore[valid-type]
         name="Last Bake",
         description="The chain's quality report from its last bake (JSON, see ik_addon.bake)",

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """From Blender pose bones to a :class:`core.Chain`: rest frames, offsets and joint limits.
 
-Spaces used by the Blender layer (all 4×4 matrices act on column vectors, numpy ``(4, 4)``):
+Spaces used by the Blender layer (all 4×4 matrices act on column vectors: numpy ``(4, 4)``
+arrays, or for one frame :data:`Rows`, the top three rows as plain floats):
 
 * **world**: Blender's world space, metres;
 * **armature space**: the armature object's local space; ``obj.matrix_world`` maps it to
@@ -9,7 +10,8 @@ Spaces used by the Blender layer (all 4×4 matrices act on column vectors, numpy
 * **base frame** of a chain (the core's frame, see :mod:`core.chain`): its origin is the
   chain root's posed head, its axes are the posed axes of the root's parent bone (armature
   space axes when the root has no parent, or does not inherit rotation), and its unit is
-  the parent's posed scale. ``base_matrices`` below maps base-frame points to armature space.
+  the parent's posed scale. ``base_matrices`` (``base_rows`` for one frame) below maps
+  base-frame points to armature space.
 
 A chain of ``n`` joints is the bones ``root … tip`` (root→tip). Blender composes a posed
 bone as ``M_i = M_parent · (R_parent⁻¹ · R_i) · B_i`` (``R`` = ``bone.matrix_local``, the
@@ -64,6 +66,45 @@ class RigError(ReachIKError):
     """A chain cannot be built from the armature's bones; the message says why."""
 
 
+#: An affine 4×4 matrix as its top three rows of plain floats (the last row is ``0 0 0 1``):
+#: one frame's matrices in live solving, where numpy's per-call overhead would dominate.
+Rows = list[list[float]]
+
+
+def rows(m: Any) -> Rows:
+    """The top three rows of a mathutils 4×4 matrix as plain floats."""
+    return [list(r) for r in m[:3]]
+
+
+def compose(a: Rows, b: Rows) -> Rows:
+    """``a · b`` of two affine matrices."""
+    (b0, b1, b2) = b
+    return [
+        [
+            r0 * b0[0] + r1 * b1[0] + r2 * b2[0],
+            r0 * b0[1] + r1 * b1[1] + r2 * b2[1],
+            r0 * b0[2] + r1 * b1[2] + r2 * b2[2],
+            r0 * b0[3] + r1 * b1[3] + r2 * b2[3] + r3,
+        ]
+        for r0, r1, r2, r3 in a
+    ]
+
+
+def transform(m: Rows, p: Sequence[float]) -> list[float]:
+    """The point ``p`` (3 floats) mapped by ``m``."""
+    x, y, z = p
+    return [r[0] * x + r[1] * y + r[2] * z + r[3] for r in m]
+
+
+def inverse(m: Rows) -> Rows:
+    """The inverse of an affine matrix.
+
+    Raises:
+        RigError: the matrix has (nearly) zero scale.
+    """
+    return _inverse_rows(m)
+
+
 @dataclass(frozen=True, eq=False)
 class RigChain:
     """A chain of pose bones and its core model.
@@ -74,7 +115,8 @@ class RigChain:
         parent: the root bone's parent, or ``None``.
         chain: the core chain (rest frames, offsets in metres of rest armature space, limits).
         root_rest: ``(4, 4)`` the root's rest matrix relative to its parent's rest frame
-            (armature space when there is no parent or the root does not inherit rotation).
+            (armature space when there is no parent or the root does not inherit rotation);
+            ``root_rest_rows`` the same as :data:`Rows`.
         inherit_rotation: the root follows its parent's rotation (else the base axes are
             armature space, only the parent's motion of the root's head is followed).
         root_connected: the root is connected to its parent, so Blender ignores its
@@ -88,6 +130,7 @@ class RigChain:
     parent: str | None
     chain: Chain
     root_rest: np.ndarray
+    root_rest_rows: Rows
     inherit_rotation: bool
     root_connected: bool
     root_depth: int
@@ -97,11 +140,6 @@ class RigChain:
 def matrix(m: Any) -> np.ndarray:
     """A mathutils matrix as a numpy ``(4, 4)`` float64 array."""
     return np.array(m, dtype=np.float64)
-
-
-#: Up to this many matrices :func:`affine_inverse` works in plain floats, one by one; above
-#: it, on ``(F,)`` arrays of each entry (numpy's per-call overhead dominates tiny arrays).
-_FLOAT_MATRICES = 8
 
 
 def affine_inverse(m: np.ndarray) -> np.ndarray:
@@ -120,11 +158,8 @@ def affine_inverse(m: np.ndarray) -> np.ndarray:
         return np.concatenate([np.array(_inverse_rows(m[:3].tolist())), last])
     flat = m.reshape(-1, 4, 4)
     out = np.empty(flat.shape)
-    if flat.shape[0] <= _FLOAT_MATRICES:
-        out[:, :3] = [_inverse_rows(x) for x in flat[:, :3].tolist()]
-    else:
-        entries = [[flat[:, r, c] for c in range(4)] for r in range(3)]
-        out[:, :3] = np.stack([np.stack(row, axis=-1) for row in _inverse_rows(entries)], axis=-2)
+    entries = [[flat[:, r, c] for c in range(4)] for r in range(3)]
+    out[:, :3] = np.stack([np.stack(row, axis=-1) for row in _inverse_rows(entries)], axis=-2)
     out[:, 3] = last
     return out.reshape(m.shape)
 
@@ -135,7 +170,7 @@ def _inverse_rows(rows: Any) -> list[list[Any]]:
     (a, b, c, x), (d, e, f, y), (g, h, i, z) = rows
     ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g
     det = a * ca + b * cb + c * cc
-    if not np.all(abs(det) > 1e-18):
+    if not (abs(det) > 1e-18 if isinstance(det, float) else np.all(abs(det) > 1e-18)):
         raise RigError("a bone, the chain's parent or the armature has zero scale")
     s = 1.0 / det
     r = (
@@ -285,6 +320,7 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
         parent=root.parent.name if root.parent is not None else None,
         chain=chain,
         root_rest=root_rest,
+        root_rest_rows=root_rest[:3].tolist(),
         inherit_rotation=inherit,
         root_connected=root.parent is not None and root.use_connect,
         root_depth=len(root.parent_recursive),
@@ -308,8 +344,6 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
         head, axes and scale of the parent's posed frame (see the module docstring).
     """
     count = root_location.shape[0]
-    if count <= _FLOAT_MATRICES:
-        return _base_matrices_floats(rig, parents, root_location)
     parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
     rest = rig.root_rest
     if rig.root_connected:
@@ -321,23 +355,18 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
     return base
 
 
-def _base_matrices_floats(
-    rig: RigChain, parents: np.ndarray | None, root_location: np.ndarray
-) -> np.ndarray:
-    """:func:`base_matrices` frame by frame in plain floats (a few frames: live solving)."""
-    identity = np.eye(4).tolist()
-    rest = rig.root_rest.tolist()
-    frames = []
-    for f, loc in enumerate(root_location.tolist()):
-        x, y, z = (0.0, 0.0, 0.0) if rig.root_connected else loc
-        local = [row[3] + (row[0] * x + row[1] * y + row[2] * z) for row in rest[:3]]
-        parent = identity if parents is None else parents[f].tolist()
-        base = [list(row) for row in (parent if rig.inherit_rotation else identity)]
-        for r in range(3):
-            p = parent[r]
-            base[r][3] = (p[0] * local[0] + p[1] * local[1] + p[2] * local[2]) + p[3]
-        frames.append(base)
-    return np.array(frames, dtype=np.float64).reshape(-1, 4, 4)
+def base_rows(rig: RigChain, parent: Rows | None, root_location: Sequence[float]) -> Rows:
+    """:func:`base_matrices` for one frame in plain floats (live solving): ``parent`` the
+    root parent's posed matrix or ``None``, ``root_location`` 3 floats."""
+    x, y, z = (0.0, 0.0, 0.0) if rig.root_connected else root_location
+    rest = rig.root_rest_rows
+    local = [row[0] * x + row[1] * y + row[2] * z + row[3] for row in rest]
+    if parent is None:
+        return [[1.0, 0.0, 0.0, local[0]], [0.0, 1.0, 0.0, local[1]], [0.0, 0.0, 1.0, local[2]]]
+    head = transform(parent, local)
+    if rig.inherit_rotation:
+        return [[*row[:3], h] for row, h in zip(parent, head, strict=True)]
+    return [[1.0, 0.0, 0.0, head[0]], [0.0, 1.0, 0.0, head[1]], [0.0, 0.0, 1.0, head[2]]]
 
 
 def _rest_bend(obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -29,6 +29,26 @@ def world_matrix(obj: Any, bone: str) -> np.ndarray:
     )
 
 
+def shown_rotation(obj: Any, bone: str) -> np.ndarray:
+    """The local rotation ``(4,)`` wxyz (``w >= 0``) that Blender's evaluated pose shows for
+    a bone, in its basis space (what its rotation channels would hold to pose it so without
+    constraints): ``(M_parent · R_parent⁻¹ · R)⁻¹ · M`` from the evaluated pose matrices
+    ``M`` and rest matrices ``R``."""
+    bpy = blender_module()
+    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    pb = ev.pose.bones[bone]
+    rest = np.array(pb.bone.matrix_local, dtype=np.float64)
+    if pb.parent is not None:
+        parent_rest = np.array(pb.parent.bone.matrix_local, dtype=np.float64)
+        rest = np.array(pb.parent.matrix, dtype=np.float64) @ np.linalg.inv(parent_rest) @ rest
+    local = np.linalg.inv(rest) @ np.array(pb.matrix, dtype=np.float64)
+    basis = local[:3, :3] / np.linalg.norm(local[:3, :3], axis=0)
+    from mathutils import Matrix
+
+    q = np.array(Matrix(basis.tolist()).to_quaternion(), dtype=np.float64)
+    return q if q[0] >= 0.0 else -q
+
+
 def tail_world(obj: Any, bone: str) -> np.ndarray:
     """World position ``(3,)`` of a pose bone's tail, from Blender's evaluated pose."""
     m = world_matrix(obj, bone)

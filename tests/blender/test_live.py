@@ -18,6 +18,7 @@ from rigs import (
     chain_length,
     head_world,
     select_only,
+    shown_rotation,
     tail_world,
     world_matrix,
 )
@@ -26,9 +27,13 @@ CHAIN = ("upper", "fore", "hand")
 
 
 def _reachable_points(obj: Any, rng: np.random.Generator, count: int) -> list[np.ndarray]:
-    """Tail positions of the hand for random poses of the chain (reachable by construction)."""
+    """Tail positions of the hand for random poses of the chain (reachable by construction;
+    a chain on the hand is switched off meanwhile, so the FK pose shows)."""
     bpy = blender_module()
 
+    settings = obj.pose.bones["hand"].reach_ik
+    was_enabled = settings.enabled
+    settings.enabled = False
     points = []
     for _ in range(count):
         for name in CHAIN:
@@ -40,6 +45,7 @@ def _reachable_points(obj: Any, rng: np.random.Generator, count: int) -> list[np
         points.append(tail_world(obj, "hand"))
     for name in CHAIN:
         obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    settings.enabled = was_enabled
     bpy.context.view_layer.update()
     return points
 
@@ -81,7 +87,8 @@ def test_animated_target_is_reached(clean_scene: Any, addon: Any, method: str) -
         assert err <= 1e-4 * length, f"frame {f}: effector {err:.2e} m from target"
         st = addon.handlers.status[(obj.name, "hand")]
         assert st.reachable
-        assert st.error == pytest.approx(err, abs=1e-6)
+        # The panel's residual is the solve's; Blender shows that pose in float32.
+        assert st.error == pytest.approx(err, abs=1e-5)
     assert obj.animation_data is None, "live solving must not key the chain bones"
 
 
@@ -153,23 +160,27 @@ def test_disable_and_remove_restore_unkeyed_fk_exactly(clean_scene: Any, addon: 
     s = obj.pose.bones["hand"].reach_ik
     s.target.location = head_world(obj, "upper") + np.array([0.2, 0.3, -0.1])
     bpy.context.scene.frame_set(5)
-    assert _values(obj, CHAIN) != fk, "the chain should have moved the bones"
+    assert not np.allclose(_pose_matrices(obj), fk_matrices), "the chain moves the bones"
+    assert _values(obj, CHAIN) == fk, "live solving never writes the rotation channels"
     s.enabled = False
-    assert _values(obj, CHAIN) == fk
     bpy.context.view_layer.update()
     np.testing.assert_array_equal(_pose_matrices(obj), fk_matrices)
     s.enabled = True
     bpy.context.scene.frame_set(6)
-    assert _values(obj, CHAIN) != fk
+    assert not np.allclose(_pose_matrices(obj), fk_matrices)
     select_only(obj, ["hand"], "hand")
     assert bpy.ops.reach_ik.remove() == {"FINISHED"}
     assert _values(obj, CHAIN) == fk
     assert not obj.pose.bones["hand"].reach_ik.has_chain
+    assert not any(
+        c.name.startswith("Reach IK") for n in CHAIN for c in obj.pose.bones[n].constraints
+    )
+    assert not [o for o in bpy.data.objects if o.name.startswith("Reach IK")], "helpers deleted"
     bpy.context.view_layer.update()
     np.testing.assert_array_equal(_pose_matrices(obj), fk_matrices)
 
 
-def test_disable_restores_keyed_fk_and_user_edits_become_fk(clean_scene: Any, addon: Any) -> None:
+def test_disable_restores_keyed_fk_and_user_edits_stay_fk(clean_scene: Any, addon: Any) -> None:
     bpy = blender_module()
 
     obj = build_arm()
@@ -189,18 +200,20 @@ def test_disable_restores_keyed_fk_and_user_edits_become_fk(clean_scene: Any, ad
     s.target.location = head_world(obj, "upper") + np.array([-0.2, 0.3, 0.2])
     scene.frame_set(12)
     scene.frame_set(7)
-    assert _values(obj, CHAIN) != keyed_7
-    s.enabled = False
+    assert not np.allclose(_pose_matrices(obj), keyed_matrices)
     assert _values(obj, CHAIN) == keyed_7
+    s.enabled = False
     bpy.context.view_layer.update()
     np.testing.assert_array_equal(_pose_matrices(obj), keyed_matrices)
-    # An edit by the user while the chain is on becomes the new FK value.
+    # An edit by the user while the chain is on is kept, and shows once it is off.
     s.enabled = True
     scene.frame_set(7)
     obj.pose.bones["hand"].rotation_quaternion = (0.8, 0.6, 0.0, 0.0)
     bpy.context.view_layer.update()
     s.enabled = False
+    bpy.context.view_layer.update()
     assert tuple(obj.pose.bones["hand"].rotation_quaternion) == pytest.approx((0.8, 0.6, 0, 0))
+    np.testing.assert_allclose(shown_rotation(obj, "hand"), (0.8, 0.6, 0.0, 0.0), atol=1e-6)
 
 
 def test_rotation_modes_reach_and_stay_continuous(clean_scene: Any, addon: Any) -> None:
@@ -214,17 +227,14 @@ def test_rotation_modes_reach_and_stay_continuous(clean_scene: Any, addon: Any) 
     for i, mode_set in enumerate((orders[0:3], orders[3:6], orders[5:8])):
         for name, mode in zip(CHAIN, mode_set, strict=True):
             obj.pose.bones[name].rotation_mode = mode
-        previous = None
+        fk = _values(obj, CHAIN)
         for f in range(1 + i, 72, 3):
             bpy.context.scene.frame_set(f)
             err = np.linalg.norm(
                 tail_world(obj, "hand") - np.array(target.matrix_world.translation)
             )
             assert err <= 1e-4 * length, f"{mode_set} frame {f}: {err:.2e} m"
-            values = np.array([v for vals in _values(obj, CHAIN).values() for v in vals])
-            if previous is not None:
-                assert np.max(np.abs(values - previous)) < math.pi, "rotation values jumped"
-            previous = values
+            assert _values(obj, CHAIN) == fk, "the channels keep the FK pose"
 
 
 def test_animated_parent_and_moving_armature(clean_scene: Any, addon: Any) -> None:
@@ -251,7 +261,7 @@ def test_animated_parent_and_moving_armature(clean_scene: Any, addon: Any) -> No
         bpy.context.scene.frame_set(f)
         err = np.linalg.norm(tail_world(obj, "hand") - point)
         assert err <= 1e-4 * length, f"frame {f}: {err:.2e} m"
-        assert addon.handlers.status[(obj.name, "hand")].error == pytest.approx(err, abs=1e-6)
+        assert addon.handlers.status[(obj.name, "hand")].error == pytest.approx(err, abs=1e-5)
 
 
 def test_pole_sets_the_bend_plane(clean_scene: Any, addon: Any) -> None:
@@ -292,18 +302,19 @@ def test_influence_blends_with_fk(clean_scene: Any, addon: Any) -> None:
     s = obj.pose.bones["hand"].reach_ik
     s.enabled = True
     bpy.context.scene.frame_set(1)
-    full = {n: Quaternion(obj.pose.bones[n].rotation_quaternion) for n in CHAIN}
+    full = {n: Quaternion(shown_rotation(obj, n)) for n in CHAIN}
+    assert all(full[n].rotation_difference(fk).angle > 0.01 for n in CHAIN)
     s.influence = 0.0
     bpy.context.scene.frame_set(1)
     for name in CHAIN:
-        assert Quaternion(obj.pose.bones[name].rotation_quaternion).rotation_difference(
-            fk
-        ).angle == pytest.approx(0.0, abs=1e-5)
+        assert Quaternion(shown_rotation(obj, name)).rotation_difference(fk).angle == pytest.approx(
+            0.0, abs=1e-5
+        )
     s.influence = 0.4
     bpy.context.scene.frame_set(1)
     for name in CHAIN:
         want = fk.slerp(full[name], 0.4)
-        got = Quaternion(obj.pose.bones[name].rotation_quaternion)
+        got = Quaternion(shown_rotation(obj, name))
         assert got.rotation_difference(want).angle == pytest.approx(0.0, abs=1e-4)
 
 

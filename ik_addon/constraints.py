@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""How a solved pose is shown: a *Reach IK* constraint on every bone a chain drives.
+
+Live solving never writes the bones' own rotation channels, so the FK pose (keyed or not)
+is never touched. Instead each chain bone carries a Copy Rotation constraint named
+:data:`NAME` (owner space Local, target space World, mix Replace) whose target is a
+*helper*: an empty that Reach IK owns, linked to no scene (it has a fake user so the file
+keeps it; the constraint makes Blender evaluate it). The live handlers write the solved
+rotation (the bone's basis rotation, wxyz) into the helper's ``rotation_quaternion``, and
+the constraint replaces the bone's rotation with it, keeping its location and scale.
+
+Why not write the pose bones: any change to an armature object makes Blender copy the
+whole armature for evaluation again (about 0.6 ms for the 159-bone metarig), and a
+frame-change handler's change costs that on every frame. A change to a helper only
+re-evaluates the armature through the constraint, as Blender's own IK does when its target
+moves (``scripts/bench_live.py`` measures both).
+
+* Only bones that a chain solved at this frame carry the constraint: a disabled chain's
+  bones (or a chain that cannot be solved) have none, so they show exactly their FK pose.
+  (A muted constraint would not do: Blender still takes the bone through world space and
+  back, which moves it by float rounding.)
+* Removing or disabling a chain removes its constraints and deletes their helpers.
+* Each helper records the armature it serves (``helper["reach_ik_owner"]``); an armature
+  duplicated with its chains gets helpers of its own on its first solve.
+
+:func:`show` writes one solve's poses (adding constraints where missing) and takes the
+constraints off the bones of chains that were not solved; :func:`sync` takes them off bones
+that no enabled chain drives any more (after a chain is removed, shortened or switched off)
+and gives a duplicated armature helpers of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import bpy
+import numpy as np
+
+from .rig import RigError, chain_bones
+
+#: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
+NAME = "Reach IK"
+#: Custom property of a helper empty: the armature object it serves.
+OWNER_KEY = "reach_ik_owner"
+
+
+def driven(obj: Any) -> dict[str, bool]:
+    """Every bone of ``obj`` that a chain drives → whether an enabled chain drives it (the
+    settings as set, not as animated)."""
+    out: dict[str, bool] = {}
+    for pb in obj.pose.bones:
+        s = pb.reach_ik
+        if not s.has_chain:
+            continue
+        try:
+            names = chain_bones(obj, pb.name, s.chain_length, s.use_tail)
+        except RigError:
+            continue
+        for name in names:
+            out[name] = out.get(name, False) or bool(s.enabled)
+    return out
+
+
+def is_ours(con: Any) -> bool:
+    """``con`` is a Reach IK constraint."""
+    return con.type == "COPY_ROTATION" and con.name.startswith(NAME)
+
+
+def find(pose_bone: Any) -> Any:
+    """The bone's Reach IK constraint, or ``None``."""
+    con = pose_bone.constraints.get(NAME)
+    return con if con is not None and is_ours(con) else None
+
+
+def is_helper(id_data: Any) -> bool:
+    """``id_data`` is a helper empty of Reach IK."""
+    if not isinstance(id_data, bpy.types.Object):
+        return False
+    keys: Any = id_data.keys()  # kept when the armature it points to is deleted
+    return OWNER_KEY in keys
+
+
+def _owned(helper: Any, obj: Any) -> bool:
+    return helper is not None and helper.get(OWNER_KEY) == obj
+
+
+def _new_helper(obj: Any, pose_bone: Any) -> Any:
+    helper = bpy.data.objects.new(f"{NAME} {obj.name}:{pose_bone.name}", None)
+    helper.use_fake_user = True
+    helper.rotation_mode = "QUATERNION"
+    helper[OWNER_KEY] = obj
+    return helper
+
+
+def _add(obj: Any, pose_bone: Any) -> Any:
+    con = pose_bone.constraints.new("COPY_ROTATION")
+    con.name = NAME
+    con.owner_space = "LOCAL"
+    con.target_space = "WORLD"
+    con.mix_mode = "REPLACE"
+    con.show_expanded = False
+    con.target = _new_helper(obj, pose_bone)
+    return con
+
+
+def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
+    helper = con.target
+    pose_bone.constraints.remove(con)
+    if _owned(helper, obj):
+        bpy.data.objects.remove(helper)
+
+
+def sync(obj: Any) -> None:
+    """Take the constraints (and helpers) off every bone of ``obj`` that no enabled chain
+    drives, and give ``obj`` its own helper where a constraint targets another armature's
+    (a duplicate). Changes only what differs."""
+    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+        return
+    wanted = {name for name, enabled in driven(obj).items() if enabled}
+    for pb in obj.pose.bones:
+        con = find(pb)
+        if con is None:
+            continue
+        if pb.name not in wanted:
+            _remove(obj, pb, con)
+        elif not _owned(con.target, obj):
+            con.target = _new_helper(obj, pb)
+
+
+def remove_orphans() -> None:
+    """Delete helpers whose armature no longer exists."""
+    for helper in [o for o in bpy.data.objects if is_helper(o) and o.get(OWNER_KEY) is None]:
+        bpy.data.objects.remove(helper)
+
+
+#: Armature object (pointer) → (epoch, bone → helper) found by :func:`show`.
+_helpers: dict[int, tuple[int, dict[str, Any]]] = {}
+
+
+def show(
+    obj: Any,
+    poses: Iterable[tuple[Sequence[str], np.ndarray]],
+    idle: Iterable[str] = (),
+    epoch: int | None = None,
+) -> None:
+    """Show solved poses: write each bone's rotation into its helper (adding the constraint
+    where it is missing); take the constraints off the bones in ``idle`` that no pose drives.
+
+    Args:
+        obj: the armature object (original).
+        poses: ``(bone names, rotations)`` per solved chain; rotations ``(n, 4)`` wxyz, the
+            bones' basis rotations.
+        idle: bones of chains that were not solved (disabled at this frame, or failing).
+        epoch: when given, the helpers found are remembered and reused by later calls with
+            the same epoch (live solving passes :func:`.evaluate.generation`, which changes
+            whenever the armature is edited).
+    """
+    pose_bones = obj.pose.bones
+    known: dict[str, Any] = {}
+    if epoch is not None:
+        hit = _helpers.get(obj.as_pointer())
+        if hit is not None and hit[0] == epoch:
+            known = hit[1]
+        else:
+            _helpers[obj.as_pointer()] = (epoch, known)
+    shown: set[str] = set()
+    for names, rotations in poses:
+        # Helpers hold float32: compare in float32, so an unchanged pose writes nothing.
+        values = np.asarray(rotations, dtype=np.float32).tolist()
+        for name, q in zip(names, values, strict=True):
+            shown.add(name)
+            helper: Any = known.get(name)
+            try:
+                current = None if helper is None else list(helper.rotation_quaternion)
+            except ReferenceError:  # the helper was deleted by hand
+                current = None
+            if current is None:
+                helper = known[name] = _helper(obj, pose_bones[name])
+                current = list(helper.rotation_quaternion)
+            if current != q:
+                helper.rotation_quaternion = q
+    for name in idle:
+        pb = pose_bones.get(name)
+        if name in shown or pb is None:
+            continue
+        con = find(pb)
+        if con is not None:
+            known.pop(name, None)
+            _remove(obj, pb, con)
+
+
+def _helper(obj: Any, pose_bone: Any) -> Any:
+    """The bone's helper, adding the constraint (and helper) when missing."""
+    con = find(pose_bone)
+    if con is not None and con.target is not None:
+        return con.target
+    if con is not None:
+        _remove(obj, pose_bone, con)
+    return _add(obj, pose_bone).target
+
+
+__all__ = [
+    "NAME",
+    "OWNER_KEY",
+    "driven",
+    "find",
+    "is_helper",
+    "is_ours",
+    "remove_orphans",
+    "show",
+    "sync",
+]
