@@ -20,8 +20,8 @@ from .errors import ChainError, ReachIKError, SolveInputError
 from .kinematics import effector, forward_kinematics
 from .limits import JointLimits
 from .options import SolveOptions
-from .result import IKResult
-from .solve import METHODS, solve
+from .result import IKResult, Solution
+from .solve import METHODS, solve, solve_one
 
 __all__ = [
     "METHODS",
@@ -30,10 +30,12 @@ __all__ = [
     "IKResult",
     "JointLimits",
     "ReachIKError",
+    "Solution",
     "SolveInputError",
     "SolveOptions",
     "effector",
     "forward_kinematics",
     "rotations",
     "solve",
+    "solve_one",
 ]

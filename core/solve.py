@@ -8,6 +8,7 @@ the goal orientation, convergence), so methods can be compared fairly.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +46,14 @@ FAR = 1e9
 _DEFAULT_OPTIONS = SolveOptions()
 
 
+@functools.cache
+def _rest_pose(n: int) -> FloatArray:
+    """The rest pose ``(n, 4)`` (identities), shared and read-only."""
+    pose = rotations.identity((n,))
+    pose.flags.writeable = False
+    return pose
+
+
 def _norm(v: FloatArray) -> FloatArray:
     """Lengths of ``(N, 3)`` vectors, without overflow for huge finite components."""
     if v.shape[0] == 1:
@@ -58,6 +67,8 @@ def _norm(v: FloatArray) -> FloatArray:
 
 def _pull_in(points: FloatArray, dist: FloatArray, limit: float) -> FloatArray:
     """``points (N, 3)`` at distances ``dist (N,)``, those beyond ``limit`` moved onto it."""
+    if dist.shape[0] == 1 and not dist[0] > limit:
+        return points  # (one target: no numpy reductions)
     far = dist > limit
     if not far.any():
         return points
@@ -129,18 +140,14 @@ def solve(
     t = np.asarray(target, dtype=np.float64)
     if t.ndim == 0 or t.shape[-1] != 3:
         raise SolveInputError(f"target must have shape (3,) or (..., 3), got {t.shape}")
-    if not np.isfinite(t).all():
+    if not (all(map(math.isfinite, t.tolist())) if t.ndim == 1 else np.isfinite(t).all()):
         raise SolveInputError("target must be finite numbers")
     batch = t.shape[:-1]
     targets = t.reshape(-1, 3)
     n = chain.n_joints
     if initial is None:
-        size = targets.shape[0]
-        start = (
-            rotations.identity((1, n))
-            if size == 1
-            else np.broadcast_to(rotations.identity((n,)), (size, n, 4))
-        )
+        rest = _rest_pose(n)
+        start = rest[None] if not batch else np.broadcast_to(rest, (targets.shape[0], n, 4))
     else:
         q0 = np.asarray(initial, dtype=np.float64)
         if q0.shape[-2:] != (n, 4) or not np.all(np.isfinite(q0)):
@@ -161,15 +168,123 @@ def solve(
             raise SolveInputError("target_rotation must be non-zero quaternions (w, x, y, z)")
         goal_rot = rotations.normalize(goal_rot)
     poles = None if pole is None else _batch("pole", pole, 3, batch)
+    distance = _norm(targets)
+    problem = _problem(chain, targets, distance, goal_rot, poles, start, opts)
+    return _measure(problem, targets, distance, method, impl(problem), batch)
+
+
+def _problem(
+    chain: Chain,
+    targets: FloatArray,
+    distance: FloatArray,
+    goal_rot: FloatArray | None,
+    poles: FloatArray | None,
+    start: FloatArray,
+    opts: SolveOptions,
+) -> Problem:
+    """The :class:`Problem` of checked inputs: the absolute tolerance, and far targets and
+    poles pulled in (see :data:`FAR`); ``distance (N,)`` the targets' from the root."""
     tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
     far = FAR * chain.reach
     if poles is not None:
         poles = _pull_in(poles, _norm(poles), far)
-    distance = _norm(targets)
-    problem = Problem(
-        chain, _pull_in(targets, distance, far), goal_rot, poles, start, tolerance, opts
+    return Problem(chain, _pull_in(targets, distance, far), goal_rot, poles, start, tolerance, opts)
+
+
+def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
+    """One finite point ``(1, width)`` (a sequence of floats or an array)."""
+    a = np.asarray(value, dtype=np.float64)
+    if a.shape != (width,):
+        raise SolveInputError(f"{name} must have shape ({width},), got {a.shape}")
+    if not all(map(math.isfinite, a.tolist())):
+        raise SolveInputError(f"{name} must be finite numbers")
+    return a[None]
+
+
+def solve_one(
+    chain: Chain,
+    target: ArrayLike,
+    *,
+    method: str = "triangulation",
+    pole: ArrayLike | None = None,
+    target_rotation: ArrayLike | None = None,
+    options: SolveOptions | None = None,
+) -> Solution:
+    """:func:`solve` for one target from the rest pose, without measuring the result: the
+    same problem and method with the least overhead per call (a live solver calls it for
+    every chain on every frame). Gives the same numbers as :func:`solve` (tested).
+
+    Args:
+        chain: the chain.
+        target: effector goal ``(3,)`` in the base frame.
+        method: as for :func:`solve`.
+        pole: a point ``(3,)`` in the base frame, or ``None``.
+        target_rotation: goal orientation ``(4,)`` wxyz, or ``None``.
+        options: settings (default :class:`SolveOptions`).
+
+    Returns:
+        The method's :class:`~core.result.Solution` for a batch of one: ``rotations
+        (1, n, 4)``, ``positions (1, n + 1, 3)``, ``iterations (1,)``.
+
+    Raises:
+        SolveInputError: unknown method, malformed or non-finite inputs.
+    """
+    impl = METHODS.get(method)
+    if impl is None:
+        raise SolveInputError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+    opts = options or _DEFAULT_OPTIONS
+    if not isinstance(opts, SolveOptions):
+        raise SolveInputError(
+            f"options must be a SolveOptions (or None), got {type(opts).__name__}"
+        )
+    targets = _point("target", target, 3)
+    goal_rot = None
+    if target_rotation is not None:
+        goal_rot = _point("target_rotation", target_rotation, 4)
+        if not np.linalg.norm(goal_rot) >= 1e-12:
+            raise SolveInputError("target_rotation must be a non-zero quaternion (w, x, y, z)")
+        goal_rot = rotations.normalize(goal_rot)
+    poles = None if pole is None else _point("pole", pole, 3)
+    start = _rest_pose(chain.n_joints)[None]
+    return impl(_problem(chain, targets, _norm(targets), goal_rot, poles, start, opts))
+
+
+def _message(method: str, reached: int, size: int, beyond: int, reach: float) -> str:
+    message = f"{method}: {reached} of {size} goals reached"
+    if beyond:
+        message += f"; {beyond} targets lie beyond the chain's reach ({reach:g})"
+    return message
+
+
+def _measure_one(
+    problem: Problem,
+    targets: FloatArray,
+    distance: FloatArray,
+    method: str,
+    sol: Solution,
+    batch: tuple[int, ...],
+) -> IKResult:
+    """:func:`_measure` for one target without an orientation goal, in plain floats (the
+    numbers are the same: the distance is the same ``hypot`` of the same differences)."""
+    n = problem.chain.n_joints
+    ex, ey, ez = sol.positions[0, -1].tolist()
+    tx, ty, tz = targets[0].tolist()
+    error = math.hypot(ex - tx, ey - ty, ez - tz)
+    converged = error <= problem.tolerance
+    reach = problem.chain.reach
+    return IKResult(
+        rotations=sol.rotations.reshape((*batch, n, 4)),
+        positions=sol.positions.reshape((*batch, n + 1, 3)),
+        error=np.full(batch, error),
+        angle_error=None,
+        iterations=sol.iterations.reshape(batch),
+        converged=np.full(batch, converged),
+        method=method,
+        message=_message(method, int(converged), 1, int(distance[0] > reach), reach),
+        min_singular_value=None
+        if sol.min_singular_value is None
+        else sol.min_singular_value.reshape(batch),
     )
-    return _measure(problem, targets, distance, method, impl(problem), batch)
 
 
 def _measure(
@@ -185,6 +300,8 @@ def _measure(
     ``distance (N,)`` is each target's distance from the root.
     """
     n = problem.chain.n_joints
+    if problem.size == 1 and problem.target_rotations is None:
+        return _measure_one(problem, targets, distance, method, sol, batch)
     error = _norm(sol.positions[:, -1, :] - targets)
     angle_error = None
     weight = problem.options.position_weight
@@ -203,11 +320,7 @@ def _measure(
             converged &= angle_error <= problem.options.angle_tolerance
     reached = int(np.count_nonzero(converged))
     out_of_reach = int(np.count_nonzero(distance > problem.chain.reach))
-    message = f"{method}: {reached} of {problem.size} goals reached"
-    if out_of_reach:
-        message += (
-            f"; {out_of_reach} targets lie beyond the chain's reach ({problem.chain.reach:g})"
-        )
+    message = _message(method, reached, problem.size, out_of_reach, problem.chain.reach)
 
     def shaped(a: np.ndarray, tail: tuple[int, ...] = ()) -> Any:
         return a.reshape((*batch, *tail))

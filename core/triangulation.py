@@ -1107,6 +1107,10 @@ def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:
 
 
 # --------------------------------------------------------------------------- entry point
+_ONE_PASS = np.ones(1, dtype=np.int64)
+_ONE_PASS.flags.writeable = False
+
+
 def solve_triangulation(problem: Problem) -> Solution:
     """Triangulation IK (Müller-Cajar & Mukundan 2007, Algorithm 1), one pass per target.
 
@@ -1123,7 +1127,8 @@ def solve_triangulation(problem: Problem) -> Solution:
         rotations, positions = _solve_single(problem, plan)
     else:
         rotations, positions = _solve_batch(problem, plan)
-    return Solution(rotations, positions, np.ones(problem.size, dtype=np.int64))
+    iterations = _ONE_PASS if problem.size == 1 else np.ones(problem.size, dtype=np.int64)
+    return Solution(rotations, positions, iterations)
 
 
 __all__ = ["solve_triangulation"]

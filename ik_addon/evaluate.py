@@ -54,12 +54,20 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from ..core import METHODS, Chain, ReachIKError, SolveOptions, forward_kinematics, solve
+from ..core import (
+    METHODS,
+    Chain,
+    ReachIKError,
+    SolveOptions,
+    forward_kinematics,
+    solve,
+    solve_one,
+)
 from ..core import rotations as rot
 from ..core.components import qconj, qmatrix, qmul, qrotate
 from .rig import (
@@ -229,7 +237,7 @@ def chain_tips(obj: Any) -> list[str]:
 
 
 _generation = 0
-_chains_cache: dict[tuple[int, int, int], tuple[int, tuple[str, ...]]] = {}
+_chains_cache: dict[tuple[int, int], tuple[int, tuple[str, ...]]] = {}
 
 
 def invalidate() -> None:
@@ -248,15 +256,47 @@ def generation() -> int:
 def armature_chains(obj: Any) -> tuple[str, ...]:
     """:func:`chain_tips` of ``obj``, scanning every pose bone only after
     :func:`invalidate` (scanning a big rig on every frame costs more than the solve)."""
-    key = (obj.as_pointer(), obj.data.as_pointer(), len(obj.pose.bones))
+    key = (obj.as_pointer(), obj.data.as_pointer())
     hit = _chains_cache.get(key)
     if hit is not None and hit[0] == _generation:
-        bones = obj.pose.bones
-        if all((pb := bones.get(tip)) is not None and pb.reach_ik.has_chain for tip in hit[1]):
-            return hit[1]
+        return hit[1]
     tips = tuple(chain_tips(obj))
     _chains_cache[key] = (_generation, tips)
     return tips
+
+
+class _Fixed(NamedTuple):
+    """The settings of a chain that cannot be animated."""
+
+    chain_length: int
+    use_tail: bool
+    target: Any
+    target_bone: str
+    pole: Any
+    pole_bone: str
+    solver: str
+    iterations: int
+    tolerance: float
+    use_rotation: bool
+
+
+def _fixed(s: Any) -> _Fixed:
+    return _Fixed(
+        int(s.chain_length),
+        bool(s.use_tail),
+        s.target,
+        s.target_bone,
+        s.pole,
+        s.pole_bone,
+        s.solver,
+        int(s.iterations),
+        float(s.tolerance),
+        bool(s.use_rotation),
+    )
+
+
+#: (armature object pointer, tip) → (generation, the original's fixed settings).
+_fixed_cache: dict[tuple[int, str], tuple[int, _Fixed]] = {}
 
 
 def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
@@ -265,30 +305,43 @@ def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
     Args:
         pose_bone: the tip, preferably of the evaluated armature (animated settings such
             as influence are read from it).
-        depsgraph: when given, target and pole are read from the original bone and taken
-            as evaluated in it (an object added in the same update is not yet linked from
-            the evaluated armature's settings).
+        depsgraph: when given, the settings that cannot be animated are read from the
+            original bone (once per :func:`invalidate`: live solving asks every frame), and
+            target and pole taken as evaluated in it (an object added in the same update is
+            not yet linked from the evaluated armature's settings).
     """
     s = pose_bone.reach_ik
-    target, pole = s.target, s.pole
-    if depsgraph is not None:
-        original = pose_bone.id_data.original.pose.bones[pose_bone.name].reach_ik
-        target = original.target.evaluated_get(depsgraph) if original.target else None
-        pole = original.pole.evaluated_get(depsgraph) if original.pole else None
+    if depsgraph is None:
+        fixed = _fixed(s)
+        target, pole = fixed.target, fixed.pole
+    else:
+        original = pose_bone.id_data.original
+        key = (original.as_pointer(), pose_bone.name)
+        hit = _fixed_cache.get(key)
+        if hit is None or hit[0] != _generation:
+            hit = (_generation, _fixed(original.pose.bones[pose_bone.name].reach_ik))
+            _fixed_cache[key] = hit
+        fixed = hit[1]
+        try:
+            target = fixed.target.evaluated_get(depsgraph) if fixed.target else None
+            pole = fixed.pole.evaluated_get(depsgraph) if fixed.pole else None
+        except ReferenceError:  # deleted since: read again
+            del _fixed_cache[key]
+            return read_spec(pose_bone, depsgraph)
     return ChainSpec(
         tip=pose_bone.name,
-        chain_length=int(s.chain_length),
-        use_tail=bool(s.use_tail),
+        chain_length=fixed.chain_length,
+        use_tail=fixed.use_tail,
         target=target,
-        target_bone=s.target_bone,
+        target_bone=fixed.target_bone,
         pole=pole,
-        pole_bone=s.pole_bone,
+        pole_bone=fixed.pole_bone,
         pole_angle=float(s.pole_angle),
-        solver=s.solver,
-        iterations=int(s.iterations),
-        tolerance=float(s.tolerance),
+        solver=fixed.solver,
+        iterations=fixed.iterations,
+        tolerance=fixed.tolerance,
         influence=min(max(float(s.influence), 0.0), 1.0),
-        use_rotation=bool(s.use_rotation),
+        use_rotation=fixed.use_rotation,
         orient_weight=float(s.orient_weight),
     )
 
@@ -314,9 +367,10 @@ def rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain
 
 
 def clear_caches() -> None:
-    """Forget cached chains (after loading a file)."""
+    """Forget cached chains and settings (after loading a file)."""
     _rig_cache.clear()
     _chains_cache.clear()
+    _fixed_cache.clear()
     invalidate()
 
 
@@ -462,15 +516,44 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
     if rotations.shape[0] <= _FLOAT_POSES:
         return np.array(
             [
-                _untwist_pose(first, rests, offsets, [tuple(q) for q in pose], points)
+                untwist_floats(chain, pose, points)
                 for pose, points in zip(rotations.tolist(), positions.tolist(), strict=True)
             ],
             dtype=np.float64,
         )
     pose = [tuple(rotations[:, i].T) for i in range(n)]
     points = [tuple(positions[:, i].T) for i in range(n + 1)]
-    out = _untwist_pose(first, rests, offsets, pose, points)
+    out = _untwist_pose(first, rests, offsets, pose, points, _between_arrays)
     return np.stack([np.stack(q, axis=-1) for q in out], axis=1)
+
+
+def untwist_floats(chain: Chain, pose: list[Any], points: list[Any]) -> list[Any]:
+    """:func:`untwist` of one pose in plain floats: ``pose`` ``n`` rotations (4 floats
+    each), ``points`` its ``n + 1`` joints (3 floats each); returns ``n`` rotations."""
+    first, rests, offsets = _untwist_plan(chain)
+    n = chain.n_joints
+    if first == n:
+        return pose
+    # _untwist_pose's steps, written out on floats (this runs for every chain every frame).
+    out = list(pose)
+    ww, wx, wy, wz = 1.0, 0.0, 0.0, 0.0
+    for i in range(n):
+        rw, rx, ry, rz = rests[i]
+        pw = ww * rw - wx * rx - wy * ry - wz * rz
+        px = ww * rx + wx * rw + wy * rz - wz * ry
+        py = ww * ry - wx * rz + wy * rw + wz * rx
+        pz = ww * rz + wx * ry - wy * rx + wz * rw
+        if i >= first:
+            a, b = points[i], points[i + 1]
+            out[i] = _between_floats(
+                offsets[i], qrotate((pw, -px, -py, -pz), (b[0] - a[0], b[1] - a[1], b[2] - a[2]))
+            )
+        qw, qx, qy, qz = out[i]
+        ww = pw * qw - px * qx - py * qy - pz * qz
+        wx = pw * qx + px * qw + py * qz - pz * qy
+        wy = pw * qy - px * qz + py * qw + pz * qx
+        wz = pw * qz + px * qy - py * qx + pz * qw
+    return out
 
 
 _plans: dict[int, tuple[Chain, int, list[Any], list[Any]]] = {}
@@ -494,38 +577,70 @@ def _untwist_plan(chain: Chain) -> tuple[int, list[Any], list[Any]]:
 
 
 def _untwist_pose(
-    first: int, rests: list[Any], offsets: list[Any], pose: list[Any], points: list[Any]
+    first: int,
+    rests: list[Any],
+    offsets: list[Any],
+    pose: list[Any],
+    points: list[Any],
+    between: Any,
 ) -> list[Any]:
-    """:func:`untwist`'s steps on components (floats, or ``(N,)`` arrays): ``pose`` the
-    ``n`` rotations as ``(w, x, y, z)``, ``points`` the ``n + 1`` joints as ``(x, y, z)``."""
+    """:func:`untwist`'s steps on components (floats, or ``(N,)`` arrays, with the matching
+    ``between``): ``pose`` the ``n`` rotations as ``(w, x, y, z)``, ``points`` the ``n + 1``
+    joints as ``(x, y, z)``."""
     out = list(pose)
     world: Any = (1.0, 0.0, 0.0, 0.0)
     for i in range(len(out)):
         parent = qmul(world, rests[i])
         if i >= first:
-            link = [b - a for a, b in zip(points[i], points[i + 1], strict=True)]
-            out[i] = _between(offsets[i], qrotate(qconj(parent), link))
+            a, b = points[i], points[i + 1]
+            link = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
+            out[i] = between(offsets[i], qrotate(qconj(parent), link))
         world = qmul(parent, out[i])
     return out
 
 
-def _where(condition: Any, a: Any, b: Any) -> Any:
-    """``a`` where ``condition`` holds, else ``b`` (a bool, or arrays)."""
-    if isinstance(condition, bool):
-        return a if condition else b
-    return np.where(condition, a, b)
+# Shortest-arc unit quaternion taking the direction ``a`` (3 floats) to ``b``, as
+# :func:`core.rotations.between`: the identity for a zero vector, a half turn about a
+# perpendicular axis for opposite directions; ``1 + dot`` is written as
+# ``|a × b|² / (1 − dot)`` where ``dot < 0`` (no cancellation). ``_between_floats`` for
+# ``b`` as 3 floats, ``_between_arrays`` for ``b`` as 3 ``(N,)`` arrays: the same
+# arithmetic, so one pose gives the same numbers either way.
 
 
-def _between(a: Sequence[float], b: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
-    """Shortest-arc unit quaternion taking the direction ``a`` (3 floats) to ``b``
-    (components), as :func:`core.rotations.between`: the identity for a zero vector, a half
-    turn about a perpendicular axis for opposite directions."""
-    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+def _between_floats(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
+    a0, a1, a2 = a
+    na = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
     if na == 0.0:
         return (1.0, 0.0, 0.0, 0.0)
+    u0, u1, u2 = a0 / na, a1 / na, a2 / na
+    b0, b1, b2 = b
+    nb = (b0 * b0 + b1 * b1 + b2 * b2) ** 0.5
+    scale = 1.0 / (nb if nb > 0.0 else 1.0)
+    v0, v1, v2 = b0 * scale, b1 * scale, b2 * scale
+    dot = u0 * v0 + u1 * v1 + u2 * v2
+    cx = u1 * v2 - u2 * v1
+    cy = u2 * v0 - u0 * v2
+    cz = u0 * v1 - u1 * v0
+    cross_sq = cx * cx + cy * cy + cz * cz
+    if dot < 0.0:
+        w = cross_sq / (1.0 - dot)
+        if cross_sq < 1e-24:
+            w = 0.0
+            cx, cy, cz = rot.perpendicular(np.array([u0, u1, u2])).tolist()
+    else:
+        w = 1.0 + dot
+    norm = (w * w + cx * cx + cy * cy + cz * cz) ** 0.5
+    return (w / norm, cx / norm, cy / norm, cz / norm)
+
+
+def _between_arrays(a: Sequence[float], b: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    if na == 0.0:
+        one = np.ones_like(b[0])
+        return (one, 0.0 * one, 0.0 * one, 0.0 * one)
     ua = [c / na for c in a]
     nb = (b[0] * b[0] + b[1] * b[1] + b[2] * b[2]) ** 0.5
-    scale = 1.0 / _where(nb > 0.0, nb, 1.0)
+    scale = 1.0 / np.where(nb > 0.0, nb, 1.0)
     ub = [c * scale for c in b]
     dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
     cx = ua[1] * ub[2] - ua[2] * ub[1]
@@ -533,13 +648,12 @@ def _between(a: Sequence[float], b: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
     cz = ua[0] * ub[1] - ua[1] * ub[0]
     cross_sq = cx * cx + cy * cy + cz * cz
     behind = dot < 0.0
-    # 1 + dot, written as |a × b|² / (1 − dot) where dot < 0 (no cancellation).
-    w = _where(behind, cross_sq / (1.0 - dot * behind), 1.0 + dot)
+    w = np.where(behind, cross_sq / np.where(behind, 1.0 - dot, 1.0), 1.0 + dot)
     opposite = behind & (cross_sq < 1e-24)
-    if opposite is True or (not isinstance(opposite, bool) and opposite.any()):
+    if opposite.any():
         axis = rot.perpendicular(np.array(ua)).tolist()
-        w = _where(opposite, 0.0, w)
-        cx, cy, cz = (_where(opposite, axis[k], c) for k, c in enumerate((cx, cy, cz)))
+        w = np.where(opposite, 0.0, w)
+        cx, cy, cz = (np.where(opposite, axis[k], c) for k, c in enumerate((cx, cy, cz)))
     norm = (w * w + cx * cx + cy * cy + cz * cz) ** 0.5
     return (w / norm, cx / norm, cy / norm, cz / norm)
 
@@ -711,7 +825,7 @@ def solve_frame(
         world_rot = goal_rotation / np.linalg.norm(goal_rotation, axis=0)
         goal = rot.from_matrix(base_rot.T @ world_rot)
         weight = 1.0 - spec.orient_weight
-    result = solve(
+    result = solve_one(
         chain,
         target_b,
         method=spec.solver,
@@ -719,14 +833,15 @@ def solve_frame(
         target_rotation=goal,
         options=_options(spec.iterations, spec.tolerance, spec.pole_angle, weight),
     )
-    ik = np.asarray(result.rotations, dtype=np.float64).reshape(1, -1, 4)
-    positions = np.asarray(result.positions, dtype=np.float64).reshape(1, -1, 3)
+    pose = result.rotations[0].tolist()
+    points = result.positions[0].tolist()
     if goal is None or weight >= 1.0:
-        ik = untwist(chain, ik, positions)
+        pose = untwist_floats(chain, pose, points)
+    ik = np.array([pose], dtype=np.float64)
     if not np.isfinite(ik).all():
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
     share = min(max(spec.influence, 0.0), 1.0)
-    effector_b = positions[0, -1].tolist()
+    effector_b = points[-1]
     if share < 1.0:
         if fk is None:
             raise ReachIKError("the FK pose is needed to blend with influence below 1")
@@ -857,6 +972,7 @@ __all__ = [
     "solve_chains",
     "solve_frame",
     "untwist",
+    "untwist_floats",
     "values_to_quaternion",
     "write_rotation",
 ]

@@ -48,7 +48,9 @@ def _solver_items() -> list[tuple[str, str, str, int]]:
 
 
 def _tag(self: Any, _context: Any) -> None:
-    """Make the depsgraph copy the changed setting (custom properties are not tagged)."""
+    """A setting changed: drop what the live solver cached from the settings, and make the
+    depsgraph copy the change (custom properties are not tagged)."""
+    invalidate()
     obj = self.id_data
     if obj is not None:
         obj.update_tag()

@@ -142,8 +142,9 @@ def test_hinge_limits_hold(clean_scene: Any, addon: Any) -> None:
 def test_solve_chain_frames_batched_equals_frame_by_frame(
     clean_scene: Any, addon: Any, solver: str
 ) -> None:
-    """The one solve path: F frames at once give each frame's single solve; effectors and
-    errors agree with forward kinematics mapped by the base frames; influence 0 is FK."""
+    """The solve path: F frames at once give each frame's single solve, and the live
+    solver's one-frame path (solve_frame) the same; effectors and errors agree with forward
+    kinematics mapped by the base frames; influence 0 is FK."""
     import dataclasses
     from importlib import import_module
 
@@ -179,6 +180,17 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
             rig, spec, *(a[i : i + 1] if a is not None else a for a in args)
         )
         np.testing.assert_allclose(one.rotations[0], batched.rotations[i], atol=1e-9)
+        # The live solver's one-frame path (plain floats) gives the same frame.
+        frame_spec = dataclasses.replace(
+            spec, influence=influence[i], pole_angle=pole_angle[i], orient_weight=weight[i]
+        )
+        live = ev.solve_frame(
+            rig, frame_spec, bases[i, :3].tolist(), targets[i].tolist(), poles[i].tolist(), fk=fk[i]
+        )
+        np.testing.assert_allclose(live.rotations[0], batched.rotations[i], atol=1e-9)
+        np.testing.assert_allclose(live.effectors[0], batched.effectors[i], atol=1e-9)
+        assert live.errors[0] == pytest.approx(batched.errors[i], abs=1e-12)
+        assert live.reachable[0] == batched.reachable[i]
     positions = core.forward_kinematics(rig.chain, batched.rotations)[0][:, -1]
     effectors = np.einsum("fij,fj->fi", bases[:, :3, :3], positions) + bases[:, :3, 3]
     np.testing.assert_allclose(batched.effectors, effectors, atol=1e-9)

@@ -24,7 +24,7 @@ from core.kinematics import forward_kinematics
 from core.options import SolveOptions
 from core.problem import Problem
 from core.result import Solution
-from core.solve import METHODS, solve
+from core.solve import METHODS, solve, solve_one
 
 CHAIN = Chain.from_lengths([9.0, 9.0, 9.0, 9.0, 4.0])
 N = CHAIN.n_joints
@@ -224,6 +224,46 @@ def test_every_method_returns_consistent_results(method: str) -> None:
     single = solve(CHAIN, targets[0], method=method, max_iterations=20)
     assert single.rotations.shape == (N, 4)
     assert single.error.shape == ()
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"pole": [3.0, -20.0, 5.0]},
+        {"target_rotation": [0.9, 0.1, -0.3, 0.2]},
+        {"pole": [1.0, 2.0, 3.0], "options": SolveOptions(pole_angle=0.7, max_iterations=15)},
+    ],
+)
+def test_solve_one_gives_the_numbers_of_solve(method: str, kwargs: dict[str, object]) -> None:
+    """solve_one: the same problem as solve for one target, bit for bit, without measuring."""
+    options = kwargs.pop("options", SolveOptions(max_iterations=15))
+    assert isinstance(options, SolveOptions)
+    for target in ([10.0, 5.0, 20.0], [0.0, 0.0, 0.0], [1e12, 0.0, 3.0]):
+        full = solve(CHAIN, target, method=method, options=options, **kwargs)  # type: ignore[arg-type]
+        one = solve_one(CHAIN, target, method=method, options=options, **kwargs)  # type: ignore[arg-type]
+        assert one.rotations.shape == (1, N, 4)
+        assert one.positions.shape == (1, N + 1, 3)
+        np.testing.assert_array_equal(one.rotations[0], full.rotations)
+        np.testing.assert_array_equal(one.positions[0], full.positions)
+        np.testing.assert_array_equal(one.iterations[0], full.iterations)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"target": [1.0, 2.0]}, r"target must have shape \(3,\)"),
+        ({"target": [1.0, math.nan, 2.0]}, "target must be finite"),
+        ({"target": [1.0, 2.0, 3.0], "pole": [math.inf, 0.0, 0.0]}, "pole must be finite"),
+        ({"target": [1.0, 2.0, 3.0], "target_rotation": [0.0] * 4}, "non-zero quaternion"),
+        ({"target": [1.0, 2.0, 3.0], "method": "nope"}, "valid methods are"),
+        ({"target": [1.0, 2.0, 3.0], "options": {"tolerance": 1.0}}, "must be a SolveOptions"),
+    ],
+)
+def test_solve_one_checks_its_inputs(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(SolveInputError, match=message):
+        solve_one(CHAIN, **kwargs)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- SolveOptions
