@@ -9,12 +9,17 @@ evaluated matrices, on a hand-built arm and on the Rigify human metarig:
 
 * chains added with the operators reach animated targets (≤ 1e-4 of the chain length);
 * scrubbing is deterministic (frame 10→50 and 49→50 give identical matrices);
-* disabling and removing a chain give back the FK pose exactly (keyed Euler/axis-angle
-  bones and unkeyed quaternion bones), and live solving writes no keys;
-* save and reload keep the chains;
+* each bone of a solved chain shows its pose through one *Reach IK* constraint (Copy
+  Rotation, owner space Local, target space World, mix Replace) targeting a helper empty
+  in no scene, with a fake user and ``reach_ik_owner`` = the armature; other bones have none;
+* disabling and removing a chain take its constraints off and delete its helpers, and the
+  evaluated pose matrices are the FK pose's bit for bit (keyed Euler/axis-angle bones and
+  an unkeyed quaternion bone); live solving writes neither the rotation channels nor keys;
+* save and reload keep the chains, constraints and helpers;
 * the metarig's limbs with Blender IK constraints (poles, pole angles) convert to Reach IK
   chains that bend like Blender's IK, and back;
-* bad input (no armature, chain too long, deleted target) gives a message, loses nothing;
+* bad input (no armature, chain too long, deleted target) gives a message, loses nothing
+  (a chain that cannot be solved shows the FK pose exactly);
 * unregister removes every handler and class, register brings them back.
 
 Prints one line per check and ``RESULT: <n> passed, <m> failed``; exits 1 if any failed.
@@ -39,6 +44,9 @@ bpy: Any = importlib.import_module("bpy")  # Blender's API, driven dynamically h
 
 EXTENSION = "bl_ext.user_default.reach_ik"
 ARM = ("upper", "fore", "hand")
+BONES = ("shoulder", *ARM)
+CONSTRAINT = "Reach IK"
+OWNER = "reach_ik_owner"
 CHECKS: list[Callable[[], None]] = []
 
 
@@ -107,8 +115,11 @@ def build_arm() -> Any:
 
 
 def reachable_points(obj: Any, count: int, seed: int) -> list[np.ndarray]:
-    """Hand tail positions of random chain poses (reachable by construction)."""
+    """Hand tail positions of random chain poses (reachable by construction). The chain on
+    the hand is switched off meanwhile: its constraints would show the solve instead."""
     rng = np.random.default_rng(seed)
+    settings = obj.pose.bones["hand"].reach_ik
+    settings.enabled = False
     points = []
     for _ in range(count):
         for name in ARM:
@@ -119,11 +130,45 @@ def reachable_points(obj: Any, count: int, seed: int) -> list[np.ndarray]:
         points.append(tail(obj, "hand"))
     for name in ARM:
         obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    settings.enabled = True
     bpy.context.view_layer.update()
     return points
 
 
-def values(obj: Any) -> list[tuple[float, ...]]:
+def pose(obj: Any) -> np.ndarray:
+    """Blender's evaluated world matrices ``(4, 4, 4)`` of the arm's bones."""
+    return np.array([evaluated_world(obj, n) for n in BONES])
+
+
+def helpers() -> list[Any]:
+    """Every object marked as a Reach IK helper."""
+    return [o for o in bpy.data.objects if OWNER in o]
+
+
+def check_constraints(obj: Any, chain: tuple[str, ...]) -> None:
+    """``chain``'s bones carry exactly one well-formed Reach IK constraint each, whose
+    helper belongs to ``obj``; the other bones carry none; no other helper exists."""
+    found = []
+    for pb in obj.pose.bones:
+        names = [c.name for c in pb.constraints if c.name.startswith(CONSTRAINT)]
+        if pb.name not in chain:
+            assert names == [], f"{pb.name}: not in the chain but has {names}"
+            continue
+        assert names == [CONSTRAINT], f"{pb.name}: {names}"
+        con = pb.constraints[CONSTRAINT]
+        got = (con.type, con.owner_space, con.target_space, con.mix_mode)
+        assert got == ("COPY_ROTATION", "LOCAL", "WORLD", "REPLACE"), f"{pb.name}: {got}"
+        helper = con.target
+        assert getattr(helper, "type", None) == "EMPTY", f"{pb.name}: target {helper}"
+        assert helper.users_scene == (), f"{helper.name} is linked to {helper.users_scene}"
+        assert helper.use_fake_user, f"{helper.name} has no fake user"
+        assert helper.get(OWNER) == obj, f"{helper.name}: owner {helper.get(OWNER)}"
+        found.append(helper.name)
+    assert len(set(found)) == len(chain), f"helpers {found} for {chain}"
+    assert sorted(h.name for h in helpers()) == sorted(found), "stray helpers"
+
+
+def channels(obj: Any) -> list[tuple[float, ...]]:
     out = []
     for name in ARM:
         pb = obj.pose.bones[name]
@@ -223,21 +268,30 @@ def disable_and_remove_restore_fk() -> None:
     obj.pose.bones["hand"].rotation_quaternion = (0.8, 0.0, 0.6, 0.0)
     scene = bpy.context.scene
     scene.frame_set(7)
-    fk = values(obj)
+    fk, fk_pose = channels(obj), pose(obj)
     select_only(obj, ["hand"], "hand")
     bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    check_constraints(obj, ARM)
     s = obj.pose.bones["hand"].reach_ik
     s.target.location = head(obj, "upper") + np.array([-0.2, 0.3, 0.2])
     scene.frame_set(12)
     scene.frame_set(7)
-    assert values(obj) != fk, "the chain did not move the bones"
+    check_constraints(obj, ARM)
+    assert not np.allclose(pose(obj), fk_pose), "the chain did not move the bones"
+    assert channels(obj) == fk, "live solving wrote the rotation channels"
     s.enabled = False
-    assert values(obj) == fk, "disabling did not give back the FK pose"
+    bpy.context.view_layer.update()
+    check_constraints(obj, ())
+    assert np.array_equal(pose(obj), fk_pose), "disabling did not give back the FK pose"
     s.enabled = True
     scene.frame_set(7)
+    check_constraints(obj, ARM)
     select_only(obj, ["hand"], "hand")
     assert bpy.ops.reach_ik.remove() == {"FINISHED"}
-    assert values(obj) == fk, "removing did not give back the FK pose"
+    check_constraints(obj, ())
+    bpy.context.view_layer.update()
+    assert np.array_equal(pose(obj), fk_pose), "removing did not give back the FK pose"
+    assert channels(obj) == fk, "the rotation channels changed"
 
 
 @check
@@ -254,6 +308,7 @@ def save_and_reload_keep_chains() -> None:
     assert s.has_chain, "the chain was lost"
     assert s.target is not None, "the target was lost"
     bpy.context.scene.frame_set(3)
+    check_constraints(obj, ARM)
     after = np.array([evaluated_world(obj, n) for n in ARM])
     assert np.allclose(after, before, atol=1e-6), "the pose changed after reloading"
 
@@ -302,6 +357,7 @@ def bad_input_is_reported() -> None:
     bpy.context.view_layer.objects.active = e
     expect_error(bpy.ops.reach_ik.add, {}, "armature")
     obj = build_arm()
+    fk_pose = pose(obj)
     select_only(obj, ["hand"], "hand")
     expect_error(bpy.ops.reach_ik.add, {"chain_length": 9}, "longer than the bone hierarchy")
     assert not obj.pose.bones["hand"].reach_ik.has_chain
@@ -312,7 +368,8 @@ def bad_input_is_reported() -> None:
     bpy.data.objects.remove(s.target)
     bpy.context.scene.frame_set(3)
     assert status(obj, "hand").message.startswith("no target"), status(obj, "hand")
-    assert values(obj) == [(1.0, 0.0, 0.0, 0.0)] * 3, "the FK pose was lost"
+    check_constraints(obj, ())
+    assert np.array_equal(pose(obj), fk_pose), "the FK pose was lost"
 
 
 @check
