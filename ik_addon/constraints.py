@@ -20,8 +20,13 @@ moves (``scripts/bench_live.py`` measures both).
   (A muted constraint would not do: Blender still takes the bone through world space and
   back, which moves it by float rounding.)
 * Removing or disabling a chain removes its constraints and deletes their helpers.
-* Each helper records the armature it serves (``helper["reach_ik_owner"]``); an armature
-  duplicated with its chains gets helpers of its own on its first solve.
+* Each helper records the name of the armature object it serves
+  (``helper["reach_ik_owner"]``; a name, not a pointer, which would count as a user and keep
+  a deleted armature in the file). An armature duplicated with its chains gets helpers of its
+  own on its first solve; a renamed one adopts its helpers.
+* Helpers that no Reach IK constraint targets any more (their armature deleted, a
+  constraint deleted by hand) are deleted when a file is loaded (:func:`remove_orphans`);
+  a constraint deleted by hand gets its old helper back.
 
 :func:`show` writes one solve's poses (adding constraints where missing) and takes the
 constraints off the bones of chains that were not solved; :func:`sync` takes them off bones
@@ -41,7 +46,7 @@ from .rig import RigError, chain_bones
 
 #: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
 NAME = "Reach IK"
-#: Custom property of a helper empty: the armature object it serves.
+#: Custom property of a helper empty: the name of the armature object it serves.
 OWNER_KEY = "reach_ik_owner"
 
 
@@ -75,32 +80,47 @@ def find(pose_bone: Any) -> Any:
 
 def is_helper(id_data: Any) -> bool:
     """``id_data`` is a helper empty of Reach IK."""
-    if not isinstance(id_data, bpy.types.Object):
-        return False
-    keys: Any = id_data.keys()  # kept when the armature it points to is deleted
-    return OWNER_KEY in keys
+    return isinstance(id_data, bpy.types.Object) and id_data.get(OWNER_KEY) is not None
 
 
 def _owned(helper: Any, obj: Any) -> bool:
-    return helper is not None and helper.get(OWNER_KEY) == obj
+    return helper is not None and helper.get(OWNER_KEY) == obj.name
+
+
+def _targets(obj: Any) -> set[Any]:
+    """The helpers the Reach IK constraints of ``obj`` target."""
+    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+        return set()
+    return {c.target for pb in obj.pose.bones if (c := find(pb)) is not None and c.target}
+
+
+def _helper_name(obj: Any, pose_bone: Any) -> str:
+    return f"{NAME} {obj.name}:{pose_bone.name}"
 
 
 def _new_helper(obj: Any, pose_bone: Any) -> Any:
-    helper = bpy.data.objects.new(f"{NAME} {obj.name}:{pose_bone.name}", None)
+    """A helper for the bone: its former one when that is unused (a constraint deleted by
+    hand), else a new empty."""
+    helper = bpy.data.objects.get(_helper_name(obj, pose_bone))
+    if helper is not None and is_helper(helper) and helper not in _targets(obj):
+        helper[OWNER_KEY] = obj.name
+        return helper
+    helper = bpy.data.objects.new(_helper_name(obj, pose_bone), None)
     helper.use_fake_user = True
     helper.rotation_mode = "QUATERNION"
-    helper[OWNER_KEY] = obj
+    helper[OWNER_KEY] = obj.name
     return helper
 
 
 def _add(obj: Any, pose_bone: Any) -> Any:
+    helper = _new_helper(obj, pose_bone)
     con = pose_bone.constraints.new("COPY_ROTATION")
     con.name = NAME
     con.owner_space = "LOCAL"
     con.target_space = "WORLD"
     con.mix_mode = "REPLACE"
     con.show_expanded = False
-    con.target = _new_helper(obj, pose_bone)
+    con.target = helper
     return con
 
 
@@ -113,8 +133,9 @@ def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
 
 def sync(obj: Any) -> None:
     """Take the constraints (and helpers) off every bone of ``obj`` that no enabled chain
-    drives, and give ``obj`` its own helper where a constraint targets another armature's
-    (a duplicate). Changes only what differs."""
+    drives, give ``obj`` helpers of its own where its constraints target another armature's
+    (a duplicate), and adopt the helpers of its old name (renamed). Changes only what
+    differs."""
     if obj is None or obj.type != "ARMATURE" or obj.pose is None:
         return
     wanted = {name for name, enabled in driven(obj).items() if enabled}
@@ -124,13 +145,24 @@ def sync(obj: Any) -> None:
             continue
         if pb.name not in wanted:
             _remove(obj, pb, con)
-        elif not _owned(con.target, obj):
-            con.target = _new_helper(obj, pb)
+            continue
+        helper = con.target
+        if helper is None or _owned(helper, obj):
+            continue
+        other = bpy.data.objects.get(str(helper.get(OWNER_KEY, "")))
+        if other is not None and other != obj and helper in _targets(other):
+            con.target = _new_helper(obj, pb)  # a duplicate: the helper is the original's
+        else:
+            helper[OWNER_KEY] = obj.name  # renamed, or found without an owner
 
 
 def remove_orphans() -> None:
-    """Delete helpers whose armature no longer exists."""
-    for helper in [o for o in bpy.data.objects if is_helper(o) and o.get(OWNER_KEY) is None]:
+    """Delete helpers that no Reach IK constraint targets (their armature deleted, or a
+    constraint deleted by hand)."""
+    targeted: set[Any] = set()
+    for obj in bpy.data.objects:
+        targeted |= _targets(obj)
+    for helper in [o for o in bpy.data.objects if is_helper(o) and o not in targeted]:
         bpy.data.objects.remove(helper)
 
 

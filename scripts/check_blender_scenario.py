@@ -11,7 +11,7 @@ evaluated matrices, on a hand-built arm and on the Rigify human metarig:
 * scrubbing is deterministic (frame 10→50 and 49→50 give identical matrices);
 * each bone of a solved chain shows its pose through one *Reach IK* constraint (Copy
   Rotation, owner space Local, target space World, mix Replace) targeting a helper empty
-  in no scene, with a fake user and ``reach_ik_owner`` = the armature; other bones have none;
+  in no scene, with a fake user and ``reach_ik_owner`` = the armature's name; other bones have none;
 * disabling and removing a chain take its constraints off and delete its helpers, and the
   evaluated pose matrices are the FK pose's bit for bit (keyed Euler/axis-angle bones and
   an unkeyed quaternion bone); live solving writes neither the rotation channels nor keys;
@@ -162,7 +162,7 @@ def check_constraints(obj: Any, chain: tuple[str, ...]) -> None:
         assert getattr(helper, "type", None) == "EMPTY", f"{pb.name}: target {helper}"
         assert helper.users_scene == (), f"{helper.name} is linked to {helper.users_scene}"
         assert helper.use_fake_user, f"{helper.name} has no fake user"
-        assert helper.get(OWNER) == obj, f"{helper.name}: owner {helper.get(OWNER)}"
+        assert helper.get(OWNER) == obj.name, f"{helper.name}: owner {helper.get(OWNER)}"
         found.append(helper.name)
     assert len(set(found)) == len(chain), f"helpers {found} for {chain}"
     assert sorted(h.name for h in helpers()) == sorted(found), "stray helpers"
