@@ -295,9 +295,9 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
 
         return run
 
-    solve_scene, solve = handlers.solve_scene, evaluate.solve
+    solve_scene, solve = handlers.solve_scene, evaluate.solve_one
     handlers.solve_scene = timed(solve_scene, "handler")
-    evaluate.solve = timed(solve, "core_solve")
+    evaluate.solve_one = timed(solve, "core_solve")
     samples: dict[str, list[float]] = {"frame_set": [], "handler": [], "core_solve": []}
     try:
         for f in range(1, frames + 1):
@@ -308,7 +308,7 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
             samples["handler"].append(spent["handler"])
             samples["core_solve"].append(spent["core_solve"])
     finally:
-        handlers.solve_scene, evaluate.solve = solve_scene, solve
+        handlers.solve_scene, evaluate.solve_one = solve_scene, solve
     return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
 
 
@@ -318,7 +318,19 @@ def _bend_normal(points: np.ndarray) -> np.ndarray:
 
 
 def _local_rotation(obj_eval: Any, name: str) -> np.ndarray:
-    return np.array(obj_eval.pose.bones[name].matrix_basis.to_quaternion())
+    """The local rotation ``(4,)`` wxyz the evaluated pose shows for a bone (constraints
+    included): ``(M_parent · R_parent⁻¹ · R)⁻¹ · M`` from posed matrices ``M`` and rest
+    matrices ``R``, scale removed."""
+    pb = obj_eval.pose.bones[name]
+    rest = np.array(pb.bone.matrix_local, dtype=np.float64)
+    if pb.parent is not None:
+        parent_rest = np.array(pb.parent.bone.matrix_local, dtype=np.float64)
+        rest = np.array(pb.parent.matrix, dtype=np.float64) @ np.linalg.inv(parent_rest) @ rest
+    local = (np.linalg.inv(rest) @ np.array(pb.matrix, dtype=np.float64))[:3, :3]
+    mathutils: Any = importlib.import_module("mathutils")
+    return np.array(
+        mathutils.Matrix((local / np.linalg.norm(local, axis=0)).tolist()).to_quaternion()
+    )
 
 
 def smoothness(solver: str, frames: int = 240) -> dict[str, Any]:

@@ -26,6 +26,7 @@ def _bench() -> Any:
 @pytest.mark.parametrize("solver", ["triangulation"])
 def test_figure_eight_is_smooth(blender: Any, addon: Any, solver: str) -> None:
     result = _bench().smoothness(solver, frames=240)
+    assert result["max_joint_deg"] > 0.1, "the limbs follow the moving targets"
     assert result["max_joint_deg"] <= 5.0, result["limbs"]
     assert result["max_bend_plane_deg"] <= 5.0, result["limbs"]
     reach = 0.9  # the shortest limb (arm) is about 0.55 m; the path stays well inside it
