@@ -413,6 +413,17 @@ class _PoseState:
             self._moved[name] = moved
         return moved
 
+    def parent_matrix(self, rig: RigChain) -> Rows | None:
+        """Posed matrix of the chain root's parent in armature space (``None``: no parent);
+        read from Blender directly while no chain solved in this pass lies above the root."""
+        name = rig.parent
+        if name is None or not self.solved.keys().isdisjoint(rig.above):
+            return None if name is None else self.matrix(name)
+        m = self._cache.get(name)
+        if m is None:
+            m = self._cache[name] = rows(self.pose_bones[name].matrix)
+        return m
+
     def matrix(self, name: str) -> Rows:
         """Posed matrix of bone ``name`` in armature space."""
         m = self._cache.get(name)
@@ -837,9 +848,9 @@ def solve_frame(
     points = result.positions[0].tolist()
     if goal is None or weight >= 1.0:
         pose = untwist_floats(chain, pose, points)
-    ik = np.array([pose], dtype=np.float64)
-    if not np.isfinite(ik).all():
+    if not math.isfinite(sum(map(sum, pose))):
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
+    ik = np.array([pose], dtype=np.float64)
     share = min(max(spec.influence, 0.0), 1.0)
     effector_b = points[-1]
     if share < 1.0:
@@ -863,7 +874,7 @@ def _solve_one(
 ) -> ChainPose:
     """One chain at the current frame: its inputs as evaluated, then :func:`solve_frame`."""
     target = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
-    parent = state.matrix(rig.parent) if rig.parent is not None else None
+    parent = state.parent_matrix(rig)
     location = state.pose_bones[rig.bone_names[0]].location
     base = compose(world, base_rows(rig, parent, location))
     pole = None

@@ -122,6 +122,7 @@ class RigChain:
         root_connected: the root is connected to its parent, so Blender ignores its
             location channels.
         root_depth: how many bones lie above the root (chains are solved parents first).
+        above: the names of the bones above the root.
         signature: the rest data the chain was built from (to notice edits of the rig).
     """
 
@@ -134,6 +135,7 @@ class RigChain:
     inherit_rotation: bool
     root_connected: bool
     root_depth: int
+    above: frozenset[str]
     signature: tuple[Any, ...]
 
 
@@ -324,6 +326,7 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
         inherit_rotation=inherit,
         root_connected=root.parent is not None and root.use_connect,
         root_depth=len(root.parent_recursive),
+        above=frozenset(b.name for b in root.parent_recursive),
         signature=rig_signature(obj, names),
     )
 
