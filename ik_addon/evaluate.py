@@ -27,8 +27,8 @@ live pose. Stable API:
     ``pose_bone.rotation_quaternion`` would hold), already blended with the FK pose by the
     chain's influence; ``error`` the distance in world metres from the effector of that
     pose to the target; ``reachable`` the target lies within the chain's reach (straight
-    length) of the root; ``target_world`` ``(3,)`` and ``effector_world`` ``(3,)`` in
-    world metres.
+    length) of the root; ``target_world`` and ``effector_world`` 3 floats each, world
+    metres.
 
 How a chain is solved (deterministic: the pose at a frame depends only on that frame's
 inputs, never on the previous frame):
@@ -115,8 +115,8 @@ class ChainPose:
     rotations: np.ndarray
     error: float
     reachable: bool
-    target_world: np.ndarray
-    effector_world: np.ndarray
+    target_world: tuple[float, ...]
+    effector_world: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -823,6 +823,25 @@ def solve_frame(
     Raises:
         ReachIKError: unknown solver, zero scale, non-finite result, FK missing.
     """
+    ik, error, reachable, effector = _solve_values(rig, spec, base, target, pole, goal_rotation, fk)
+    return FrameSolution(
+        rotations=ik[None],
+        errors=np.array([error]),
+        reachable=np.array([reachable]),
+        effectors=np.array([effector]),
+    )
+
+
+def _solve_values(
+    rig: RigChain,
+    spec: ChainSpec,
+    base: Rows,
+    target: Sequence[float],
+    pole: Sequence[float] | None,
+    goal_rotation: np.ndarray | None,
+    fk: np.ndarray | None,
+) -> tuple[np.ndarray, float, bool, list[float]]:
+    """:func:`solve_frame`'s work: rotations ``(n, 4)``, error, reachable, effector."""
     _check_solver(spec.solver)
     chain = rig.chain
     to_base = inverse(base)
@@ -850,29 +869,26 @@ def solve_frame(
         pose = untwist_floats(chain, pose, points)
     if not math.isfinite(sum(map(sum, pose))):
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
-    ik = np.array([pose], dtype=np.float64)
+    ik = np.array(pose, dtype=np.float64)
     share = min(max(spec.influence, 0.0), 1.0)
     effector_b = points[-1]
     if share < 1.0:
         if fk is None:
             raise ReachIKError("the FK pose is needed to blend with influence below 1")
-        ik = rot.normalize(rot.slerp(fk[None], ik, share))
-        effector_b = forward_kinematics(chain, ik)[0][0, -1].tolist()
+        ik = rot.normalize(rot.slerp(fk, ik, share))
+        effector_b = forward_kinematics(chain, ik)[0][-1].tolist()
     effector = transform(base, effector_b)
     tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
     reach_tol = chain.reach * 1e-9 + tolerance
-    return FrameSolution(
-        rotations=ik,
-        errors=np.array([math.dist(effector, target)]),
-        reachable=np.array([math.hypot(*target_b) <= chain.reach + reach_tol]),
-        effectors=np.array([effector]),
-    )
+    reachable = math.hypot(*target_b) <= chain.reach + reach_tol
+    return ik, math.dist(effector, target), reachable, effector
 
 
 def _solve_one(
     spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: Rows
 ) -> ChainPose:
-    """One chain at the current frame: its inputs as evaluated, then :func:`solve_frame`."""
+    """One chain at the current frame: its inputs as evaluated, then :func:`solve_frame`'s
+    work."""
     target = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
     parent = state.parent_matrix(rig)
     location = state.pose_bones[rig.bone_names[0]].location
@@ -882,15 +898,15 @@ def _solve_one(
         pole = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)
     goal_rot = _rotation_world(spec, obj_eval, state, world) if spec.use_rotation else None
     fk = fk_rotations(state.pose_bones, rig.bone_names) if spec.influence < 1.0 else None
-    solved = solve_frame(rig, spec, base, target, pole, goal_rot, fk)
+    ik, error, reachable, effector = _solve_values(rig, spec, base, target, pole, goal_rot, fk)
     return ChainPose(
         tip=spec.tip,
         bone_names=rig.bone_names,
-        rotations=solved.rotations[0],
-        error=float(solved.errors[0]),
-        reachable=bool(solved.reachable[0]),
-        target_world=np.array(target),
-        effector_world=solved.effectors[0],
+        rotations=ik,
+        error=error,
+        reachable=reachable,
+        target_world=tuple(target),
+        effector_world=tuple(effector),
     )
 
 
