@@ -17,9 +17,10 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    frame for each, their ratio (bar: Reach IK ≤ 3× Blender's IK), the same for an identical
    scene without any IK (the cost of the rest of the frame change), and for one without IK
    whose frame-change handler only writes the eight limb rotations (the cost of showing a
-   pose from a handler: Blender evaluates the armature again, copying it first). Then the
-   Reach IK scene alone once more with timers around the live handler and ``core.solve``,
-   for the breakdown of its frame.
+   pose by writing pose bones from a handler: Blender evaluates the armature again,
+   copying it first — the mechanism Reach IK no longer uses). Then the
+   Reach IK scene alone once more with timers around the live handler and the core's
+   ``solve_one`` calls, for the breakdown of its frame.
 2. **Smoothness.** Each limb's target follows a figure-eight (lemniscate of Gerono, 240
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
@@ -279,7 +280,7 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
 def breakdown(scene: Any, frames: int) -> dict[str, float]:
     """Where a Reach IK frame goes, after the timed rounds (timers cost a little): median ms
     per frame of the whole ``frame_set``, of the live handler's Python (solving and
-    writing), and of the ``core.solve`` calls within it."""
+    writing), and of the core's ``solve_one`` calls within it."""
     handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
     evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
     spent = {"handler": 0.0, "core_solve": 0.0}
@@ -402,7 +403,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "Reach IK frame, timed again alone with timers around the handler (median ms): "
         f"`frame_set` {parts['frame_set']:.3f}, of which the live handler's Python "
-        f"{parts['handler']:.3f}, of which `core.solve` (4 calls) {parts['core_solve']:.3f}.",
+        f"{parts['handler']:.3f}, of which the core's `solve_one` (4 calls) "
+        f"{parts['core_solve']:.3f}.",
         "",
         f"Ratio Reach IK / Blender IK: **{cost['ratio_reach_vs_blender_ik']:.2f}×** "
         f"(ratio of medians; median of the per-frame ratios "
