@@ -92,6 +92,18 @@ def _batch(name: str, value: ArrayLike, width: int, batch: tuple[int, ...]) -> F
     return a.reshape(-1, width)
 
 
+def _method_and_options(method: str, options: Any) -> tuple[Method, SolveOptions]:
+    impl = METHODS.get(method)
+    if impl is None:
+        raise SolveInputError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+    if options is not None and not isinstance(options, SolveOptions):
+        raise SolveInputError(
+            f"options must be a SolveOptions (or None), got {type(options).__name__}; "
+            "pass single settings as keywords, e.g. tolerance=0.5"
+        )
+    return impl, options or _DEFAULT_OPTIONS
+
+
 def solve(
     chain: Chain,
     target: ArrayLike,
@@ -126,15 +138,7 @@ def solve(
     Raises:
         SolveInputError: unknown method or option, malformed or non-finite inputs.
     """
-    impl = METHODS.get(method)
-    if impl is None:
-        raise SolveInputError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
-    if options is not None and not isinstance(options, SolveOptions):
-        raise SolveInputError(
-            f"options must be a SolveOptions (or None), got {type(options).__name__}; "
-            "pass single settings as keywords, e.g. tolerance=0.5"
-        )
-    opts = options or _DEFAULT_OPTIONS
+    impl, opts = _method_and_options(method, options)
     if option_changes:
         opts = opts.replace(**option_changes)
     t = np.asarray(target, dtype=np.float64)
@@ -229,14 +233,7 @@ def solve_one(
     Raises:
         SolveInputError: unknown method, malformed or non-finite inputs.
     """
-    impl = METHODS.get(method)
-    if impl is None:
-        raise SolveInputError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
-    opts = options or _DEFAULT_OPTIONS
-    if not isinstance(opts, SolveOptions):
-        raise SolveInputError(
-            f"options must be a SolveOptions (or None), got {type(opts).__name__}"
-        )
+    impl, opts = _method_and_options(method, options)
     targets = _point("target", target, 3)
     goal_rot = None
     if target_rotation is not None:
