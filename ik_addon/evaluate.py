@@ -295,10 +295,6 @@ def _fixed(s: Any) -> _Fixed:
     )
 
 
-#: (armature object pointer, tip) → (generation, the original's fixed settings).
-_fixed_cache: dict[tuple[int, str], tuple[int, _Fixed]] = {}
-
-
 def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
     """A chain's settings from its tip pose bone.
 
@@ -306,28 +302,23 @@ def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
         pose_bone: the tip, preferably of the evaluated armature (animated settings such
             as influence are read from it).
         depsgraph: when given, the settings that cannot be animated are read from the
-            original bone (once per :func:`invalidate`: live solving asks every frame), and
-            target and pole taken as evaluated in it (an object added in the same update is
-            not yet linked from the evaluated armature's settings).
+            original bone, and target and pole taken as evaluated in it (an object added in
+            the same update is not yet linked from the evaluated armature's settings).
     """
-    s = pose_bone.reach_ik
     if depsgraph is None:
-        fixed = _fixed(s)
-        target, pole = fixed.target, fixed.pole
-    else:
-        original = pose_bone.id_data.original
-        key = (original.as_pointer(), pose_bone.name)
-        hit = _fixed_cache.get(key)
-        if hit is None or hit[0] != _generation:
-            hit = (_generation, _fixed(original.pose.bones[pose_bone.name].reach_ik))
-            _fixed_cache[key] = hit
-        fixed = hit[1]
-        try:
-            target = fixed.target.evaluated_get(depsgraph) if fixed.target else None
-            pole = fixed.pole.evaluated_get(depsgraph) if fixed.pole else None
-        except ReferenceError:  # deleted since: read again
-            del _fixed_cache[key]
-            return read_spec(pose_bone, depsgraph)
+        return _spec(pose_bone, _fixed(pose_bone.reach_ik), None)
+    original = pose_bone.id_data.original.pose.bones[pose_bone.name]
+    return _spec(pose_bone, _fixed(original.reach_ik), depsgraph)
+
+
+def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
+    """The :class:`ChainSpec` of fixed settings and the animatable ones of ``pose_bone``;
+    target and pole as evaluated in ``depsgraph`` (when given)."""
+    s = pose_bone.reach_ik
+    target, pole = fixed.target, fixed.pole
+    if depsgraph is not None:
+        target = target.evaluated_get(depsgraph) if target else None
+        pole = pole.evaluated_get(depsgraph) if pole else None
     return ChainSpec(
         tip=pose_bone.name,
         chain_length=fixed.chain_length,
@@ -370,7 +361,7 @@ def clear_caches() -> None:
     """Forget cached chains and settings (after loading a file)."""
     _rig_cache.clear()
     _chains_cache.clear()
-    _fixed_cache.clear()
+    _plans_cache.clear()
     invalidate()
 
 
@@ -910,6 +901,43 @@ def _solve_one(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class _Planned:
+    """A chain of an armature as live solving meets it on every frame until the next
+    :func:`invalidate`: its model (or why it has none) and its fixed settings."""
+
+    tip: str
+    rig: RigChain | None
+    problem: str
+    fixed: _Fixed
+
+
+#: Armature object (pointer) → (generation, its chains, parents first).
+_plans_cache: dict[int, tuple[int, list[_Planned]]] = {}
+
+
+def _planned(obj: Any) -> list[_Planned]:
+    """The chains of ``obj`` (original), parents first: a chain whose bones lie above
+    another chain's root is solved before it."""
+    key = obj.as_pointer()
+    hit = _plans_cache.get(key)
+    if hit is not None and hit[0] == _generation:
+        return hit[1]
+    out: list[tuple[int, str, _Planned]] = []
+    for tip in armature_chains(obj):
+        fixed = _fixed(obj.pose.bones[tip].reach_ik)
+        try:
+            rig = rig_chain(obj, tip, fixed.chain_length, fixed.use_tail)
+        except ReachIKError as exc:
+            out.append((-1, tip, _Planned(tip, None, str(exc), fixed)))
+            continue
+        out.append((rig.root_depth, tip, _Planned(tip, rig, "", fixed)))
+    out.sort(key=lambda item: (item[0], item[1]))
+    plan = [item[2] for item in out]
+    _plans_cache[key] = (_generation, plan)
+    return plan
+
+
 def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
     """Solve every enabled chain of ``obj`` (see :func:`solve_armature`).
 
@@ -920,37 +948,37 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
     problems: dict[str, str] = {}
     poses: list[ChainPose] = []
     idle: list[str] = []
-    tips = armature_chains(obj)
-    if not tips:
+    plan = _planned(obj)
+    if not plan:
         return SolveReport(poses, problems)
     obj_eval = obj.evaluated_get(depsgraph)
     if obj_eval.pose is None:
         return SolveReport(poses, problems)
     state = _PoseState(obj_eval)
     world = rows(obj_eval.matrix_world)
-    todo = []
-    for tip in tips:
-        pb = obj_eval.pose.bones.get(tip)
+    bones = obj_eval.pose.bones
+    for item in plan:
+        pb = bones.get(item.tip)
         if pb is None:
             continue
-        s = pb.reach_ik
-        try:
-            rig = rig_chain(obj, tip, s.chain_length, s.use_tail)
-        except ReachIKError as exc:
-            if s.enabled:
-                problems[tip] = str(exc)
+        enabled = pb.reach_ik.enabled
+        rig = item.rig
+        if rig is None:
+            if enabled:
+                problems[item.tip] = item.problem
             continue
-        if not s.enabled:
+        if not enabled:
             idle.extend(rig.bone_names)
             continue
-        todo.append((rig.root_depth, tip, read_spec(pb, depsgraph), rig))
-    # Parents first: a chain whose bones lie above another chain's root is solved before it.
-    todo.sort(key=lambda item: (item[0], item[1]))
-    for _depth, _tip, spec, rig in todo:
+        try:
+            spec = _spec(pb, item.fixed, depsgraph)
+        except ReferenceError:  # the target or pole was deleted since: read the chains again
+            invalidate()
+            return solve_chains(obj, depsgraph)
         try:
             pose = _solve_one(spec, rig, obj_eval, state, world)
         except ReachIKError as exc:
-            problems[spec.tip] = str(exc)
+            problems[item.tip] = str(exc)
             idle.extend(rig.bone_names)
             continue
         poses.append(pose)
