@@ -93,13 +93,6 @@ def solve_now(context: Any, obj: Any) -> None:
     handlers.solve_object(obj, context.evaluated_depsgraph_get())
 
 
-def _select_pose_bone(pb: Any, state: bool) -> None:
-    if hasattr(pb, "select"):
-        pb.select = state
-    else:
-        pb.bone.select = state
-
-
 def _is_selected(pb: Any) -> bool:
     return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
 
