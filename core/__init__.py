@@ -21,7 +21,7 @@ from .kinematics import effector, forward_kinematics
 from .limits import JointLimits
 from .options import SolveOptions
 from .result import IKResult, Solution
-from .solve import METHODS, solve, solve_one
+from .solve import METHODS, solve, solve_floats, solve_one
 
 __all__ = [
     "METHODS",
@@ -37,5 +37,6 @@ __all__ = [
     "forward_kinematics",
     "rotations",
     "solve",
+    "solve_floats",
     "solve_one",
 ]

@@ -246,6 +246,68 @@ def solve_one(
     return impl(_problem(chain, targets, _norm(targets), goal_rot, poles, start, opts))
 
 
+def _floats3(name: str, value: Any) -> tuple[float, float, float]:
+    """One finite point as 3 floats (:func:`_point` without numpy)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        x, y, z = (float(c) for c in value)
+    except (TypeError, ValueError):
+        raise SolveInputError(f"{name} must be 3 finite numbers, got {value!r}") from None
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise SolveInputError(f"{name} must be finite numbers")
+    return x, y, z
+
+
+def _pulled(p: tuple[float, float, float], limit: float) -> tuple[float, float, float]:
+    """:func:`_pull_in` for one point as floats (the same divisions)."""
+    d = math.hypot(*p)
+    if not d > limit:
+        return p
+    s = d / limit
+    return p[0] / s, p[1] / s, p[2] / s
+
+
+def solve_floats(
+    chain: Chain,
+    target: ArrayLike,
+    *,
+    method: str = "triangulation",
+    pole: ArrayLike | None = None,
+    options: SolveOptions | None = None,
+) -> tuple[list[list[float]], list[Any]]:
+    """:func:`solve_one` without an orientation goal, in and out as plain floats: for a
+    caller that solves one small chain at a time and works in floats (a live solver).
+    The same numbers as :func:`solve_one` (tested); triangulation on a chain without limits
+    runs its float pass without numpy at all, other methods and chains go through
+    :func:`solve_one`.
+
+    Args:
+        chain: the chain.
+        target: effector goal, 3 numbers in the base frame.
+        method: as for :func:`solve`.
+        pole: a point (3 numbers, base frame), or ``None``.
+        options: settings (default :class:`SolveOptions`).
+
+    Returns:
+        ``(rotations, positions)``: the ``n`` local rotations (4 floats each, wxyz) and
+        the ``n + 1`` joint positions (3 floats each, base frame).
+
+    Raises:
+        SolveInputError: unknown method, malformed or non-finite inputs.
+    """
+    _, opts = _method_and_options(method, options)
+    if method == "triangulation":
+        far = FAR * chain.reach
+        t = _pulled(_floats3("target", target), far)
+        p = None if pole is None else _pulled(_floats3("pole", pole), far)
+        out = triangulation.solve_single(chain, t, p, opts)
+        if out is not None:
+            return out
+    sol = solve_one(chain, target, method=method, pole=pole, options=opts)
+    return sol.rotations[0].tolist(), sol.positions[0].tolist()
+
+
 def _message(method: str, reached: int, size: int, beyond: int, reach: float) -> str:
     message = f"{method}: {reached} of {size} goals reached"
     if beyond:

@@ -106,6 +106,7 @@ from .components import (
     vscale,
     vsub,
 )
+from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
@@ -883,17 +884,61 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
 
 # --------------------------------------------------------------------------- single target
 def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
+    """:func:`_single_pass` for a :class:`Problem` of one target on a free chain."""
+    options = problem.options
+    pole = None if problem.poles is None else _floats(problem.poles[0].tolist())
+    rots, pos = _single_pass(
+        plan,
+        problem.chain,
+        _floats(problem.targets[0].tolist()),
+        problem.initial[0].tolist(),
+        options,
+        pole,
+        problem.target_rotations is None or options.position_weight >= 1.0,
+    )
+    return np.array([rots]), np.array([pos])
+
+
+def solve_single(
+    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions
+) -> tuple[list[list[float]], list[Vec]] | None:
+    """The pass for one target from the rest pose, in and out as plain floats, or ``None``
+    when the chain has limits (only free chains have the float pass).
+
+    The numbers are :func:`solve_triangulation`'s for the same (checked) problem without
+    an orientation goal: ``target`` and ``pole`` as 3 floats in the base frame (``pole``
+    may be ``None``). Returns the ``n`` local rotations (wxyz, 4 floats each) and the
+    ``n + 1`` joint positions (3 floats each).
+    """
+    plan = _plan(chain)
+    if not plan.all_free:
+        return None
+    return _single_pass(plan, chain, target, None, options, pole, True)
+
+
+def _single_pass(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    init: list[list[float]] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+    orient: bool,
+) -> tuple[list[list[float]], list[Vec]]:
     """The pass for one target on a free chain, in plain Python floats.
 
     The same pass as :func:`_solve_batch` (and its inline bend-plane step), written out
-    for speed: numpy's per-call overhead dominates for one small chain.
+    for speed: numpy's per-call overhead dominates for one small chain. ``init``: the start
+    pose (``n`` rotations, 4 floats each; ``None``: the rest pose); ``orient``: orient the
+    bend plane (not when an orientation goal is pursued).
     """
-    tx, ty, tz = problem.targets[0].tolist()
-    init = problem.initial[0].tolist()
+    tx, ty, tz = target
+    if init is None:
+        init = [[1.0, 0.0, 0.0, 0.0]] * plan.n  # (read only)
     rest_pose = [q == [1.0, 0.0, 0.0, 0.0] for q in init]
     n = plan.n
     near = _NEAR * plan.reach
-    delta90 = problem.options.delta_b_deg == 90.0
+    delta90 = options.delta_b_deg == 90.0
     ww, wx, wy, wz = 1.0, 0.0, 0.0, 0.0
     px = py = pz = 0.0
     dx = dy = dz = 0.0
@@ -901,7 +946,7 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
     ax = ay = az = 0.0
     formed = False
     rots: list[list[float]] = []
-    pos: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)]
+    pos: list[Vec] = [(0.0, 0.0, 0.0)]
     sqrt = math.sqrt
     for i in range(n):
         a = plan.lengths[i]
@@ -1004,38 +1049,36 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
         px, py, pz = px + dx * a, py + dy * a, pz + dz * a
         pos.append((px, py, pz))
         ww, wx, wy, wz = nw, nx, ny, nz
-    _orient_single(problem, plan, (tx, ty, tz), rots, pos, init, all(rest_pose))
+    if orient:
+        _orient_single(chain, plan, options, (tx, ty, tz), pole, rots, pos, init, all(rest_pose))
     for q in rots:
         if q[0] < 0.0:
             q[0], q[1], q[2], q[3] = -q[0], -q[1], -q[2], -q[3]
-    return np.array([rots]), np.array([pos])
+    return rots, pos
 
 
 def _orient_single(
-    problem: Problem,
+    chain: Chain,
     plan: _Plan,
+    opts: SolveOptions,
     target: Vec,
+    pole: Vec | None,
     rots: list[list[float]],
-    pos: list[tuple[float, float, float]],
+    pos: list[Vec],
     init: list[list[float]],
     rest_pose: bool,
 ) -> None:
     """:func:`_orient_batch` for one target in floats; updates ``rots`` and ``pos``."""
-    opts = problem.options
-    if problem.target_rotations is not None and opts.position_weight < 1.0:
-        return
-    if problem.poles is not None:
-        pole: Vec = tuple(problem.poles[0].tolist())
-    elif opts.bend_plane == "rest":
+    if pole is None:
+        if opts.bend_plane != "rest":
+            return
         if rest_pose:
             start_axis, bend = plan.rest_start
         else:
             start: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in init]
-            axis_v, bend_v = _start_frame(problem.chain, start)
+            axis_v, bend_v = _start_frame(chain, start)
             start_axis, bend = _floats(axis_v), _floats(bend_v)
         pole = qrotate(_between_float(start_axis, target, bend), bend)
-    else:
-        return
     reach = plan.reach
     n = plan.n
     sqrt = math.sqrt
@@ -1131,4 +1174,4 @@ def solve_triangulation(problem: Problem) -> Solution:
     return Solution(rotations, positions, iterations)
 
 
-__all__ = ["solve_triangulation"]
+__all__ = ["solve_single", "solve_triangulation"]

@@ -51,13 +51,14 @@ them (:mod:`.constraints`), so they always hold it and :func:`fk_rotations` just
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
-from mathutils import Euler, Quaternion
+from mathutils import Euler, Matrix, Quaternion, Vector
 
 from ..core import (
     METHODS,
@@ -66,21 +67,18 @@ from ..core import (
     SolveOptions,
     forward_kinematics,
     solve,
+    solve_floats,
     solve_one,
 )
 from ..core import rotations as rot
-from ..core.components import qconj, qmatrix, qmul, qrotate
+from ..core.components import qconj, qmul, qrotate
 from .rig import (
     RigChain,
-    Rows,
+    RigError,
     affine_inverse,
-    base_rows,
+    base_matrix,
     build_rig_chain,
-    compose,
-    inverse,
     rig_signature,
-    rows,
-    transform,
 )
 
 #: The solver methods in the order the UI lists them (those the core has implemented).
@@ -367,8 +365,8 @@ def clear_caches() -> None:
 
 # ----------------------------------------------------------------------------- posed state
 class _PoseState:
-    """Posed bone matrices (armature space, :data:`.rig.Rows`) of one evaluated armature,
-    with chains solved in this pass.
+    """Posed bone matrices (armature space, mathutils) of one evaluated armature, with
+    chains solved in this pass.
 
     Bones below a chain solved earlier in the pass are recomputed from its new rotations
     (``M = M_parent · rest_rel · basis``); all others are Blender's evaluated matrices.
@@ -377,24 +375,21 @@ class _PoseState:
     def __init__(self, obj_eval: Any) -> None:
         self.pose_bones = obj_eval.pose.bones
         self.bones = obj_eval.data.bones
-        self.solved: dict[str, np.ndarray] = {}  # bone → solved rotation (4,) of this pass
-        self._cache: dict[str, Rows] = {}
+        self.solved: dict[str, Sequence[float]] = {}  # bone → solved rotation of this pass
+        self._cache: dict[str, Matrix] = {}
         self._moved: dict[str, bool] = {}
 
-    def add_solved(self, names: tuple[str, ...], rotations: np.ndarray) -> None:
-        for name, q in zip(names, rotations, strict=True):
-            self.solved[name] = q
+    def add_solved(self, names: Sequence[str], rotations: Sequence[Sequence[float]]) -> None:
+        self.solved.update(zip(names, rotations, strict=True))
         self._cache.clear()
         self._moved.clear()
 
-    def _basis(self, name: str) -> Rows:
-        basis = rows(self.pose_bones[name].matrix_basis)
+    def _basis(self, name: str) -> Matrix:
+        basis = self.pose_bones[name].matrix_basis
         q = self.solved.get(name)
         if q is None:
             return basis
-        scale = [math.hypot(basis[0][c], basis[1][c], basis[2][c]) for c in range(3)]
-        m = qmatrix(tuple(q.tolist()))
-        return [[*(m[3 * r + c] * scale[c] for c in range(3)), basis[r][3]] for r in range(3)]
+        return Matrix.LocRotScale(basis.translation, Quaternion(q), basis.to_scale())
 
     def _is_moved(self, name: str) -> bool:
         moved = self._moved.get(name)
@@ -404,7 +399,7 @@ class _PoseState:
             self._moved[name] = moved
         return moved
 
-    def parent_matrix(self, rig: RigChain) -> Rows | None:
+    def parent_matrix(self, rig: RigChain) -> Matrix | None:
         """Posed matrix of the chain root's parent in armature space (``None``: no parent);
         read from Blender directly while no chain solved in this pass lies above the root."""
         name = rig.parent
@@ -412,57 +407,58 @@ class _PoseState:
             return None if name is None else self.matrix(name)
         m = self._cache.get(name)
         if m is None:
-            m = self._cache[name] = rows(self.pose_bones[name].matrix)
+            m = self._cache[name] = self.pose_bones[name].matrix
         return m
 
-    def matrix(self, name: str) -> Rows:
+    def matrix(self, name: str) -> Matrix:
         """Posed matrix of bone ``name`` in armature space."""
         m = self._cache.get(name)
         if m is not None:
             return m
         if not self.solved or not self._is_moved(name):
-            m = rows(self.pose_bones[name].matrix)
+            m = self.pose_bones[name].matrix
         else:
             bone = self.bones[name]
             basis = self._basis(name)
             if bone.parent is None:
-                m = compose(rows(bone.matrix_local), basis)
+                m = bone.matrix_local @ basis
             else:
-                rel = compose(inverse(rows(bone.parent.matrix_local)), rows(bone.matrix_local))
-                m = compose(compose(self.matrix(bone.parent.name), rel), basis)
+                rel = bone.parent.matrix_local.inverted_safe() @ bone.matrix_local
+                m = self.matrix(bone.parent.name) @ rel @ basis
         self._cache[name] = m
         return m
 
 
 def _point_world(
-    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: Rows
-) -> list[float]:
-    """World position (3 floats) of an object, or of a bone's head when ``bone`` is given."""
+    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: Matrix
+) -> Vector:
+    """World position of an object, or of a bone's head when ``bone`` is given."""
     if obj_id is None:
         raise ReachIKError(f"no {what}: pick an object (or an armature and a bone)")
     if not bone or obj_id.type != "ARMATURE":
-        return list(obj_id.matrix_world.translation)
+        return obj_id.matrix_world.translation
     if obj_id.original == own.original:
         if bone not in state.pose_bones:
             raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
-        return transform(world, [row[3] for row in state.matrix(bone)])
+        return world @ state.matrix(bone).translation
     pb = obj_id.pose.bones.get(bone)
     if pb is None:
         raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
-    return transform(rows(obj_id.matrix_world), list(pb.matrix.translation))
+    return obj_id.matrix_world @ pb.matrix.translation
 
 
-def _rotation_world(spec: ChainSpec, own: Any, state: _PoseState, world: Rows) -> np.ndarray:
+def _rotation_world(
+    target: Any, target_bone: str, own: Any, state: _PoseState, world: Matrix
+) -> np.ndarray:
     """World rotation matrix ``(3, 3)`` of the target (object, or bone; columns scaled)."""
-    tgt = spec.target
-    if spec.target_bone and tgt.type == "ARMATURE":
-        if tgt.original == own.original:
-            m = compose(world, state.matrix(spec.target_bone))
+    if target_bone and target.type == "ARMATURE":
+        if target.original == own.original:
+            m = world @ state.matrix(target_bone)
         else:
-            m = compose(rows(tgt.matrix_world), rows(tgt.pose.bones[spec.target_bone].matrix))
+            m = target.matrix_world @ target.pose.bones[target_bone].matrix
     else:
-        m = rows(tgt.matrix_world)
-    return np.array(m, dtype=np.float64)[:, :3]
+        m = target.matrix_world
+    return np.array(m.to_3x3(), dtype=np.float64)
 
 
 def fk_rotations(pose_bones: Any, names: Iterable[str]) -> np.ndarray:
@@ -789,20 +785,22 @@ def _check_solver(solver: str) -> None:
 def solve_frame(
     rig: RigChain,
     spec: ChainSpec,
-    base: Rows,
+    base: Any,
     target: Sequence[float],
     pole: Sequence[float] | None = None,
     goal_rotation: np.ndarray | None = None,
     fk: np.ndarray | None = None,
 ) -> FrameSolution:
-    """:func:`solve_chain_frames` for one frame, its matrices as plain floats (live solving:
-    for one small chain numpy's per-call overhead would cost more than the solve). The same
-    steps with the same core calls; tests and every bake check that both agree.
+    """:func:`solve_chain_frames` for one frame, the way live solving does it: matrices in
+    mathutils (Blender's single precision), the solve in plain floats
+    (:func:`core.solve_floats`); for one small chain numpy's per-call overhead would cost
+    more than the solve. The same steps with the same core method; a test checks that both
+    agree to single precision, and every bake compares them.
 
     Args:
         rig, spec: the chain and its settings as evaluated (solver, iterations, tolerance,
             influence, pole angle, orientation goal and weight are read here).
-        base: the base frame in world space (:data:`.rig.Rows`).
+        base: the base frame in world space, 4×4 (a mathutils matrix or nested sequences).
         target, pole: 3 floats each, world metres (no pole: ``None``).
         goal_rotation: ``(3, 3)`` the target's world rotation (columns may be scaled) for an
             orientation goal, or ``None``.
@@ -814,9 +812,29 @@ def solve_frame(
     Raises:
         ReachIKError: unknown solver, zero scale, non-finite result, FK missing.
     """
-    ik, error, reachable, effector = _solve_values(rig, spec, base, target, pole, goal_rotation, fk)
+    pose, error, reachable, effector = _solve_values(
+        rig,
+        _Fixed(
+            spec.chain_length,
+            spec.use_tail,
+            spec.target,
+            spec.target_bone,
+            spec.pole,
+            spec.pole_bone,
+            spec.solver,
+            spec.iterations,
+            spec.tolerance,
+            spec.use_rotation,
+        ),
+        (spec.influence, spec.pole_angle, spec.orient_weight),
+        Matrix(base),
+        Vector(target),
+        None if pole is None else Vector(pole),
+        goal_rotation,
+        fk,
+    )
     return FrameSolution(
-        rotations=ik[None],
+        rotations=np.array([pose], dtype=np.float64),
         errors=np.array([error]),
         reachable=np.array([reachable]),
         effectors=np.array([effector]),
@@ -825,80 +843,66 @@ def solve_frame(
 
 def _solve_values(
     rig: RigChain,
-    spec: ChainSpec,
-    base: Rows,
-    target: Sequence[float],
-    pole: Sequence[float] | None,
+    fixed: _Fixed,
+    animated: tuple[float, float, float],
+    base: Matrix,
+    target: Vector,
+    pole: Vector | None,
     goal_rotation: np.ndarray | None,
     fk: np.ndarray | None,
-) -> tuple[np.ndarray, float, bool, list[float]]:
-    """:func:`solve_frame`'s work: rotations ``(n, 4)``, error, reachable, effector."""
-    _check_solver(spec.solver)
+) -> tuple[list[Sequence[float]], float, bool, Vector]:
+    """:func:`solve_frame`'s work: rotations (``n`` × 4 floats), error, reachable, effector.
+
+    ``animated``: influence, pole angle and orientation weight at this frame.
+    """
+    _check_solver(fixed.solver)
+    influence, pole_angle, orient_weight = animated
     chain = rig.chain
-    to_base = inverse(base)
-    target_b = transform(to_base, target)
-    pole_b = None if pole is None else transform(to_base, pole)
+    if not abs(base.determinant()) > 1e-18:
+        raise RigError("a bone, the chain's parent or the armature has zero scale")
+    to_base = base.inverted()
+    target_b = to_base @ target
+    pole_b = None if pole is None else to_base @ pole
     goal = None
     weight = 1.0
-    if spec.use_rotation and goal_rotation is not None:
-        base_rot = np.array(base, dtype=np.float64)[:, :3]
+    if fixed.use_rotation and goal_rotation is not None:
+        base_rot = np.array(base.to_3x3(), dtype=np.float64)
         base_rot /= np.linalg.norm(base_rot, axis=0)
         world_rot = goal_rotation / np.linalg.norm(goal_rotation, axis=0)
         goal = rot.from_matrix(base_rot.T @ world_rot)
-        weight = 1.0 - spec.orient_weight
-    result = solve_one(
-        chain,
-        target_b,
-        method=spec.solver,
-        pole=pole_b,
-        target_rotation=goal,
-        options=_options(spec.iterations, spec.tolerance, spec.pole_angle, weight),
-    )
-    pose = result.rotations[0].tolist()
-    points = result.positions[0].tolist()
+        weight = 1.0 - orient_weight
+    options = _options(fixed.iterations, fixed.tolerance, pole_angle, weight)
+    pose: list[Sequence[float]]
+    if goal is None:
+        pose, points = solve_floats(
+            chain, target_b, method=fixed.solver, pole=pole_b, options=options
+        )
+    else:
+        result = solve_one(
+            chain, target_b, method=fixed.solver, pole=pole_b, target_rotation=goal, options=options
+        )
+        pose, points = result.rotations[0].tolist(), result.positions[0].tolist()
     if goal is None or weight >= 1.0:
         pose = untwist_floats(chain, pose, points)
     if not math.isfinite(sum(map(sum, pose))):
-        raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
-    ik = np.array(pose, dtype=np.float64)
-    share = min(max(spec.influence, 0.0), 1.0)
+        raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
+    share = min(max(influence, 0.0), 1.0)
     effector_b = points[-1]
     if share < 1.0:
         if fk is None:
             raise ReachIKError("the FK pose is needed to blend with influence below 1")
-        ik = rot.normalize(rot.slerp(fk, ik, share))
+        ik = rot.normalize(rot.slerp(fk, np.array(pose, dtype=np.float64), share))
+        pose = ik.tolist()
         effector_b = forward_kinematics(chain, ik)[0][-1].tolist()
-    effector = transform(base, effector_b)
-    tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
-    reach_tol = chain.reach * 1e-9 + tolerance
-    reachable = math.hypot(*target_b) <= chain.reach + reach_tol
-    return ik, math.dist(effector, target), reachable, effector
+    effector = base @ Vector(effector_b)
+    tolerance = fixed.tolerance if fixed.tolerance > 0.0 else 1e-6 * chain.reach
+    reachable = target_b.length <= chain.reach * (1.0 + 1e-9) + tolerance
+    return pose, (effector - target).length, reachable, effector
 
 
-def _solve_one(
-    spec: ChainSpec, rig: RigChain, obj_eval: Any, state: _PoseState, world: Rows
-) -> ChainPose:
-    """One chain at the current frame: its inputs as evaluated, then :func:`solve_frame`'s
-    work."""
-    target = _point_world(spec.target, spec.target_bone, "target", obj_eval, state, world)
-    parent = state.parent_matrix(rig)
-    location = state.pose_bones[rig.bone_names[0]].location
-    base = compose(world, base_rows(rig, parent, location))
-    pole = None
-    if spec.pole is not None:
-        pole = _point_world(spec.pole, spec.pole_bone, "pole", obj_eval, state, world)
-    goal_rot = _rotation_world(spec, obj_eval, state, world) if spec.use_rotation else None
-    fk = fk_rotations(state.pose_bones, rig.bone_names) if spec.influence < 1.0 else None
-    ik, error, reachable, effector = _solve_values(rig, spec, base, target, pole, goal_rot, fk)
-    return ChainPose(
-        tip=spec.tip,
-        bone_names=rig.bone_names,
-        rotations=ik,
-        error=error,
-        reachable=reachable,
-        target_world=tuple(target),
-        effector_world=tuple(effector),
-    )
+#: The settings of a chain that may be animated, read on every frame: enabled, influence,
+#: pole angle, orientation weight.
+_animated = operator.attrgetter("enabled", "influence", "pole_angle", "orient_weight")
 
 
 @dataclass(frozen=True, eq=False)
@@ -955,13 +959,13 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
     if obj_eval.pose is None:
         return SolveReport(poses, problems)
     state = _PoseState(obj_eval)
-    world = rows(obj_eval.matrix_world)
-    bones = obj_eval.pose.bones
+    world = obj_eval.matrix_world
+    bones = state.pose_bones
     for item in plan:
         pb = bones.get(item.tip)
         if pb is None:
             continue
-        enabled = pb.reach_ik.enabled
+        enabled, influence, pole_angle, orient_weight = _animated(pb.reach_ik)
         rig = item.rig
         if rig is None:
             if enabled:
@@ -970,19 +974,50 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         if not enabled:
             idle.extend(rig.bone_names)
             continue
+        fixed = item.fixed
         try:
-            spec = _spec(pb, item.fixed, depsgraph)
+            target = fixed.target.evaluated_get(depsgraph) if fixed.target else None
+            pole = fixed.pole.evaluated_get(depsgraph) if fixed.pole else None
         except ReferenceError:  # the target or pole was deleted since: read the chains again
             invalidate()
             return solve_chains(obj, depsgraph)
         try:
-            pose = _solve_one(spec, rig, obj_eval, state, world)
+            target_world = _point_world(target, fixed.target_bone, "target", obj_eval, state, world)
+            parent = state.parent_matrix(rig)
+            base = world @ base_matrix(rig, parent, bones[rig.bone_names[0]].location)
+            pole_world = None
+            if pole is not None:
+                pole_world = _point_world(pole, fixed.pole_bone, "pole", obj_eval, state, world)
+            goal_rot = None
+            if fixed.use_rotation:
+                goal_rot = _rotation_world(target, fixed.target_bone, obj_eval, state, world)
+            fk = fk_rotations(bones, rig.bone_names) if influence < 1.0 else None
+            rotations, error, reachable, effector = _solve_values(
+                rig,
+                fixed,
+                (influence, pole_angle, orient_weight),
+                base,
+                target_world,
+                pole_world,
+                goal_rot,
+                fk,
+            )
         except ReachIKError as exc:
             problems[item.tip] = str(exc)
             idle.extend(rig.bone_names)
             continue
-        poses.append(pose)
-        state.add_solved(pose.bone_names, pose.rotations)
+        poses.append(
+            ChainPose(
+                tip=item.tip,
+                bone_names=rig.bone_names,
+                rotations=np.array(rotations, dtype=np.float64),
+                error=error,
+                reachable=reachable,
+                target_world=target_world.to_tuple(),
+                effector_world=effector.to_tuple(),
+            )
+        )
+        state.add_solved(rig.bone_names, rotations)
     return SolveReport(poses, problems, tuple(idle))
 
 

@@ -2,7 +2,8 @@
 """From Blender pose bones to a :class:`core.Chain`: rest frames, offsets and joint limits.
 
 Spaces used by the Blender layer (all 4×4 matrices act on column vectors: numpy ``(4, 4)``
-arrays, or for one frame :data:`Rows`, the top three rows as plain floats):
+float64 arrays for many frames, or for one frame in live solving mathutils matrices, which
+are Blender's own single precision):
 
 * **world**: Blender's world space, metres;
 * **armature space**: the armature object's local space; ``obj.matrix_world`` maps it to
@@ -10,7 +11,7 @@ arrays, or for one frame :data:`Rows`, the top three rows as plain floats):
 * **base frame** of a chain (the core's frame, see :mod:`core.chain`): its origin is the
   chain root's posed head, its axes are the posed axes of the root's parent bone (armature
   space axes when the root has no parent, or does not inherit rotation), and its unit is
-  the parent's posed scale. ``base_matrices`` (``base_rows`` for one frame) below maps
+  the parent's posed scale. ``base_matrices`` (``base_matrix`` for one frame) below maps
   base-frame points to armature space.
 
 A chain of ``n`` joints is the bones ``root … tip`` (root→tip). Blender composes a posed
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from mathutils import Matrix, Vector
 
 from ..core import Chain, ChainError, JointLimits, ReachIKError
 from ..core import rotations as rot
@@ -64,45 +66,6 @@ from ..core import rotations as rot
 
 class RigError(ReachIKError):
     """A chain cannot be built from the armature's bones; the message says why."""
-
-
-#: An affine 4×4 matrix as its top three rows of plain floats (the last row is ``0 0 0 1``):
-#: one frame's matrices in live solving, where numpy's per-call overhead would dominate.
-Rows = list[list[float]]
-
-
-def rows(m: Any) -> Rows:
-    """The top three rows of a mathutils 4×4 matrix as plain floats."""
-    return [list(r) for r in m[:3]]
-
-
-def compose(a: Rows, b: Rows) -> Rows:
-    """``a · b`` of two affine matrices."""
-    (b0, b1, b2) = b
-    return [
-        [
-            r0 * b0[0] + r1 * b1[0] + r2 * b2[0],
-            r0 * b0[1] + r1 * b1[1] + r2 * b2[1],
-            r0 * b0[2] + r1 * b1[2] + r2 * b2[2],
-            r0 * b0[3] + r1 * b1[3] + r2 * b2[3] + r3,
-        ]
-        for r0, r1, r2, r3 in a
-    ]
-
-
-def transform(m: Rows, p: Sequence[float]) -> list[float]:
-    """The point ``p`` (3 floats) mapped by ``m``."""
-    x, y, z = p
-    return [r[0] * x + r[1] * y + r[2] * z + r[3] for r in m]
-
-
-def inverse(m: Rows) -> Rows:
-    """The inverse of an affine matrix.
-
-    Raises:
-        RigError: the matrix has (nearly) zero scale.
-    """
-    return _inverse_rows(m)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +79,8 @@ class RigChain:
         chain: the core chain (rest frames, offsets in metres of rest armature space, limits).
         root_rest: ``(4, 4)`` the root's rest matrix relative to its parent's rest frame
             (armature space when there is no parent or the root does not inherit rotation);
-            ``root_rest_rows`` the same as :data:`Rows`.
+            ``root_head`` its translation as a (frozen) mathutils vector and
+            ``root_axes`` its rotation part as a (frozen) mathutils 3×3 matrix.
         inherit_rotation: the root follows its parent's rotation (else the base axes are
             armature space, only the parent's motion of the root's head is followed).
         root_connected: the root is connected to its parent, so Blender ignores its
@@ -131,7 +95,8 @@ class RigChain:
     parent: str | None
     chain: Chain
     root_rest: np.ndarray
-    root_rest_rows: Rows
+    root_head: Vector
+    root_axes: Matrix
     inherit_rotation: bool
     root_connected: bool
     root_depth: int
@@ -322,7 +287,8 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
         parent=root.parent.name if root.parent is not None else None,
         chain=chain,
         root_rest=root_rest,
-        root_rest_rows=root_rest[:3].tolist(),
+        root_head=Vector(root_rest[:3, 3].tolist()).freeze(),
+        root_axes=Matrix(root_rest[:3, :3].tolist()).freeze(),
         inherit_rotation=inherit,
         root_connected=root.parent is not None and root.use_connect,
         root_depth=len(root.parent_recursive),
@@ -358,18 +324,16 @@ def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.n
     return base
 
 
-def base_rows(rig: RigChain, parent: Rows | None, root_location: Sequence[float]) -> Rows:
-    """:func:`base_matrices` for one frame in plain floats (live solving): ``parent`` the
-    root parent's posed matrix or ``None``, ``root_location`` 3 floats."""
-    x, y, z = (0.0, 0.0, 0.0) if rig.root_connected else root_location
-    rest = rig.root_rest_rows
-    local = [row[0] * x + row[1] * y + row[2] * z + row[3] for row in rest]
-    if parent is None:
-        return [[1.0, 0.0, 0.0, local[0]], [0.0, 1.0, 0.0, local[1]], [0.0, 0.0, 1.0, local[2]]]
-    head = transform(parent, local)
-    if rig.inherit_rotation:
-        return [[*row[:3], h] for row, h in zip(parent, head, strict=True)]
-    return [[1.0, 0.0, 0.0, head[0]], [0.0, 1.0, 0.0, head[1]], [0.0, 0.0, 1.0, head[2]]]
+def base_matrix(rig: RigChain, parent: Matrix | None, root_location: Vector) -> Matrix:
+    """:func:`base_matrices` for one frame, in mathutils matrices (live solving): ``parent``
+    the root parent's posed matrix or ``None``, ``root_location`` the root's location
+    channels."""
+    head = rig.root_head if rig.root_connected else rig.root_head + rig.root_axes @ root_location
+    if parent is not None:
+        head = parent @ head
+    base = parent.copy() if parent is not None and rig.inherit_rotation else Matrix.Identity(4)
+    base.translation = head
+    return base
 
 
 def _rest_bend(obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

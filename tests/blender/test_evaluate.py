@@ -180,16 +180,17 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
             rig, spec, *(a[i : i + 1] if a is not None else a for a in args)
         )
         np.testing.assert_allclose(one.rotations[0], batched.rotations[i], atol=1e-9)
-        # The live solver's one-frame path (plain floats) gives the same frame.
+        # The live solver's one-frame path (Blender's single-precision matrices, the solve
+        # in plain floats) gives the same frame to single precision.
         frame_spec = dataclasses.replace(
             spec, influence=influence[i], pole_angle=pole_angle[i], orient_weight=weight[i]
         )
         live = ev.solve_frame(
-            rig, frame_spec, bases[i, :3].tolist(), targets[i].tolist(), poles[i].tolist(), fk=fk[i]
+            rig, frame_spec, bases[i].tolist(), targets[i].tolist(), poles[i].tolist(), fk=fk[i]
         )
-        np.testing.assert_allclose(live.rotations[0], batched.rotations[i], atol=1e-9)
-        np.testing.assert_allclose(live.effectors[0], batched.effectors[i], atol=1e-9)
-        assert live.errors[0] == pytest.approx(batched.errors[i], abs=1e-12)
+        np.testing.assert_allclose(live.rotations[0], batched.rotations[i], atol=5e-6)
+        np.testing.assert_allclose(live.effectors[0], batched.effectors[i], atol=1e-6)
+        assert live.errors[0] == pytest.approx(batched.errors[i], abs=1e-6)
         assert live.reachable[0] == batched.reachable[i]
     positions = core.forward_kinematics(rig.chain, batched.rotations)[0][:, -1]
     effectors = np.einsum("fij,fj->fi", bases[:, :3, :3], positions) + bases[:, :3, 3]

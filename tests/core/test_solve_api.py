@@ -24,7 +24,7 @@ from core.kinematics import forward_kinematics
 from core.options import SolveOptions
 from core.problem import Problem
 from core.result import Solution
-from core.solve import METHODS, solve, solve_one
+from core.solve import METHODS, solve, solve_floats, solve_one
 
 CHAIN = Chain.from_lengths([9.0, 9.0, 9.0, 9.0, 4.0])
 N = CHAIN.n_joints
@@ -264,6 +264,53 @@ def test_solve_one_gives_the_numbers_of_solve(method: str, kwargs: dict[str, obj
 def test_solve_one_checks_its_inputs(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(SolveInputError, match=message):
         solve_one(CHAIN, **kwargs)  # type: ignore[arg-type]
+
+
+LIMITED = Chain.from_lengths([9.0, 9.0, 4.0], bend_limits_deg=[None, 120.0, 90.0])
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("chain", [CHAIN, LIMITED], ids=["free", "limited"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"pole": [3.0, -20.0, 5.0]},
+        {"pole": (1.0, 2.0, 3.0), "options": SolveOptions(pole_angle=0.7, bend_plane="minimal")},
+        {"options": SolveOptions(delta_b_deg=90.0, max_iterations=15)},
+    ],
+)
+def test_solve_floats_gives_the_numbers_of_solve_one(
+    method: str, chain: Chain, kwargs: dict[str, object]
+) -> None:
+    """solve_floats: solve_one's numbers bit for bit, as plain floats (triangulation on a
+    free chain takes its float pass, everything else goes through solve_one)."""
+    options = kwargs.pop("options", SolveOptions(max_iterations=15))
+    assert isinstance(options, SolveOptions)
+    targets = ([10.0, 5.0, 20.0], (0.0, 0.0, 0.0), np.array([1e12, 0.0, 3.0]), [0.0, 0.0, 2.0])
+    for target in targets:
+        one = solve_one(chain, target, method=method, options=options, **kwargs)  # type: ignore[arg-type]
+        rotations, positions = solve_floats(chain, target, method=method, options=options, **kwargs)  # type: ignore[arg-type]
+        assert all(type(x) is float for q in rotations for x in q)
+        assert all(type(x) is float for p in positions for x in p)
+        np.testing.assert_array_equal(np.array(rotations), one.rotations[0])
+        np.testing.assert_array_equal(np.array(positions), one.positions[0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"target": [1.0, 2.0]}, "target must be 3 finite numbers"),
+        ({"target": "abc"}, "target must be 3 finite numbers"),
+        ({"target": [1.0, math.nan, 2.0]}, "target must be finite"),
+        ({"target": [1.0, 2.0, 3.0], "pole": [math.inf, 0.0, 0.0]}, "pole must be finite"),
+        ({"target": [1.0, 2.0, 3.0], "method": "nope"}, "valid methods are"),
+        ({"target": [1.0, 2.0, 3.0], "options": {"tolerance": 1.0}}, "must be a SolveOptions"),
+    ],
+)
+def test_solve_floats_checks_its_inputs(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(SolveInputError, match=message):
+        solve_floats(CHAIN, **kwargs)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- SolveOptions
