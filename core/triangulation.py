@@ -1078,7 +1078,7 @@ def _orient_single(
             start: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in init]
             axis_v, bend_v = _start_frame(chain, start)
             start_axis, bend = _floats(axis_v), _floats(bend_v)
-        pole = qrotate(_between_float(start_axis, target, bend), bend)
+        pole = _carried_float(start_axis, bend, target)
     reach = plan.reach
     n = plan.n
     sqrt = math.sqrt
@@ -1126,27 +1126,27 @@ def _orient_single(
         pos[j] = mapply(m, pos[j])
 
 
-def _between_float(a: Vec, b: Vec, hint: Vec) -> Quat:
-    """:func:`_between` for one pair of vectors, in floats."""
-    sqrt = math.sqrt
-    na = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
-    nb = sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])
-    ia = 1.0 / na if na > 0.0 else 0.0
-    ib = 1.0 / nb if nb > 0.0 else 0.0
-    ua = (a[0] * ia, a[1] * ia, a[2] * ia)
-    ub = (b[0] * ib, b[1] * ib, b[2] * ib)
-    dot = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2]
-    if dot < -1.0 + 1e-12 and na > 0.0 and nb > 0.0:
-        qw = 0.0
-        qx, qy, qz = _perpendicular_float(ua, hint)
+def _carried_float(a: Vec, v: Vec, t: Vec) -> Vec:
+    """:func:`_carried` for one target, in floats."""
+    a0, a1, a2 = a
+    na = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+    if na == 0.0:
+        return v
+    a0, a1, a2 = a0 / na, a1 / na, a2 / na
+    t0, t1, t2 = t
+    nt = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    if nt > 0.0:
+        t0, t1, t2 = t0 / nt, t1 / nt, t2 / nt
     else:
-        qw = 1.0 + dot
-        qx, qy, qz = vcross(ua, ub)
-    norm = sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-    if norm == 0.0:
-        return _IDENTITY
-    inv = 1.0 / norm
-    return (qw * inv, qx * inv, qy * inv, qz * inv)
+        t0 = t1 = t2 = 0.0
+    dot = a0 * t0 + a1 * t1 + a2 * t2
+    if dot < -1.0 + 1e-12 and nt > 0.0:
+        return v
+    v0, v1, v2 = v
+    b0, b1, b2 = t0 + a0, t1 + a1, t2 + a2
+    coef = (b0 * v0 + b1 * v1 + b2 * v2) / (1.0 + dot)
+    along = 2.0 * (a0 * v0 + a1 * v1 + a2 * v2)
+    return v0 - b0 * coef + t0 * along, v1 - b1 * coef + t1 * along, v2 - b2 * coef + t2 * along
 
 
 # --------------------------------------------------------------------------- entry point

@@ -529,10 +529,11 @@ def untwist_floats(chain: Chain, pose: list[Any], points: list[Any]) -> list[Any
     """:func:`untwist` of one pose in plain floats: ``pose`` ``n`` rotations (4 floats
     each), ``points`` its ``n + 1`` joints (3 floats each); returns ``n`` rotations."""
     first, rests, offsets = _untwist_plan(chain)
-    n = chain.n_joints
+    n = len(rests)
     if first == n:
         return pose
-    # _untwist_pose's steps, written out on floats (this runs for every chain every frame).
+    # _untwist_pose's steps, written out on floats (this runs for every chain every frame):
+    # the same operations in the same order as qmul, qrotate and _between_floats.
     out = list(pose)
     ww, wx, wy, wz = 1.0, 0.0, 0.0, 0.0
     for i in range(n):
@@ -543,8 +544,18 @@ def untwist_floats(chain: Chain, pose: list[Any], points: list[Any]) -> list[Any
         pz = ww * rz + wx * ry - wy * rx + wz * rw
         if i >= first:
             a, b = points[i], points[i + 1]
+            v0, v1, v2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+            # the link in the parent's frame: qrotate(conj(parent), link)
+            t0 = ((-py) * v2 - (-pz) * v1) * 2.0
+            t1 = ((-pz) * v0 - (-px) * v2) * 2.0
+            t2 = ((-px) * v1 - (-py) * v0) * 2.0
             out[i] = _between_floats(
-                offsets[i], qrotate((pw, -px, -py, -pz), (b[0] - a[0], b[1] - a[1], b[2] - a[2]))
+                offsets[i],
+                (
+                    v0 + t0 * pw + ((-py) * t2 - (-pz) * t1),
+                    v1 + t1 * pw + ((-pz) * t0 - (-px) * t2),
+                    v2 + t2 * pw + ((-px) * t1 - (-py) * t0),
+                ),
             )
         qw, qx, qy, qz = out[i]
         ww = pw * qw - px * qx - py * qy - pz * qz
