@@ -21,7 +21,7 @@ from .kinematics import effector, forward_kinematics
 from .limits import JointLimits
 from .options import SolveOptions
 from .result import IKResult, Solution
-from .solve import METHODS, solve, solve_floats, solve_one
+from .solve import METHODS, solve, solve_floats, solve_one, solve_points
 
 __all__ = [
     "METHODS",
@@ -39,4 +39,5 @@ __all__ = [
     "solve",
     "solve_floats",
     "solve_one",
+    "solve_points",
 ]

@@ -200,6 +200,8 @@ class _Plan:
         rest0_inverse: rotation matrix of ``rest_0⁻¹`` (row-major).
         all_free: every joint is free (the float path applies).
         rest_start: the rest pose's root→effector axis and bend vector (bend plane).
+        rest_dirs: each link's unit direction in the base frame at rest.
+        rest_x0: the root's local X axis in the base frame at rest (its fallback bend axis).
     """
 
     n: int
@@ -217,6 +219,8 @@ class _Plan:
     rest0_inverse: tuple[float, ...]
     all_free: bool
     rest_start: tuple[Vec, Vec]
+    rest_dirs: tuple[Vec, ...]
+    rest_x0: Vec
 
 
 _PLANS: weakref.WeakKeyDictionary[Chain, _Plan] = weakref.WeakKeyDictionary()
@@ -289,6 +293,8 @@ def _plan(chain: Chain) -> _Plan:
         rest0_inverse=tuple(float(x) for x in qmatrix(qconj(tuple(chain.rest_rotations[0])))),
         all_free=all(k == "free" for k in kinds),
         rest_start=_rest_start(chain),
+        rest_dirs=tuple(_rest_dirs(chain)),
+        rest_x0=_floats(qrotate(tuple(float(x) for x in chain.rest_rotations[0]), _X)),  # type: ignore[arg-type]
     )
     _PLANS[chain] = plan
     return plan
@@ -296,6 +302,18 @@ def _plan(chain: Chain) -> _Plan:
 
 def _floats(v: Vec) -> Vec:
     return (float(v[0]), float(v[1]), float(v[2]))
+
+
+def _rest_dirs(chain: Chain) -> list[Vec]:
+    """Each link's unit direction in the base frame at rest (the float pass's arithmetic)."""
+    world: Quat = _IDENTITY
+    out = []
+    for rest, offset, length in zip(
+        chain.rest_rotations.tolist(), chain.offsets.tolist(), chain.lengths.tolist(), strict=True
+    ):
+        world = qmul(world, tuple(rest))
+        out.append(_floats(qrotate(world, tuple(x / length for x in offset))))
+    return out
 
 
 def _rest_start(chain: Chain) -> tuple[Vec, Vec]:
@@ -916,6 +934,128 @@ def solve_single(
     return _single_pass(plan, chain, target, None, options, pole, True)
 
 
+def solve_single_points(
+    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions
+) -> list[Vec] | None:
+    """The joint positions of :func:`solve_single`'s pass without its rotations, or ``None``
+    when the chain has limits.
+
+    For a caller that needs only where the joints go (a live solver that derives each
+    joint's rotation from them, free joints aiming at the next joint). The pass places the
+    links as :func:`_single_pass` does, but keeps only the turns applied so far (one
+    quaternion, composed only while a later link still needs its current direction, i.e.
+    until the triangle forms) instead of every joint's frame and local rotation; then the
+    same bend-plane turn. The positions agree with :func:`solve_single`'s to rounding, and
+    are bit for bit the same when the triangle forms at the root (two links within reach).
+
+    Args:
+        chain: a chain without limits.
+        target: effector goal, 3 floats in the base frame (checked and pulled in).
+        pole: 3 floats in the base frame, or ``None``.
+        options: settings (``delta_b_deg``, ``bend_plane``, ``pole_angle`` are read).
+
+    Returns:
+        The ``n + 1`` joint positions (3 floats each, base frame), root first.
+    """
+    plan = _plan(chain)
+    if not plan.all_free:
+        return None
+    pos = _points_pass(plan, target, options)
+    if pos is None:
+        return _single_pass(plan, chain, target, None, options, pole, True)[1]
+    turn = _bend_turn(chain, plan, options, target, pole, pos, None, True)
+    if turn is not None:
+        _turn_points(turn, pos)
+    return pos
+
+
+def _points_pass(plan: _Plan, target: Vec, options: SolveOptions) -> list[Vec] | None:
+    """:func:`_single_pass`'s link placement from the rest pose, positions only.
+
+    The current direction of link ``i`` is ``E · rest_dirs[i]``, ``E`` the product of the
+    turns applied so far (a joint's world frame is ``E`` times its rest frame). Once the
+    triangle has formed every later link points at the target whatever its direction, so
+    ``E`` stops there. Returns ``None`` in the one case that would need ``E`` after that,
+    a target at a joint beyond the triangle (links shorter than 1e-12 of the reach).
+    """
+    tx, ty, tz = target
+    n = plan.n
+    near = _NEAR * plan.reach
+    delta90 = options.delta_b_deg == 90.0
+    sqrt = math.sqrt
+    ew, ex, ey, ez = _IDENTITY
+    px = py = pz = 0.0
+    dx = dy = dz = 0.0
+    ax = ay = az = 0.0
+    formed = False
+    pos: list[Vec] = [(0.0, 0.0, 0.0)]
+    for i in range(n):
+        a = plan.lengths[i]
+        cx, cy, cz = tx - px, ty - py, tz - pz
+        c2 = cx * cx + cy * cy + cz * cz
+        c = sqrt(c2)
+        if formed:
+            if c <= near:
+                return None
+            inv_c = 1.0 / c
+            dx, dy, dz = cx * inv_c, cy * inv_c, cz * inv_c
+            px, py, pz = px + dx * a, py + dy * a, pz + dz * a
+            pos.append((px, py, pz))
+            continue
+        b = plan.remaining[i]
+        if plan.straight[i]:
+            ux, uy, uz = dx, dy, dz
+        else:
+            ux, uy, uz = qrotate((ew, ex, ey, ez), plan.rest_dirs[i])
+        inv_c = 1.0 / (c if c > near else near)
+        hx, hy, hz = cx * inv_c, cy * inv_c, cz * inv_c
+        rx_, ry_, rz_ = uy * hz - uz * hy, uz * hx - ux * hz, ux * hy - uy * hx
+        rn = sqrt(rx_ * rx_ + ry_ * ry_ + rz_ * rz_)
+        if rn > _PARALLEL:
+            inv = 1.0 / rn
+            ax, ay, az = rx_ * inv, ry_ * inv, rz_ * inv
+        else:
+            ax, ay, az = _perpendicular_float((hx, hy, hz), (ax, ay, az) if i else plan.rest_x0)
+        sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
+        scale = inv_c * (0.5 / a)
+        cos_d = (a * a - b * b + c2) * scale
+        cos_d = -1.0 if cos_d < -1.0 else 1.0 if cos_d > 1.0 else cos_d
+        heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
+        sin_d = sqrt(heron if heron > 0.0 else 0.0) * scale
+        if delta90 and b > a and c < b - a:
+            r = plan.inner[i]
+            guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
+            guard = 0.0 if guard > 0.0 else guard
+            cos_d = -1.0 if guard < -1.0 else guard
+            sin_d = sqrt(1.0 - cos_d * cos_d)
+        formed = abs(a - b) <= c <= a + b and c > near
+        if c <= near:
+            dx, dy, dz = ux, uy, uz
+        else:
+            dx, dy, dz = cos_d * hx + sin_d * sx, cos_d * hy + sin_d * sy, cos_d * hz + sin_d * sz
+        if not formed and i + 1 < n:
+            # E ← (shortest turn u → d) · E, as _single_pass turns the joint.
+            dot = ux * dx + uy * dy + uz * dz
+            qx, qy, qz = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
+            if dot < _OPPOSITE:
+                xn = sqrt(qx * qx + qy * qy + qz * qz)
+                if xn > _PARALLEL:
+                    inv = 1.0 / xn
+                    hint = (qx * inv, qy * inv, qz * inv)
+                else:
+                    hint = (ax, ay, az)
+                perp = _perpendicular_float((ux, uy, uz), hint)
+                qw, qx, qy, qz = _turn_over((ux, uy, uz), (dx, dy, dz), perp, sqrt)
+            else:
+                qw = 1.0 + dot
+                inv = 1.0 / sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+                qw, qx, qy, qz = qw * inv, qx * inv, qy * inv, qz * inv
+            ew, ex, ey, ez = qmul((qw, qx, qy, qz), (ew, ex, ey, ez))
+        px, py, pz = px + dx * a, py + dy * a, pz + dz * a
+        pos.append((px, py, pz))
+    return pos
+
+
 def _single_pass(
     plan: _Plan,
     chain: Chain,
@@ -1069,10 +1209,38 @@ def _orient_single(
     rest_pose: bool,
 ) -> None:
     """:func:`_orient_batch` for one target in floats; updates ``rots`` and ``pos``."""
+    turn = _bend_turn(chain, plan, opts, target, pole, pos, init, rest_pose)
+    if turn is None:
+        return
+    root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
+    rots[0] = list(qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root))
+    _turn_points(turn, pos)
+
+
+def _turn_points(turn: Quat, pos: list[Vec]) -> None:
+    """Turn the inner joints ``pos[1:-1]`` by ``turn`` (about the root→effector axis, which
+    leaves the root and the effector where they are)."""
+    m = qmatrix(turn)
+    for j in range(1, len(pos) - 1):
+        pos[j] = mapply(m, pos[j])
+
+
+def _bend_turn(
+    chain: Chain,
+    plan: _Plan,
+    opts: SolveOptions,
+    target: Vec,
+    pole: Vec | None,
+    pos: list[Vec],
+    init: list[list[float]] | None,
+    rest_pose: bool,
+) -> Quat | None:
+    """The turn about the root→effector axis that :func:`_orient_batch` gives the pose with
+    joints ``pos`` for one target, in floats (``None``: no turn)."""
     if pole is None:
         if opts.bend_plane != "rest":
-            return
-        if rest_pose:
+            return None
+        if rest_pose or init is None:
             start_axis, bend = plan.rest_start
         else:
             start: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in init]
@@ -1114,16 +1282,11 @@ def _orient_single(
         and sqrt(vx * vx + vy * vy + vz * vz) > _BEND_TINY * reach
         and axis_len > 0.0
     ):
-        return
+        return None
     cross = (by * vz - bz * vy) * xx + (bz * vx - bx * vz) * xy + (bx * vy - by * vx) * xz
     half = 0.5 * math.atan2(cross, bx * vx + by * vy + bz * vz)
     s = math.sin(half)
-    turn = (math.cos(half), kx * s, ky * s, kz * s)
-    root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
-    rots[0] = list(qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root))
-    m = qmatrix(turn)
-    for j in range(1, n):
-        pos[j] = mapply(m, pos[j])
+    return (math.cos(half), kx * s, ky * s, kz * s)
 
 
 def _carried_float(a: Vec, v: Vec, t: Vec) -> Vec:
@@ -1174,4 +1337,4 @@ def solve_triangulation(problem: Problem) -> Solution:
     return Solution(rotations, positions, iterations)
 
 
-__all__ = ["solve_single", "solve_triangulation"]
+__all__ = ["solve_single", "solve_single_points", "solve_triangulation"]

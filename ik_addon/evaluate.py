@@ -69,6 +69,7 @@ from ..core import (
     solve,
     solve_floats,
     solve_one,
+    solve_points,
 )
 from ..core import rotations as rot
 from ..core.components import qconj, qmul, qrotate
@@ -525,11 +526,18 @@ def untwist(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> np.nd
     return np.stack([np.stack(q, axis=-1) for q in out], axis=1)
 
 
-def untwist_floats(chain: Chain, pose: list[Any], points: list[Any]) -> list[Any]:
+def untwist_floats(chain: Chain, pose: list[Any] | None, points: list[Any]) -> list[Any]:
     """:func:`untwist` of one pose in plain floats: ``pose`` ``n`` rotations (4 floats
-    each), ``points`` its ``n + 1`` joints (3 floats each); returns ``n`` rotations."""
+    each), ``points`` its ``n + 1`` joints (3 floats each); returns ``n`` rotations.
+
+    ``pose`` may be ``None`` when every joint is re-aimed (:func:`aims_every_joint`): the
+    rotations then come from the positions alone."""
     first, rests, offsets = _untwist_plan(chain)
     n = len(rests)
+    if pose is None:
+        if first:
+            raise ValueError("a pose is needed: not every joint of the chain is re-aimed")
+        pose = [_IDENTITY] * n
     if first == n:
         return pose
     # _untwist_pose's steps, written out on floats (this runs for every chain every frame):
@@ -565,6 +573,13 @@ def untwist_floats(chain: Chain, pose: list[Any], points: list[Any]) -> list[Any
     return out
 
 
+def aims_every_joint(chain: Chain) -> bool:
+    """:func:`untwist` re-aims every joint of ``chain`` (all are free), so a solve's joint
+    positions alone give the untwisted rotations."""
+    return _untwist_plan(chain)[0] == 0
+
+
+_IDENTITY = (1.0, 0.0, 0.0, 0.0)
 _plans: dict[int, tuple[Chain, int, list[Any], list[Any]]] = {}
 
 
@@ -884,16 +899,20 @@ def _solve_values(
         weight = 1.0 - orient_weight
     options = _options(fixed.iterations, fixed.tolerance, pole_angle, weight)
     pose: list[Sequence[float]]
-    if goal is None:
-        pose, points = solve_floats(
-            chain, target_b, method=fixed.solver, pole=pole_b, options=options
-        )
-    else:
+    if goal is not None:
         result = solve_one(
             chain, target_b, method=fixed.solver, pole=pole_b, target_rotation=goal, options=options
         )
         pose, points = result.rotations[0].tolist(), result.positions[0].tolist()
-    if goal is None or weight >= 1.0:
+        if weight >= 1.0:
+            pose = untwist_floats(chain, pose, points)
+    elif aims_every_joint(chain):  # untwist gives every rotation from the positions alone
+        points = solve_points(chain, target_b, method=fixed.solver, pole=pole_b, options=options)
+        pose = untwist_floats(chain, None, points)
+    else:
+        pose, points = solve_floats(
+            chain, target_b, method=fixed.solver, pole=pole_b, options=options
+        )
         pose = untwist_floats(chain, pose, points)
     if not math.isfinite(sum(map(sum, pose))):
         raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
@@ -1057,6 +1076,7 @@ __all__ = [
     "ChainSpec",
     "FrameSolution",
     "SolveReport",
+    "aims_every_joint",
     "apply_poses",
     "armature_chains",
     "available_methods",

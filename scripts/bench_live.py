@@ -20,7 +20,7 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    pose by writing pose bones from a handler: Blender evaluates the armature again,
    copying it first — the mechanism Reach IK no longer uses). Then the
    Reach IK scene alone once more with timers around the live handler and the core's
-   ``solve_one`` calls, for the breakdown of its frame.
+   solve calls, for the breakdown of its frame.
 2. **Smoothness.** Each limb's target follows a figure-eight (lemniscate of Gerono, 240
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
@@ -277,10 +277,14 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
     }
 
 
+#: The core's entry points the live path may call (whichever a chain needs).
+CORE_SOLVES = ("solve_points", "solve_floats", "solve_one")
+
+
 def breakdown(scene: Any, frames: int) -> dict[str, float]:
     """Where a Reach IK frame goes, after the timed rounds (timers cost a little): median ms
     per frame of the whole ``frame_set``, of the live handler's Python (solving and
-    writing), and of the core's ``solve_one`` calls within it."""
+    writing), and of the core's solve calls within it (:data:`CORE_SOLVES`)."""
     handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
     evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
     spent = {"handler": 0.0, "core_solve": 0.0}
@@ -296,9 +300,11 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
 
         return run
 
-    solve_scene, solve = handlers.solve_scene, evaluate.solve_one
+    solve_scene = handlers.solve_scene
+    solvers = {name: getattr(evaluate, name) for name in CORE_SOLVES}
     handlers.solve_scene = timed(solve_scene, "handler")
-    evaluate.solve_one = timed(solve, "core_solve")
+    for name, fn in solvers.items():
+        setattr(evaluate, name, timed(fn, "core_solve"))
     samples: dict[str, list[float]] = {"frame_set": [], "handler": [], "core_solve": []}
     try:
         for f in range(1, frames + 1):
@@ -309,7 +315,11 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
             samples["handler"].append(spent["handler"])
             samples["core_solve"].append(spent["core_solve"])
     finally:
-        handlers.solve_scene, evaluate.solve_one = solve_scene, solve
+        handlers.solve_scene = solve_scene
+        for name, fn in solvers.items():
+            setattr(evaluate, name, fn)
+    if not any(samples["core_solve"]):
+        raise RuntimeError(f"the live handler called none of {', '.join(CORE_SOLVES)}")
     return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
 
 
@@ -403,7 +413,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "Reach IK frame, timed again alone with timers around the handler (median ms): "
         f"`frame_set` {parts['frame_set']:.3f}, of which the live handler's Python "
-        f"{parts['handler']:.3f}, of which the core's `solve_one` (4 calls) "
+        f"{parts['handler']:.3f}, of which the core's solve calls (4 chains) "
         f"{parts['core_solve']:.3f}.",
         "",
         f"Ratio Reach IK / Blender IK: **{cost['ratio_reach_vs_blender_ik']:.2f}×** "

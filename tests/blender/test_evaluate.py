@@ -53,6 +53,26 @@ def test_untwist_keeps_positions_and_removes_twist(
         parent = orientations[i]
 
 
+def test_untwist_floats_of_a_free_chain_needs_only_the_positions(addon: Any) -> None:
+    """Live solving hands untwist_floats only the joint positions when every joint is
+    re-aimed: the same rotations as with the solver's pose; a chain with a limited joint
+    needs the pose for the joints before it."""
+    core = __import__(addon.__name__.rsplit(".", 1)[0] + ".core", fromlist=["x"])
+    ev = addon.evaluate
+    rng = np.random.default_rng(3)
+    free = core.Chain.from_offsets(rng.normal(size=(3, 3)))
+    q = rng.normal(size=(3, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    positions, _ = core.forward_kinematics(free, q)
+    assert ev.aims_every_joint(free)
+    with_pose = ev.untwist_floats(free, q.tolist(), positions.tolist())
+    assert ev.untwist_floats(free, None, positions.tolist()) == with_pose
+    limited = core.Chain.from_lengths([1.0, 1.0, 0.5], bend_limits_deg=[None, None, 90.0])
+    assert not ev.aims_every_joint(limited)
+    with pytest.raises(ValueError, match="a pose is needed"):
+        ev.untwist_floats(limited, None, positions.tolist())
+
+
 def test_solve_armature_writes_nothing_and_apply_writes_the_pose(
     clean_scene: Any, addon: Any
 ) -> None:

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import rotations as rot
 from core.chain import Chain
@@ -24,7 +26,7 @@ from core.kinematics import forward_kinematics
 from core.options import SolveOptions
 from core.problem import Problem
 from core.result import Solution
-from core.solve import METHODS, solve, solve_floats, solve_one
+from core.solve import METHODS, solve, solve_floats, solve_one, solve_points
 
 CHAIN = Chain.from_lengths([9.0, 9.0, 9.0, 9.0, 4.0])
 N = CHAIN.n_joints
@@ -311,6 +313,94 @@ def test_solve_floats_gives_the_numbers_of_solve_one(
 def test_solve_floats_checks_its_inputs(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(SolveInputError, match=message):
         solve_floats(CHAIN, **kwargs)  # type: ignore[arg-type]
+
+
+def _random_chain(rng: np.random.Generator, n: int) -> Chain:
+    """A free chain of ``n`` links with random rest rotations and offsets (some collinear)."""
+    axes = rng.normal(size=(n, 3))
+    angles = rng.uniform(-1.5, 1.5, n) * (rng.uniform(size=n) < 0.7)
+    rests = rot.from_axis_angle(axes / np.linalg.norm(axes, axis=1, keepdims=True), angles)
+    offsets = rng.normal(size=(n, 3))
+    offsets[rng.uniform(size=n) < 0.4] = (0.0, 1.0, 0.0)
+    return Chain(offsets * rng.uniform(0.2, 2.0, (n, 1)), rests)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 6),
+    where=st.sampled_from(["inside", "beyond", "near the root", "root", "far"]),
+    pole=st.booleans(),
+    delta_b=st.sampled_from([90.0, 180.0]),
+    bend_plane=st.sampled_from(["rest", "minimal"]),
+    pole_angle=st.sampled_from([0.0, 0.8, -2.5]),
+)
+def test_solve_points_gives_the_positions_of_solve_one(
+    seed: int, n: int, where: str, pole: bool, delta_b: float, bend_plane: str, pole_angle: float
+) -> None:
+    """Triangulation's positions-only pass on free chains: solve_one's joint positions to
+    rounding, without composing any joint rotation."""
+    rng = np.random.default_rng(seed)
+    chain = _random_chain(rng, n)
+    scale = {"inside": 0.6, "beyond": 1.5, "near the root": 0.05, "root": 0.0, "far": 1e9}
+    target = rng.normal(size=3) * scale[where] * chain.reach
+    options = SolveOptions(
+        delta_b_deg=delta_b,
+        bend_plane="rest" if bend_plane == "rest" else "minimal",
+        pole_angle=pole_angle,
+    )
+    pole_at = (rng.normal(size=3) * chain.reach).tolist() if pole else None
+    expected = solve_one(chain, target, pole=pole_at, options=options).positions[0]
+    points = solve_points(chain, target.tolist(), pole=pole_at, options=options)
+    assert all(type(x) is float for p in points for x in p)
+    np.testing.assert_allclose(np.array(points), expected, rtol=0.0, atol=1e-13 * chain.reach)
+
+
+def test_solve_points_of_two_links_within_reach_are_bit_for_bit() -> None:
+    """With the triangle formed at the root the positions-only pass does the same arithmetic
+    as the full pass: the same numbers exactly."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        chain = _random_chain(rng, 2)
+        direction = rng.normal(size=3)
+        lo = abs(chain.lengths[0] - chain.lengths[1])
+        target = direction / np.linalg.norm(direction) * rng.uniform(lo, chain.reach)
+        pole = (rng.normal(size=3) * chain.reach).tolist()
+        for kwargs in ({}, {"pole": pole}):
+            points = solve_points(chain, target.tolist(), **kwargs)
+            _, positions = solve_floats(chain, target.tolist(), **kwargs)
+            assert points == [tuple(p) for p in positions]
+
+
+def test_solve_points_beyond_a_tiny_last_link_takes_the_full_pass() -> None:
+    """A target on a joint beyond the triangle (a link under 1e-12 of the reach) would need
+    the turns the positions-only pass no longer composes: it takes the full pass."""
+    chain = Chain.from_lengths([1e4, 2e-9])
+    points = solve_points(chain, [0.0, 1e4, 0.0])
+    np.testing.assert_array_equal(np.array(points), solve_one(chain, [0.0, 1e4, 0.0]).positions[0])
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_solve_points_of_other_chains_and_methods_are_solve_floats_positions(method: str) -> None:
+    options = SolveOptions(max_iterations=15)
+    for chain in (CHAIN, LIMITED):
+        points = solve_points(chain, [10.0, 5.0, 12.0], method=method, options=options)
+        _, positions = solve_floats(chain, [10.0, 5.0, 12.0], method=method, options=options)
+        assert [list(p) for p in points] == [list(p) for p in positions]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"target": [1.0, 2.0]}, "target must be 3 finite numbers"),
+        ({"target": [1.0, math.nan, 2.0]}, "target must be finite"),
+        ({"target": [1.0, 2.0, 3.0], "pole": [math.inf, 0.0, 0.0]}, "pole must be finite"),
+        ({"target": [1.0, 2.0, 3.0], "method": "nope"}, "valid methods are"),
+    ],
+)
+def test_solve_points_checks_its_inputs(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(SolveInputError, match=message):
+        solve_points(CHAIN, **kwargs)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- SolveOptions
