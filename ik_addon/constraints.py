@@ -40,7 +40,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import bpy
-import numpy as np
 
 from .rig import RigError, chain_bones
 
@@ -166,30 +165,35 @@ def remove_orphans() -> None:
         bpy.data.objects.remove(helper)
 
 
-#: Armature object (pointer) → (epoch, bone → helper) found by :func:`show`.
-_helpers: dict[int, tuple[int, dict[str, Any]]] = {}
+#: Armature object (pointer) → (epoch, bone → [helper, the rotation last written to it])
+#: found by :func:`show`.
+_helpers: dict[int, tuple[int, dict[str, list[Any]]]] = {}
 
 
 def show(
     obj: Any,
-    poses: Iterable[tuple[Sequence[str], np.ndarray]],
+    poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]]]],
     idle: Iterable[str] = (),
     epoch: int | None = None,
 ) -> None:
     """Show solved poses: write each bone's rotation into its helper (adding the constraint
     where it is missing); take the constraints off the bones in ``idle`` that no pose drives.
 
+    A rotation equal to the one last written to the helper is not written again, so an
+    unchanged pose causes no depsgraph update.
+
     Args:
         obj: the armature object (original).
-        poses: ``(bone names, rotations)`` per solved chain; rotations ``(n, 4)`` wxyz, the
-            bones' basis rotations.
+        poses: ``(bone names, rotations)`` per solved chain; rotations ``n`` rows of 4
+            floats wxyz (sequences or an array), the bones' basis rotations.
         idle: bones of chains that were not solved (disabled at this frame, or failing).
-        epoch: when given, the helpers found are remembered and reused by later calls with
-            the same epoch (live solving passes :func:`.evaluate.generation`, which changes
-            whenever the armature is edited).
+        epoch: when given, the helpers found and the rotations written are remembered and
+            reused by later calls with the same epoch (live solving passes
+            :func:`.evaluate.generation`, which changes whenever the armature is edited,
+            on undo and on load).
     """
     pose_bones = obj.pose.bones
-    known: dict[str, Any] = {}
+    known: dict[str, list[Any]] = {}
     if epoch is not None:
         hit = _helpers.get(obj.as_pointer())
         if hit is not None and hit[0] == epoch:
@@ -198,20 +202,21 @@ def show(
             _helpers[obj.as_pointer()] = (epoch, known)
     shown: set[str] = set()
     for names, rotations in poses:
-        # Helpers hold float32: compare in float32, so an unchanged pose writes nothing.
-        values = np.asarray(rotations, dtype=np.float32).tolist()
-        for name, q in zip(names, values, strict=True):
-            shown.add(name)
-            helper: Any = known.get(name)
+        shown.update(names)
+        for name, row in zip(names, rotations, strict=True):
+            q = list(row)
+            entry = known.get(name)
+            if entry is None:
+                helper = _helper(obj, pose_bones[name])
+                entry = known[name] = [helper, list(helper.rotation_quaternion)]
+            if entry[1] == q:
+                continue
             try:
-                current = None if helper is None else list(helper.rotation_quaternion)
+                entry[0].rotation_quaternion = q
             except ReferenceError:  # the helper was deleted by hand
-                current = None
-            if current is None:
-                helper = known[name] = _helper(obj, pose_bones[name])
-                current = list(helper.rotation_quaternion)
-            if current != q:
-                helper.rotation_quaternion = q
+                entry[0] = _helper(obj, pose_bones[name])
+                entry[0].rotation_quaternion = q
+            entry[1] = q
     for name in idle:
         pb = pose_bones.get(name)
         if name in shown or pb is None:

@@ -54,7 +54,7 @@ import math
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -118,14 +118,45 @@ class ChainPose:
     effector_world: tuple[float, ...]
 
 
+class Solved(NamedTuple):
+    """A solved chain as :func:`solve_chains` first holds it: the fields of
+    :class:`ChainPose`, with ``rotations`` as ``n`` rows of 4 floats and the two points as
+    mathutils vectors. Live solving reads these on every frame; numpy arrays and tuples
+    (:attr:`SolveReport.poses`) are made only when asked for."""
+
+    tip: str
+    bone_names: tuple[str, ...]
+    rotations: list[Sequence[float]]
+    error: float
+    reachable: bool
+    target_world: Vector
+    effector_world: Vector
+
+
 @dataclass(frozen=True)
 class SolveReport:
-    """What :func:`solve_chains` found: the poses, why other chains were skipped, and the
-    bones of the chains not solved (disabled, or skipped)."""
+    """What :func:`solve_chains` found: the solved chains, why other chains were skipped,
+    and the bones of the chains not solved (disabled, or skipped)."""
 
-    poses: list[ChainPose]
+    solved: list[Solved]
     problems: dict[str, str]
     idle: tuple[str, ...] = ()
+
+    @cached_property
+    def poses(self) -> list[ChainPose]:
+        """The solved chains as :class:`ChainPose`."""
+        return [
+            ChainPose(
+                tip=s.tip,
+                bone_names=s.bone_names,
+                rotations=np.array(s.rotations, dtype=np.float64),
+                error=s.error,
+                reachable=s.reachable,
+                target_world=s.target_world.to_tuple(),
+                effector_world=s.effector_world.to_tuple(),
+            )
+            for s in self.solved
+        ]
 
 
 # ----------------------------------------------------------------------------- rotations
@@ -980,14 +1011,14 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         mentioned), and the bones of the chains not solved.
     """
     problems: dict[str, str] = {}
-    poses: list[ChainPose] = []
+    solved: list[Solved] = []
     idle: list[str] = []
     plan = _planned(obj)
     if not plan:
-        return SolveReport(poses, problems)
+        return SolveReport(solved, problems)
     obj_eval = obj.evaluated_get(depsgraph)
     if obj_eval.pose is None:
-        return SolveReport(poses, problems)
+        return SolveReport(solved, problems)
     state = _PoseState(obj_eval)
     world = obj_eval.matrix_world
     bones = state.pose_bones
@@ -1036,19 +1067,11 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
             problems[item.tip] = str(exc)
             idle.extend(rig.bone_names)
             continue
-        poses.append(
-            ChainPose(
-                tip=item.tip,
-                bone_names=rig.bone_names,
-                rotations=np.array(rotations, dtype=np.float64),
-                error=error,
-                reachable=reachable,
-                target_world=target_world.to_tuple(),
-                effector_world=effector.to_tuple(),
-            )
+        solved.append(
+            Solved(item.tip, rig.bone_names, rotations, error, reachable, target_world, effector)
         )
         state.add_solved(rig.bone_names, rotations)
-    return SolveReport(poses, problems, tuple(idle))
+    return SolveReport(solved, problems, tuple(idle))
 
 
 def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:
@@ -1076,6 +1099,7 @@ __all__ = [
     "ChainSpec",
     "FrameSolution",
     "SolveReport",
+    "Solved",
     "aims_every_joint",
     "apply_poses",
     "armature_chains",

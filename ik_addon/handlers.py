@@ -32,8 +32,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import bpy
 from bpy.app.handlers import persistent
@@ -41,8 +40,7 @@ from bpy.app.handlers import persistent
 from . import constraints, evaluate
 
 
-@dataclass(frozen=True)
-class ChainStatus:
+class ChainStatus(NamedTuple):
     """The last live solve of one chain: residual error (world metres) or a problem."""
 
     error: float | None
@@ -68,12 +66,12 @@ def solve_object(obj: Any, depsgraph: Any) -> None:
         constraints.sync(obj)
         _synced[key] = evaluate.generation()
     report = evaluate.solve_chains(obj, depsgraph)
-    shown = [(pose.bone_names, pose.rotations) for pose in report.poses]
+    shown = [(s.bone_names, s.rotations) for s in report.solved]
     constraints.show(obj, shown, report.idle, epoch=evaluate.generation())
     for key_ in [k for k in status if k[0] == obj.name]:
         del status[key_]
-    for pose in report.poses:
-        status[(obj.name, pose.tip)] = ChainStatus(pose.error, pose.reachable, "")
+    for s in report.solved:
+        status[(obj.name, s.tip)] = ChainStatus(s.error, s.reachable, "")
     for tip, message in report.problems.items():
         status[(obj.name, tip)] = ChainStatus(None, False, message)
 
