@@ -251,7 +251,8 @@ def _floats3(name: str, value: Any) -> tuple[float, float, float]:
     try:
         if isinstance(value, str | bytes):
             raise TypeError
-        x, y, z = (float(c) for c in value)
+        x, y, z = value
+        x, y, z = float(x), float(y), float(z)
     except (TypeError, ValueError):
         raise SolveInputError(f"{name} must be 3 finite numbers, got {value!r}") from None
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):

@@ -960,13 +960,86 @@ def solve_single_points(
     plan = _plan(chain)
     if not plan.all_free:
         return None
-    pos = _points_pass(plan, target, options)
-    if pos is None:
-        return _single_pass(plan, chain, target, None, options, pole, True)[1]
-    turn = _bend_turn(chain, plan, options, target, pole, pos, None, True)
-    if turn is not None:
-        _turn_points(turn, pos)
-    return pos
+    if plan.n == 2:
+        pos = _two_links(plan, target, options, pole)
+        if pos is not None:
+            return pos
+    else:
+        pos = _points_pass(plan, target, options)
+        if pos is not None:
+            turn = _bend_turn(chain, plan, options, target, pole, pos, None, True)
+            if turn is not None:
+                _turn_points(turn, pos)
+            return pos
+    return _single_pass(plan, chain, target, None, options, pole, True)[1]
+
+
+def _two_links(
+    plan: _Plan, target: Vec, options: SolveOptions, pole: Vec | None
+) -> list[Vec] | None:
+    """:func:`solve_single_points` for two links in closed form.
+
+    The root's link takes the free rule's angle ``δ`` to ``ĉ`` (it stays at rest when the
+    target is at the root), the second link points from the joint at the target, and the
+    bend-plane turn, a rotation about the root→effector axis ``x̂``, moves the joint ``p``
+    straight to ``(p·x̂) x̂ + |p⊥| v̂``, with ``v⃗`` the pole's (or the carried rest bend's)
+    part across ``x̂`` turned by the pole angle: the general pass's positions to rounding,
+    without its loop, joint frames or trigonometry. ``None`` where the general pass must
+    decide (the joint lands on the target: a second link under 1e-12 of the reach).
+    """
+    tx, ty, tz = target
+    a, b = plan.lengths
+    reach = plan.reach
+    near = _NEAR * reach
+    sqrt = math.sqrt
+    c2 = tx * tx + ty * ty + tz * tz
+    c = sqrt(c2)
+    if c <= near:
+        jx, jy, jz = plan.rest_dirs[0]
+        jx, jy, jz = jx * a, jy * a, jz * a
+    else:
+        inv_c = 1.0 / c
+        hx, hy, hz = tx * inv_c, ty * inv_c, tz * inv_c
+        ux, uy, uz = plan.rest_dirs[0]
+        rx, ry, rz = uy * hz - uz * hy, uz * hx - ux * hz, ux * hy - uy * hx
+        rn = sqrt(rx * rx + ry * ry + rz * rz)
+        if rn > _PARALLEL:
+            ax, ay, az = rx / rn, ry / rn, rz / rn
+        else:
+            ax, ay, az = _perpendicular_float((hx, hy, hz), plan.rest_x0)
+        sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
+        cos_d, sin_d = _free_rule_float(plan, 0, c, c2, inv_c, options.delta_b_deg == 90.0)
+        jx = a * (cos_d * hx + sin_d * sx)
+        jy = a * (cos_d * hy + sin_d * sy)
+        jz = a * (cos_d * hz + sin_d * sz)
+    fx, fy, fz = tx - jx, ty - jy, tz - jz
+    f = sqrt(fx * fx + fy * fy + fz * fz)
+    if f <= near:
+        return None
+    f = b / f
+    ex, ey, ez = jx + fx * f, jy + fy * f, jz + fz * f
+    if pole is None:
+        if options.bend_plane != "rest":
+            return [(0.0, 0.0, 0.0), (jx, jy, jz), (ex, ey, ez)]
+        pole = _carried_float(*plan.rest_start, target)
+    length = sqrt(ex * ex + ey * ey + ez * ez)
+    if length > _BEND_TINY * reach:
+        kx, ky, kz = ex / length, ey / length, ez / length
+        along = jx * kx + jy * ky + jz * kz
+        bx, by, bz = jx - kx * along, jy - ky * along, jz - kz * along
+        vx, vy, vz = pole
+        dp = vx * kx + vy * ky + vz * kz
+        vx, vy, vz = vx - kx * dp, vy - ky * dp, vz - kz * dp
+        if options.pole_angle:
+            half = 0.5 * options.pole_angle
+            sh = math.sin(half)
+            vx, vy, vz = qrotate((math.cos(half), kx * sh, ky * sh, kz * sh), (vx, vy, vz))
+        bn = sqrt(bx * bx + by * by + bz * bz)
+        vn = sqrt(vx * vx + vy * vy + vz * vz)
+        if bn > _BEND_TINY * reach and vn > _BEND_TINY * reach:
+            g = bn / vn
+            jx, jy, jz = kx * along + vx * g, ky * along + vy * g, kz * along + vz * g
+    return [(0.0, 0.0, 0.0), (jx, jy, jz), (ex, ey, ez)]
 
 
 def _points_pass(plan: _Plan, target: Vec, options: SolveOptions) -> list[Vec] | None:
@@ -1017,43 +1090,58 @@ def _points_pass(plan: _Plan, target: Vec, options: SolveOptions) -> list[Vec] |
         else:
             ax, ay, az = _perpendicular_float((hx, hy, hz), (ax, ay, az) if i else plan.rest_x0)
         sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
-        scale = inv_c * (0.5 / a)
-        cos_d = (a * a - b * b + c2) * scale
-        cos_d = -1.0 if cos_d < -1.0 else 1.0 if cos_d > 1.0 else cos_d
-        heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
-        sin_d = sqrt(heron if heron > 0.0 else 0.0) * scale
-        if delta90 and b > a and c < b - a:
-            r = plan.inner[i]
-            guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
-            guard = 0.0 if guard > 0.0 else guard
-            cos_d = -1.0 if guard < -1.0 else guard
-            sin_d = sqrt(1.0 - cos_d * cos_d)
+        cos_d, sin_d = _free_rule_float(plan, i, c, c2, inv_c, delta90)
         formed = abs(a - b) <= c <= a + b and c > near
         if c <= near:
             dx, dy, dz = ux, uy, uz
         else:
             dx, dy, dz = cos_d * hx + sin_d * sx, cos_d * hy + sin_d * sy, cos_d * hz + sin_d * sz
-        if not formed and i + 1 < n:
-            # E ← (shortest turn u → d) · E, as _single_pass turns the joint.
-            dot = ux * dx + uy * dy + uz * dz
-            qx, qy, qz = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
-            if dot < _OPPOSITE:
-                xn = sqrt(qx * qx + qy * qy + qz * qz)
-                if xn > _PARALLEL:
-                    inv = 1.0 / xn
-                    hint = (qx * inv, qy * inv, qz * inv)
-                else:
-                    hint = (ax, ay, az)
-                perp = _perpendicular_float((ux, uy, uz), hint)
-                qw, qx, qy, qz = _turn_over((ux, uy, uz), (dx, dy, dz), perp, sqrt)
-            else:
-                qw = 1.0 + dot
-                inv = 1.0 / sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-                qw, qx, qy, qz = qw * inv, qx * inv, qy * inv, qz * inv
-            ew, ex, ey, ez = qmul((qw, qx, qy, qz), (ew, ex, ey, ez))
+        if not formed and i + 1 < n:  # E ← (shortest turn u → d) · E, as _single_pass turns
+            turn = _turn_float((ux, uy, uz), (dx, dy, dz), (ax, ay, az))
+            ew, ex, ey, ez = qmul(turn, (ew, ex, ey, ez))
         px, py, pz = px + dx * a, py + dy * a, pz + dz * a
         pos.append((px, py, pz))
     return pos
+
+
+def _free_rule_float(
+    plan: _Plan, i: int, c: float, c2: float, inv_c: float, delta90: bool
+) -> tuple[float, float]:
+    """:func:`_free_rule` for one target in floats (the same arithmetic)."""
+    a, b = plan.lengths[i], plan.remaining[i]
+    scale = inv_c * (0.5 / a)
+    cos_d = (a * a - b * b + c2) * scale
+    cos_d = -1.0 if cos_d < -1.0 else 1.0 if cos_d > 1.0 else cos_d
+    heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
+    sin_d = math.sqrt(heron if heron > 0.0 else 0.0) * scale
+    if delta90 and b > a and c < b - a:
+        r = plan.inner[i]
+        guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
+        guard = 0.0 if guard > 0.0 else guard
+        cos_d = -1.0 if guard < -1.0 else guard
+        sin_d = math.sqrt(1.0 - cos_d * cos_d)
+    return cos_d, sin_d
+
+
+def _turn_float(u: Vec, d: Vec, axis: Vec) -> Quat:
+    """Shortest rotation taking unit ``u`` to unit ``d`` (:func:`_shortest_turn` in floats);
+    nearly opposite vectors turn over about ``u × d`` or, when that vanishes, ``axis``."""
+    sqrt = math.sqrt
+    ux, uy, uz = u
+    dx, dy, dz = d
+    dot = ux * dx + uy * dy + uz * dz
+    ex, ey, ez = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
+    if dot < _OPPOSITE:
+        xn = sqrt(ex * ex + ey * ey + ez * ez)
+        if xn > _PARALLEL:
+            inv = 1.0 / max(xn, _SAFE)
+            hint = (ex * inv, ey * inv, ez * inv)
+        else:
+            hint = axis
+        return _turn_over(u, d, _perpendicular_float(u, hint), sqrt)
+    ew = 1.0 + dot
+    inv = 1.0 / sqrt(ew * ew + ex * ex + ey * ey + ez * ez)
+    return ew * inv, ex * inv, ey * inv, ez * inv
 
 
 def _single_pass(
@@ -1142,38 +1230,14 @@ def _single_pass(
         if formed:
             cos_d, sin_d = 1.0, 0.0
         else:
-            scale = inv_c * (0.5 / a)
-            cos_d = (a * a - b * b + c2) * scale
-            cos_d = -1.0 if cos_d < -1.0 else 1.0 if cos_d > 1.0 else cos_d
-            heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
-            sin_d = sqrt(heron if heron > 0.0 else 0.0) * scale
-            if delta90 and b > a and c < b - a:
-                r = plan.inner[i]
-                guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
-                guard = 0.0 if guard > 0.0 else guard
-                cos_d = -1.0 if guard < -1.0 else guard
-                sin_d = sqrt(1.0 - cos_d * cos_d)
+            cos_d, sin_d = _free_rule_float(plan, i, c, c2, inv_c, delta90)
             formed = abs(a - b) <= c <= a + b and c > near
         if c <= near:
             dx, dy, dz = ux, uy, uz
         else:
             dx, dy, dz = cos_d * hx + sin_d * sx, cos_d * hy + sin_d * sy, cos_d * hz + sin_d * sz
         # shortest turn u → d, then world = turn · current, local = conj(parent) · world
-        dot = ux * dx + uy * dy + uz * dz
-        ex, ey, ez = uy * dz - uz * dy, uz * dx - ux * dz, ux * dy - uy * dx
-        if dot < _OPPOSITE:
-            xn = sqrt(ex * ex + ey * ey + ez * ez)
-            if xn > _PARALLEL:
-                inv = 1.0 / max(xn, _SAFE)
-                hint = (ex * inv, ey * inv, ez * inv)
-            else:
-                hint = (ax, ay, az)
-            p = _perpendicular_float((ux, uy, uz), hint)
-            ew, ex, ey, ez = _turn_over((ux, uy, uz), (dx, dy, dz), p, sqrt)
-        else:
-            ew = 1.0 + dot
-            inv = 1.0 / sqrt(ew * ew + ex * ex + ey * ey + ez * ez)
-            ew, ex, ey, ez = ew * inv, ex * inv, ey * inv, ez * inv
+        ew, ex, ey, ez = _turn_float((ux, uy, uz), (dx, dy, dz), (ax, ay, az))
         nw = ew * gw - ex * gx - ey * gy - ez * gz
         nx = ew * gx + ex * gw + ey * gz - ez * gy
         ny = ew * gy - ex * gz + ey * gw + ez * gx
