@@ -238,7 +238,9 @@ def _joint_kind(chain: Chain, i: int) -> str:
         and not any(lim.lock)
         and all(r is None for r in lim.ranges)
     )
-    if pure_cone and abs(unit[1] - 1.0) <= 1e-12:
+    # Along +Y to 1e-12 rad: a test on the cosine (1 − unit[1] ≤ 1e-12) would let the link
+    # lean 1.4e-6 rad off the axis the cone is measured about, and the limit fail by that.
+    if pure_cone and unit[1] > 0.0 and math.hypot(unit[0], unit[2]) <= 1e-12:
         return "cone"
     return "project"
 
@@ -410,7 +412,8 @@ def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
     dot = vdot(u, d)
     x = vcross(u, d)
     w = 1.0 + dot
-    inv = 1.0 / np.sqrt(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    # (exactly opposite vectors give a zero norm; they are among those patched below)
+    inv = 1.0 / np.sqrt(np.maximum(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2], _SAFE))
     q: Quat = (w * inv, x[0] * inv, x[1] * inv, x[2] * inv)
     back = np.flatnonzero(dot < _OPPOSITE)
     if back.size:

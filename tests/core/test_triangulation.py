@@ -11,6 +11,7 @@ numpy batch path on the same inputs.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -495,6 +496,34 @@ def limited_chains(draw: st.DrawFn) -> Chain:
         else:
             limits.append(JointLimits(lock=(True, True, True)))
     return chain.with_limits(limits)
+
+
+def test_a_cone_about_a_link_leaning_off_the_bone_axis_holds() -> None:
+    """A link 1e-6 rad off +Y is not a cone joint's link: a test on the cosine once took it
+    for one, and a zero cone then let the bone lean 1e-6 rad (found by hypothesis below)."""
+    half_turn = [0.0, 0.0, 0.0, 1.0]
+    offsets = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1e-6]]
+    chain = Chain(offsets, [half_turn] * 3).with_limits(
+        [JointLimits(), JointLimits(), JointLimits(cone=0.0)]
+    )
+    for target in ([0.0, 0.0, 0.0], [0.5, 0.3, 1.2], [0.0, 0.0, 3.0]):
+        res = solve(chain, target)
+        assert float(np.max(chain.limits[2].violation(res.rotations[2]))) <= 1e-9
+
+
+def test_the_batch_pass_turns_a_link_exactly_over_without_dividing_by_zero() -> None:
+    """Targets at the root of a chain folded back on itself turn a link to exactly its
+    opposite: the batch pass's shortest turn gives it by a half turn, with no 0/0 on the
+    way (numpy would warn)."""
+    half_turn = [0.0, 0.0, 0.0, 1.0]
+    chain = Chain([[0, 0, 1], [0, 0, 1]], [half_turn] * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = solve(chain, [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    assert np.all(np.isfinite(res.rotations))
+    np.testing.assert_allclose(
+        forward_kinematics(chain, res.rotations)[0], res.positions, atol=1e-12
+    )
 
 
 @FAST
