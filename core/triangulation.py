@@ -50,7 +50,8 @@ pure bend (cone) limit with the link along the bone's +Y axis:
   smallest ``s`` (the straightest rest) for which the triangle ``(a, b(s), c)`` exists, its own
   cone allows the triangle (``|∠(k̂, ĉ) − δ| ≤ φ``) and the next joint can bend enough
   (``|∠(d̂, e⃗) − γ(s)| ≤ φ_next``, ``e⃗`` = next joint → target): a grid of 33 values,
-  a golden-section search for the least violation where the grid finds none, bisection.
+  where it finds none a grid of 257 values and golden-section searches about that grid's
+  lowest local minima of the violation, bisection.
   If no ``s`` works the free rule above is used (no solution: the effector stays off target).
   By induction, the ``s`` a joint chose stays feasible for the next joint, so once the root
   finds one the target is reached. This is exact when the family contains a solution
@@ -58,7 +59,8 @@ pure bend (cone) limit with the link along the bone's +Y axis:
   chain C, where the family has one parameter (the wrist); for longer chains the true closest
   collapse may be non-uniform or out of plane and near-core targets can be missed, and for
   rest poses that are not straight the cone axes differ from the previous links and the
-  family is only a heuristic (limits still hold).
+  family is only a heuristic (limits still hold). The argument assumes the pass starts from
+  the rest pose; from a bent start pose tight cones can make it miss (docs/triangulation.md).
 * Bending every later joint to its limit does not in general minimise the remaining
   distance: a planar curl whose limits add up past 180° wraps around (five links of 90°
   end one link from the start, while bends of 72° close a pentagon), which is why the family
@@ -124,6 +126,10 @@ _FEASIBLE_EPS = 1e-12
 _GRID = 33
 _GOLDEN_STEPS = 40
 _BISECTIONS = 20
+#: Where no grid value passes: the finer grid's size, and how many of its lowest local
+#: minima of the violation are searched.
+_FINE = 257
+_MINIMA = 3
 #: ``û·d̂`` below this: the shortest turn is built as a half turn plus a short arc.
 _OPPOSITE = -1.0 + 1e-6
 #: Floor for divisors that may be zero in a branch whose result is discarded.
@@ -147,16 +153,24 @@ class _Family:
         grid: ``(s, b, γ)`` on 33 values of the collapse parameter ``s`` in ``[0, 1]``:
             ``b`` = distance from joint ``i + 1`` to the effector, ``γ`` = angle between
             link ``i + 1`` and that vector.
+        fine: the same on 257 values, searched where no value of ``grid`` passes.
     """
 
     links: FloatArray
     curl: FloatArray
     grid: tuple[FloatArray, FloatArray, FloatArray]
+    fine: tuple[FloatArray, FloatArray, FloatArray]
 
     @staticmethod
     def build(links: FloatArray, curl: FloatArray) -> _Family:
         s = np.linspace(0.0, 1.0, _GRID)
-        return _Family(links, curl, (s, *_Family.planar(links, curl, s)))
+        f = np.linspace(0.0, 1.0, _FINE)
+        return _Family(
+            links,
+            curl,
+            (s, *_Family.planar(links, curl, s)),
+            (f, *_Family.planar(links, curl, f)),
+        )
 
     @staticmethod
     def planar(links: FloatArray, curl: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -635,10 +649,10 @@ def _constrained_rule(
 
     Searches the smallest collapse parameter ``s`` whose :func:`_violation` is at most
     ``_FEASIBLE_EPS`` (module docstring): the straight rest ``s = 0``; else a grid of 33
-    values; where none passes, a golden-section search for the least violation around the
-    grid's best value (feasible ranges far narrower than the grid spacing are found this way
-    when the violation is unimodal there); then bisection between the last failing and the
-    first passing value.
+    values; where none passes, a grid of 257 values and golden-section searches about its
+    lowest local minima (:func:`_search_fine`: feasible ranges far narrower than the grid
+    spacing are found this way); then bisection between the last failing and the first
+    passing value.
     Where nothing passes, falls back to :func:`_free_rule`. ``formed`` marks where the
     triangle closed with the straight rest of the chain (§3.1.2).
     """
@@ -670,17 +684,9 @@ def _constrained_rule(
         found[search] = hit
         s[search] = grid[first]
         lo[search] = grid[np.maximum(first - 1, 0)]
-        retry = np.flatnonzero(~hit)
+        retry = search[~hit]
         if retry.size:
-            sub = tuple(x[search[retry]] for x in rows)
-            best = np.argmin(v_grid[retry], axis=1)
-            left = grid[np.maximum(best - 1, 0)]
-            right = grid[np.minimum(best + 1, grid.size - 1)]
-            s_best = _golden_minimum(lambda x: _violation_at(plan, i, sub, x), left, right)
-            rows_retry = search[retry]
-            found[rows_retry] = _violation_at(plan, i, sub, s_best) <= _FEASIBLE_EPS
-            s[rows_retry] = s_best
-            lo[rows_retry] = left
+            found[retry], s[retry], lo[retry] = _search_fine(plan, i, tuple(x[retry] for x in rows))
     refine = np.flatnonzero(found & (s > 0.0))
     if refine.size:
         sub = tuple(x[refine] for x in rows)
@@ -695,6 +701,53 @@ def _constrained_rule(
     v, cos_d, sin_d = _violation(plan, i, c, c2, inv_c, kappa, b, gamma)
     ok = (v <= _FEASIBLE_EPS) & found
     return np.where(ok, cos_d, free_cos), np.where(ok, sin_d, free_sin), ok & (s == 0.0)
+
+
+def _search_fine(
+    plan: _Plan, i: int, rows: tuple[Num, ...]
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Search for a feasible ``s`` for targets ``rows`` that no value of the family's grid
+    passes: the first passing value of its finer grid; else golden-section searches about
+    the :data:`_MINIMA` lowest local minima of the violation on the finer grid.
+
+    The violation is not unimodal: with a 5° cone on the next joint the feasible range can
+    be narrower than the grid step and sit in a dip the grid does not see, or beside a
+    shallower minimum within one step.
+
+    Returns, per target, whether a feasible ``s`` was found, the smallest found (or the
+    best), and a value below it where the violation fails (for the bisection that follows).
+    """
+    family = plan.families[i]
+    assert family is not None
+    grid, grid_b, grid_gamma = family.fine
+    count = grid.size
+    v_grid = _violation(plan, i, *(x[:, None] for x in rows), grid_b[None], grid_gamma[None])[0]  # type: ignore[call-arg]
+    passing = v_grid <= _FEASIBLE_EPS
+    hit = passing.any(axis=1)
+    first = np.argmax(passing, axis=1)
+    found, s, lo = hit, grid[first], grid[np.maximum(first - 1, 0)]
+    retry = np.flatnonzero(~hit)
+    if retry.size:
+        size = retry.size
+        v_retry = v_grid[retry]
+        padded = np.pad(v_retry, ((0, 0), (1, 1)), constant_values=np.inf)
+        minima = np.where((v_retry <= padded[:, :-2]) & (v_retry <= padded[:, 2:]), v_retry, np.inf)
+        k = min(_MINIMA, count)
+        picks = np.argsort(minima, axis=1, kind="stable")[:, :k]
+        owner = np.repeat(retry, k)
+        at = picks.ravel()
+        sub = tuple(x[owner] for x in rows)
+        left = grid[np.maximum(at - 1, 0)]
+        right = grid[np.minimum(at + 1, count - 1)]
+        s_best = _golden_minimum(lambda x: _violation_at(plan, i, sub, x), left, right)
+        ok = _violation_at(plan, i, sub, s_best) <= _FEASIBLE_EPS
+        ok &= np.isfinite(minima[np.repeat(np.arange(size), k), at])
+        # Per target: the smallest feasible s, else the search about the least minimum.
+        rank = np.where(ok, s_best, np.inf).reshape(size, k)
+        choice = np.where(ok.reshape(size, k).any(axis=1), np.argmin(rank, axis=1), 0)
+        flat = np.arange(size) * k + choice
+        found[retry], s[retry], lo[retry] = ok[flat], s_best[flat], left[flat]
+    return found, s, lo
 
 
 def _golden_minimum(f: Any, lo: FloatArray, hi: FloatArray) -> FloatArray:

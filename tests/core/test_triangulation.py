@@ -456,15 +456,60 @@ def cone_chains(draw: st.DrawFn) -> Chain:
 
 
 @FAST
-@given(chain=cone_chains(), seed=st.integers(0, 2**32 - 1), start=st.booleans())
-def test_cone_chains_reach_the_poses_they_can_take(chain: Chain, seed: int, start: bool) -> None:
+@given(chain=cone_chains(), seed=st.integers(0, 2**32 - 1))
+def test_cone_chains_reach_the_poses_they_can_take(chain: Chain, seed: int) -> None:
+    """From the rest pose (module docstring: exact for straight chains of up to three
+    links). A search about the grid's best value alone missed 7 of 3000 such examples."""
     rng = np.random.default_rng(seed)
     targets = forward_kinematics(chain, _random_allowed_poses(chain, rng, 64))[0][:, -1]
-    initial = _random_allowed_poses(chain, rng, 1)[0] if start else None
-    res = solve(chain, targets, initial=initial)
+    res = solve(chain, targets)
     assert float(np.max(res.error)) <= 1e-6 * chain.reach
     for i, lim in enumerate(chain.limits):
         assert float(np.max(lim.violation(res.rotations[:, i]))) <= 1e-9
+
+
+@FAST
+@given(chain=cone_chains(), seed=st.integers(0, 2**32 - 1))
+def test_cone_chains_from_a_bent_start_keep_limits_and_reach_almost_all(
+    chain: Chain, seed: int
+) -> None:
+    """From a bent start pose the argument for reaching does not hold: a reachable target is
+    now and then missed (5 of 3000 examples missed one of their 64 targets; see the expected
+    failure below). Limits always hold."""
+    rng = np.random.default_rng(seed)
+    targets = forward_kinematics(chain, _random_allowed_poses(chain, rng, 64))[0][:, -1]
+    res = solve(chain, targets, initial=_random_allowed_poses(chain, rng, 1)[0])
+    assert np.all(np.isfinite(res.rotations))
+    assert int(np.sum(res.error <= 1e-6 * chain.reach)) >= 60
+    for i, lim in enumerate(chain.limits):
+        assert float(np.max(lim.violation(res.rotations[:, i]))) <= 1e-9
+
+
+@pytest.mark.xfail(strict=True, reason="bent start pose with tight cones (docs/triangulation.md)")
+def test_a_known_miss_from_a_bent_start_pose() -> None:
+    """A reachable target that the pass reaches from the rest pose and misses (by 0.149 of
+    a reach of 0.97) from this start pose: the known limitation, kept here so that a fix
+    shows."""
+    straight = [1.0, 0.0, 0.0, 0.0]
+    rest = [0.7988029748847638, 0.5762213254345521, 0.0, -0.17286639763036563]
+    chain = Chain(
+        [[0.0, 0.3662577667221666, 0.0], [0.0, 0.3, 0.0], [0.0, 0.3, 0.0]],
+        [rest, straight, straight],
+    ).with_limits(
+        [
+            JointLimits(cone=math.radians(25.380360308469204)),
+            JointLimits(cone=math.radians(91.54459594821576)),
+            JointLimits(cone=math.radians(5.0)),
+        ]
+    )
+    target = [0.2285010553338747, 0.5218306796813877, 0.37665479553488435]
+    start = [
+        [0.5277764043763753, 0.2152814509266569, 0.820483516890232, 0.0437351389833678],
+        [0.8547859449740057, -0.08816143430780356, -0.44107879955531626, -0.2588784316209601],
+        [0.8686249498227351, 0.04036843220986993, -0.49354639659440724, -0.016523941268485852],
+    ]
+    assert float(solve(chain, target).error) <= 1e-6 * chain.reach
+    assert float(solve(chain, target, initial=np.array(start)).error) <= 1e-6 * chain.reach
 
 
 @st.composite
