@@ -596,6 +596,8 @@ def untwist_floats(chain: Chain, pose: list[Any] | None, points: list[Any]) -> l
                     v2 + t2 * pw + ((-px) * t1 - (-py) * t0),
                 ),
             )
+        if i + 1 == n:
+            break
         qw, qx, qy, qz = out[i]
         ww = pw * qw - px * qx - py * qy - pz * qz
         wx = pw * qx + px * qw + py * qz - pz * qy

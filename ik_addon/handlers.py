@@ -68,12 +68,13 @@ def solve_object(obj: Any, depsgraph: Any) -> None:
     report = evaluate.solve_chains(obj, depsgraph)
     shown = [(s.bone_names, s.rotations) for s in report.solved]
     constraints.show(obj, shown, report.idle, epoch=evaluate.generation())
-    for key_ in [k for k in status if k[0] == obj.name]:
+    name = obj.name
+    for key_ in [k for k in status if k[0] == name]:
         del status[key_]
     for s in report.solved:
-        status[(obj.name, s.tip)] = ChainStatus(s.error, s.reachable, "")
+        status[(name, s.tip)] = ChainStatus(s.error, s.reachable, "")
     for tip, message in report.problems.items():
-        status[(obj.name, tip)] = ChainStatus(None, False, message)
+        status[(name, tip)] = ChainStatus(None, False, message)
 
 
 def _armatures(scene: Any) -> list[Any]:
