@@ -997,12 +997,13 @@ def solve_single_points(
     when the chain has limits.
 
     For a caller that needs only where the joints go (a live solver that derives each
-    joint's rotation from them, free joints aiming at the next joint). The pass places the
-    links as :func:`_single_pass` does, but keeps only the turns applied so far (one
-    quaternion, composed only while a later link still needs its current direction, i.e.
-    until the triangle forms) instead of every joint's frame and local rotation; then the
-    same bend-plane turn. The positions agree with :func:`solve_single`'s to rounding, and
-    are bit for bit the same when the triangle forms at the root (two links within reach).
+    joint's rotation from them, free joints aiming at the next joint). Two links are placed
+    in closed form (:func:`_two_links`); longer chains by :func:`_points_pass`, which places
+    the links as :func:`_single_pass` does but keeps only the turns applied so far instead
+    of every joint's frame and local rotation, then the same bend-plane turn. The positions
+    agree with :func:`solve_single`'s to rounding (magnified where the pass is
+    ill-conditioned, as any change of rounding is: a nearly flat δb = 90° triangle, a link
+    nearly along ``ĉ``).
 
     Args:
         chain: a chain without limits.
