@@ -791,7 +791,10 @@ def _cone_select(d: Vec, chat: Vec, cos_d: Num, sin_d: Num, w: Vec, k: Vec, phi:
     psi = np.clip(np.arctan2(vdot(w, e2), vdot(w, e1)), -psi_max, psi_max)
     ring = vcombine(np.cos(psi), e1, np.sin(psi), e2)
     d_ring = vcombine(cos_d, chat, sin_d, ring)
+    # The part of d across k, taken off twice: once is not enough where d is nearly (anti)
+    # parallel to k, and a side with a part along k would lengthen the edge direction.
     d_perp = vsub(d, vscale(k, vdot(d, k)))
+    d_perp = vsub(d_perp, vscale(k, vdot(d_perp, k)))
     dpn = _norm(d_perp)
     side = _where(dpn > 1e-12, vscale(d_perp, 1.0 / np.maximum(dpn, _SAFE)), _perpendicular(k, w))
     d_edge = vcombine(cos_phi, k, sin_phi, side)
