@@ -345,7 +345,7 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
     """The :class:`ChainSpec` of fixed settings and the animatable ones of ``pose_bone``;
     target and pole as evaluated in ``depsgraph`` (when given)."""
     s = pose_bone.reach_ik
-    target, pole = fixed.target, fixed.pole
+    target, pole = fixed.target, fixed.pole if s.use_pole else None
     if depsgraph is not None:
         target = target.evaluated_get(depsgraph) if target else None
         pole = pole.evaluated_get(depsgraph) if pole else None
@@ -964,8 +964,8 @@ def _solve_values(
 
 
 #: The settings of a chain that may be animated, read on every frame: enabled, influence,
-#: pole angle, orientation weight.
-_animated = operator.attrgetter("enabled", "influence", "pole_angle", "orient_weight")
+#: pole angle, orientation weight, use pole.
+_animated = operator.attrgetter("enabled", "influence", "pole_angle", "orient_weight", "use_pole")
 
 
 @dataclass(frozen=True, eq=False)
@@ -1028,7 +1028,7 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         pb = bones.get(item.tip)
         if pb is None:
             continue
-        enabled, influence, pole_angle, orient_weight = _animated(pb.reach_ik)
+        enabled, influence, pole_angle, orient_weight, use_pole = _animated(pb.reach_ik)
         rig = item.rig
         if rig is None:
             if enabled:
@@ -1040,7 +1040,7 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         fixed = item.fixed
         try:
             target = fixed.target.evaluated_get(depsgraph) if fixed.target else None
-            pole = fixed.pole.evaluated_get(depsgraph) if fixed.pole else None
+            pole = fixed.pole.evaluated_get(depsgraph) if fixed.pole and use_pole else None
         except ReferenceError:  # the target or pole was deleted since: read the chains again
             invalidate()
             return solve_chains(obj, depsgraph)

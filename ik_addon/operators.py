@@ -13,13 +13,11 @@ from typing import Any, Literal
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from . import constraints, evaluate, handlers
+from . import constraints, convert, drivers, evaluate, handlers
 from .rig import (
     RigError,
     chain_bones,
     default_chain_length,
-    pole_angle_from_blender,
-    pole_angle_to_blender,
 )
 
 #: What ``execute`` returns.
@@ -34,6 +32,7 @@ CHAIN_SETTINGS = (
     "target_bone",
     "pole",
     "pole_bone",
+    "use_pole",
     "pole_angle",
     "solver",
     "iterations",
@@ -42,6 +41,7 @@ CHAIN_SETTINGS = (
     "use_tail",
     "use_rotation",
     "orient_weight",
+    "source",
 )
 
 
@@ -214,22 +214,12 @@ class REACH_IK_OT_remove(bpy.types.Operator):
 def remove_chain(obj: Any, pb: Any) -> None:
     """Reset a tip's chain settings and take its constraints off (the FK pose shows)."""
     s = pb.reach_ik
+    drivers.remove(obj, convert.chain_driver_paths(pb))
     for name in CHAIN_SETTINGS:
         s.property_unset(name)  # runs no update callbacks: sync by hand
     evaluate.invalidate()
     constraints.sync(obj)
     handlers.status.pop((obj.name, pb.name), None)
-
-
-def _full_length(obj: Any, tip: str, use_tail: bool) -> int:
-    bone = obj.data.bones[tip]
-    if not use_tail:
-        bone = bone.parent
-    count = 0
-    while bone is not None:
-        count += 1
-        bone = bone.parent
-    return count
 
 
 class REACH_IK_OT_convert_constraints(bpy.types.Operator):
@@ -270,105 +260,29 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
     def execute(self, context: Any) -> Result:
         obj = context.object
         bones = [pb for pb in obj.pose.bones if not self.only_selected or _is_selected(pb)]
-        done: list[str] = []
-        skipped: list[str] = []
+        result = convert.ConvertResult()
         if self.direction == "TO_REACH_IK":
             for pb in bones:
-                for con in list(pb.constraints):
-                    if con.type == "IK" and not con.mute:
-                        why = self._to_reach(obj, pb, con)
-                        (skipped if why else done).append(why or pb.name)
+                convert.to_reach(obj, pb, self.keep_source, self.solver, result)
         else:
             for pb in bones:
-                if pb.reach_ik.has_chain:
-                    why = self._to_blender(obj, pb)
-                    (skipped if why else done).append(why or pb.name)
-        if done:
+                if pb.reach_ik.has_chain and convert.to_blender(obj, pb, self.keep_source, result):
+                    if self.keep_source:
+                        convert.park(obj, pb)
+                    else:
+                        remove_chain(obj, pb)
+        convert.last_result = result
+        evaluate.invalidate()
+        if result.converted:
             solve_now(context, obj)
         kind = "Reach IK chain" if self.direction == "TO_REACH_IK" else "IK constraint"
-        message = f"Converted {len(done)} to {kind}s"
-        if done:
-            message += f" ({', '.join(done)})"
-        if skipped:
-            message += f"; skipped {len(skipped)}: " + "; ".join(skipped)
-        if not done and not skipped:
+        if not result.converted and not result.skipped:
             source = "IK constraints" if self.direction == "TO_REACH_IK" else "Reach IK chains"
             self.report({"WARNING"}, f"No {source} to convert")
             return {"CANCELLED"}
-        self.report({"WARNING"} if skipped else {"INFO"}, message)
+        warn = result.skipped or result.not_carried
+        self.report({"WARNING"} if warn else {"INFO"}, result.message(kind))
         return {"FINISHED"}
-
-    def _to_reach(self, obj: Any, pb: Any, con: Any) -> str:
-        s = pb.reach_ik
-        if s.has_chain:
-            return f"'{pb.name}' already has a Reach IK chain"
-        if con.ik_type != "COPY_POSE":
-            return f"'{pb.name}': only Standard IK (not Distance) converts"
-        if con.target is None:
-            return f"'{pb.name}': the IK constraint has no target"
-        use_tail = bool(con.use_tail)
-        length = con.chain_count or _full_length(obj, pb.name, use_tail)
-        try:
-            names = chain_bones(obj, pb.name, length, use_tail)
-        except RigError as exc:
-            return f"'{pb.name}': {exc}"
-        s.chain_length = length
-        s.use_tail = use_tail
-        s.target = con.target
-        s.target_bone = con.subtarget
-        s.pole = con.pole_target
-        s.pole_bone = con.pole_subtarget if con.pole_target is not None else ""
-        s.pole_angle = (
-            pole_angle_from_blender(obj, names, con.pole_angle) if con.pole_target else 0.0
-        )
-        s.iterations = max(int(con.iterations), 1)
-        s.influence = con.influence
-        s.use_rotation = bool(con.use_rotation)
-        weight = con.weight if con.use_location else 0.0
-        total = weight + con.orient_weight
-        s.orient_weight = con.orient_weight / total if total > 0.0 else 0.5
-        if self.solver:
-            s.solver = self.solver
-        s.enabled = True
-        s.has_chain = True
-        if self.keep_source:
-            con.mute = True
-        else:
-            pb.constraints.remove(con)
-        return ""
-
-    def _to_blender(self, obj: Any, pb: Any) -> str:
-        s = pb.reach_ik
-        if s.target is None:
-            return f"'{pb.name}': the chain has no target"
-        try:
-            names = chain_bones(obj, pb.name, s.chain_length, s.use_tail)
-        except RigError as exc:
-            return f"'{pb.name}': {exc}"
-        con = next((c for c in pb.constraints if c.type == "IK" and c.mute), None)
-        if con is None:
-            con = pb.constraints.new("IK")
-        con.target = s.target
-        con.subtarget = s.target_bone
-        con.pole_target = s.pole
-        if s.pole is not None:
-            con.pole_subtarget = s.pole_bone
-            con.pole_angle = pole_angle_to_blender(obj, names, s.pole_angle)
-        con.chain_count = s.chain_length
-        con.use_tail = s.use_tail
-        con.iterations = s.iterations
-        con.influence = s.influence
-        con.use_rotation = s.use_rotation
-        con.use_location = True
-        w = s.orient_weight
-        con.weight = 1.0 if w <= 0.5 else max((1.0 - w) / w, 0.01)
-        con.orient_weight = max(w / (1.0 - w), 0.01) if w <= 0.5 else 1.0
-        con.mute = False
-        if self.keep_source:
-            s.enabled = False
-        else:
-            remove_chain(obj, pb)
-        return ""
 
 
 class REACH_IK_OT_apply_to_fk(bpy.types.Operator):

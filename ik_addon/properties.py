@@ -5,6 +5,10 @@ On a chain's **tip** bone it holds the chain's settings (``has_chain`` marks it)
 which bones a chain drives, or switching it on or off, updates the bones' *Reach IK*
 constraints at once (:func:`.constraints.sync`).
 
+Every setting is library-overridable (``override={'LIBRARY_OVERRIDABLE'}``, on the group's
+properties and on ``PoseBone.reach_ik`` itself), so chain settings edited on an overridden
+rig are kept when the file is saved and opened again.
+
 Joint limits and stiffness are not here: they are Blender's own per-bone IK settings
 (``lock_ik_*``, ``use_ik_limit_*``, ``ik_min/max_*``, ``ik_stiffness_*``), see :mod:`.rig`.
 """
@@ -12,7 +16,7 @@ Joint limits and stiffness are not here: they are Blender's own per-bone IK sett
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import bpy
 from bpy.props import (
@@ -26,6 +30,9 @@ from bpy.props import (
 
 from .constraints import sync
 from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate
+
+#: Every Reach IK setting can be edited on a library override (and the edit is saved).
+OVERRIDABLE: set[Literal["LIBRARY_OVERRIDABLE"]] = {"LIBRARY_OVERRIDABLE"}
 
 _METHOD_HELP = {
     "triangulation": "One pass with the law of cosines (Müller-Cajar & Mukundan); no iterations",
@@ -75,6 +82,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         description="This bone is the tip of a Reach IK chain",
         default=False,
         options=set(),
+        override=OVERRIDABLE,
         update=_chains_changed,
     )
     enabled: BoolProperty(  # type: ignore[valid-type]
@@ -82,6 +90,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         description="Solve this chain; when off, the bones show their FK pose",
         default=True,
         update=_chains_changed,
+        override=OVERRIDABLE,
     )
     chain_length: IntProperty(  # type: ignore[valid-type]
         name="Chain Length",
@@ -94,6 +103,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         soft_max=32,
         max=255,
         options=set(),
+        override=OVERRIDABLE,
         update=_chains_changed,
     )
     target: PointerProperty(  # type: ignore[valid-type]
@@ -102,12 +112,14 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         poll=_poll_target,
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     target_bone: StringProperty(  # type: ignore[valid-type]
         name="Bone",
         description="Bone of the target armature (its head is the goal)",
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     pole: PointerProperty(  # type: ignore[valid-type]
@@ -116,13 +128,25 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         poll=_poll_target,
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     pole_bone: StringProperty(  # type: ignore[valid-type]
         name="Pole Bone",
         description="Bone of the pole armature",
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
+    )
+    use_pole: BoolProperty(  # type: ignore[valid-type]
+        name="Use Pole",
+        description=(
+            "Bend toward the pole (off: keep the rest pose's bend plane); may be driven, "
+            "e.g. by a rig's pole switch"
+        ),
+        default=True,
+        update=_tag,
+        override=OVERRIDABLE,
     )
     pole_angle: FloatProperty(  # type: ignore[valid-type]
         name="Pole Angle",
@@ -135,12 +159,14 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         max=math.pi,
         subtype="ANGLE",
         update=_tag,
+        override=OVERRIDABLE,
     )
     solver: EnumProperty(  # type: ignore[valid-type]
         name="Solver",
         description="IK method",
         items=_solver_items(),
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     iterations: IntProperty(  # type: ignore[valid-type]
@@ -150,6 +176,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=1,
         max=10000,
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     tolerance: FloatProperty(  # type: ignore[valid-type]
@@ -164,6 +191,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         precision=6,
         subtype="DISTANCE",
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     influence: FloatProperty(  # type: ignore[valid-type]
@@ -174,6 +202,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         max=1.0,
         subtype="FACTOR",
         update=_tag,
+        override=OVERRIDABLE,
     )
     use_tail: BoolProperty(  # type: ignore[valid-type]
         name="Use Tail",
@@ -183,6 +212,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         ),
         default=True,
         options=set(),
+        override=OVERRIDABLE,
         update=_chains_changed,
     )
     use_rotation: BoolProperty(  # type: ignore[valid-type]
@@ -190,6 +220,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         description="Also match the target's orientation with the chain's last bone",
         default=False,
         options=set(),
+        override=OVERRIDABLE,
         update=_tag,
     )
     orient_weight: FloatProperty(  # type: ignore[valid-type]
@@ -200,11 +231,22 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         max=1.0,
         subtype="FACTOR",
         update=_tag,
+        override=OVERRIDABLE,
+    )
+    source: StringProperty(  # type: ignore[valid-type]
+        name="Converted From",
+        description=(
+            "The Blender IK constraints this chain was converted from, kept muted (JSON, "
+            "see ik_addon.convert): converting back restores them"
+        ),
+        options=set(),
+        override=OVERRIDABLE,
     )
     bake_report: StringProperty(  # type: ignore[valid-type]
         name="Last Bake",
         description="The chain's quality report from its last bake (JSON, see ik_addon.bake)",
         options=set(),
+        override=OVERRIDABLE,
     )
 
 
@@ -212,7 +254,9 @@ classes = (ReachIKBoneSettings,)
 
 
 def register_properties() -> None:
-    bpy.types.PoseBone.reach_ik = PointerProperty(type=ReachIKBoneSettings)  # type: ignore[attr-defined]
+    bpy.types.PoseBone.reach_ik = PointerProperty(  # type: ignore[attr-defined]
+        type=ReachIKBoneSettings, override=OVERRIDABLE
+    )
 
 
 def unregister_properties() -> None:

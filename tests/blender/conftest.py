@@ -15,6 +15,8 @@ Fixtures:
   stay enabled, the scene, objects and actions are reset; ``read_factory_settings`` would
   disable them, so it is not used);
 * ``metarig``: the Rigify human metarig, in pose mode;
+* ``rigify_rig``: a Rigify-**generated** human rig (``rig``, 706 bones), generated once
+  per session (it takes seconds) into a temporary .blend that each test opens afresh;
 * ``addon``: the installed extension's ``ik_addon`` package (``.evaluate``, ``.handlers``…).
 
 Every test in this directory is marked ``blender``.
@@ -98,4 +100,26 @@ def metarig(clean_scene: Any, blender: Any) -> Any:
     blender.ops.object.armature_human_metarig_add()
     obj = blender.context.object
     blender.ops.object.mode_set(mode="POSE")
+    return obj
+
+
+@pytest.fixture(scope="session")
+def rigify_rig_file(blender: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A .blend holding the Rigify human metarig and the rig generated from it."""
+    blender.ops.wm.read_homefile(use_empty=True)
+    blender.ops.object.armature_human_metarig_add()
+    assert blender.ops.pose.rigify_generate() == {"FINISHED"}
+    path = tmp_path_factory.mktemp("rigify") / "generated.blend"
+    blender.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+@pytest.fixture
+def rigify_rig(blender: Any, rigify_rig_file: Path) -> Any:
+    """The generated rig (object ``rig``), freshly opened, active, in pose mode."""
+    blender.ops.wm.open_mainfile(filepath=str(rigify_rig_file))
+    obj = blender.data.objects["rig"]
+    blender.context.view_layer.objects.active = obj
+    if obj.mode != "POSE":
+        blender.ops.object.mode_set(mode="POSE")
     return obj

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Convert IK on a Rigify-**generated** human rig (the rig animators use), against the rig's
+own IK as Blender evaluates it.
+
+What the generated rig's limbs hold (measured, and asserted by the first test): on each of
+``MCH-forearm_ik.L/R`` and ``MCH-shin_ik.L/R`` two IK constraints with the same target (the
+``MCH-…_ik_target`` bone), chain count 2, 500 iterations, *Stretch* on: ``IK`` without a
+pole and ``IK.001`` with the pole control (pole angle −90°); their ``mute`` is driven by the
+limb's ``pole_vector`` property (``IK``: ``pole_vector``; ``IK.001``: ``1 − pole_vector``)
+— the pole switch. The chain bones have ``ik_stretch`` 0.1 and the forearm / shin is a
+hinge (``lock_ik_y``, ``lock_ik_z``). The IK/FK switch (``IK_FK``) drives the influence of
+the ``ORG`` bones' Copy Transforms onto the IK bones, not the IK constraints; ``IK_Stretch``
+drives a Limit Distance on the IK target.
+
+Oracle: the DEF bones (every deforming bone's head and tail) and the chain joints, as
+Blender evaluates the rig with its own IK, over an animated range (IK controls and pole
+controls keyed, the pole switch keyed off and on). Stretch is switched off on the rig
+(``ik_stretch`` 0 on the chain bones, ``IK_Stretch`` 0): carrying stretch is not done yet, and
+Convert reports it by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from rigs import blender_module
+
+#: IK tip bone → (IK control, pole control, the limb's property bone).
+LIMBS = {
+    "MCH-forearm_ik.L": ("hand_ik.L", "upper_arm_ik_target.L", "upper_arm_parent.L"),
+    "MCH-forearm_ik.R": ("hand_ik.R", "upper_arm_ik_target.R", "upper_arm_parent.R"),
+    "MCH-shin_ik.L": ("foot_ik.L", "thigh_ik_target.L", "thigh_parent.L"),
+    "MCH-shin_ik.R": ("foot_ik.R", "thigh_ik_target.R", "thigh_parent.R"),
+}
+FRAMES = list(range(1, 41, 3))
+#: Frames from which the pole switch is on (keyed, constant interpolation: a bool).
+POLE_FROM = 20
+
+
+def _set_all(rig: Any, key: str, value: float) -> None:
+    """Set a limb property of every limb (custom properties are not tagged by themselves)."""
+    for _tip, (_, _, props) in LIMBS.items():
+        rig.pose.bones[props][key] = value
+    rig.update_tag()
+    blender_module().context.view_layer.update()
+
+
+def _stretch_off(rig: Any) -> None:
+    for tip in LIMBS:
+        pb = rig.pose.bones[tip]
+        pb.ik_stretch = 0.0
+        pb.parent.ik_stretch = 0.0
+    _set_all(rig, "IK_Stretch", 0.0)
+
+
+def _animate(rig: Any, seed: int, switch: bool) -> None:
+    """Key the IK and pole controls (targets kept within reach) and, with ``switch``, the
+    pole switch off before :data:`POLE_FROM` and on from there."""
+    rng = np.random.default_rng(seed)
+    for f in FRAMES[::2]:
+        for _tip, (ik, pole, _props) in LIMBS.items():
+            pb = rig.pose.bones[ik]
+            if ik.startswith("foot"):
+                # Feet: lifted (a stretched leg's target would be out of reach).
+                pb.location = (*rng.normal(size=2) * 0.08, rng.uniform(0.08, 0.3))
+            else:
+                pb.location = rng.normal(size=3) * 0.1
+            pb.keyframe_insert("location", frame=f)
+            pb = rig.pose.bones[pole]
+            pb.location = rng.normal(size=3) * 0.15
+            pb.keyframe_insert("location", frame=f)
+    if switch:
+        for _tip, (_, _, props) in LIMBS.items():
+            pb = rig.pose.bones[props]
+            for f, on in ((1, False), (POLE_FROM, True)):
+                pb["pole_vector"] = on
+                pb.keyframe_insert('["pole_vector"]', frame=f)
+
+
+def _points(rig: Any, chains: bool = True) -> np.ndarray:
+    """World heads and tails ``(B, 2, 3)`` of every DEF bone and (with ``chains``) the IK
+    chain bones, as Blender evaluates them."""
+    bpy = blender_module()
+    ev = rig.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    world = np.array(ev.matrix_world)
+    names = [pb.name for pb in ev.pose.bones if pb.name.startswith("DEF-")]
+    if chains:
+        names += [b for tip in LIMBS for b in (tip, rig.pose.bones[tip].parent.name)]
+    out = []
+    for n in names:
+        pb = ev.pose.bones[n]
+        out.append([(world @ np.array([*p, 1.0]))[:3] for p in (pb.head, pb.tail)])
+    return np.array(out)
+
+
+def _record(rig: Any, chains: bool = True) -> dict[int, np.ndarray]:
+    scene = blender_module().context.scene
+    out = {}
+    for f in FRAMES:
+        scene.frame_set(f)
+        out[f] = _points(rig, chains)
+    return out
+
+
+def _gap(rig: Any, reference: dict[int, np.ndarray], chains: bool = True) -> float:
+    """Largest distance (m) of any head or tail from the reference over the frames."""
+    scene = blender_module().context.scene
+    worst = 0.0
+    for f in FRAMES:
+        scene.frame_set(f)
+        gap = np.linalg.norm(_points(rig, chains) - reference[f], axis=-1).max()
+        worst = max(worst, float(gap))
+    return worst
+
+
+def _ik(rig: Any, tip: str) -> list[Any]:
+    return [c for c in rig.pose.bones[tip].constraints if c.type == "IK"]
+
+
+def _broken_drivers(rig: Any) -> list[str]:
+    ad = rig.animation_data
+    live = [fc for fc in ad.drivers if not fc.mute]
+    return [fc.data_path for fc in live if not (fc.is_valid and fc.driver.is_valid)]
+
+
+def test_generated_rig_ik_chains(rigify_rig: Any) -> None:
+    rig = rigify_rig
+    assert len(rig.pose.bones) > 600
+    drivers = rig.animation_data.drivers
+    for tip, (_, pole, props) in LIMBS.items():
+        plain, poled = _ik(rig, tip)
+        assert (plain.pole_target, poled.pole_target, poled.pole_subtarget) == (None, rig, pole)
+        assert plain.subtarget == poled.subtarget
+        assert plain.subtarget.startswith("MCH-")
+        assert plain.chain_count == poled.chain_count == 2
+        assert (plain.use_stretch, poled.use_stretch) == (True, True)
+        pb = rig.pose.bones[tip]
+        assert pb.ik_stretch == pytest.approx(0.1)
+        assert (pb.lock_ik_x, pb.lock_ik_y, pb.lock_ik_z) == (False, True, True)
+        for con in (plain, poled):
+            fc = drivers.find(f"{con.path_from_id()}.mute")
+            assert fc is not None, f"{tip} {con.name}: mute not driven"
+            (var,) = fc.driver.variables
+            assert var.targets[0].data_path == f'pose.bones["{props}"]["pole_vector"]'
+        assert {rig.pose.bones[props][k] for k in ("IK_FK", "pole_vector")} == {0}
+
+
+@pytest.mark.parametrize("pole_at_convert", [False, True], ids=["pole-off", "pole-on"])
+def test_convert_generated_rig(rigify_rig: Any, addon: Any, pole_at_convert: bool) -> None:
+    """Converted, the rig shows its own IK's pose (pole switch off and on, keyed); the
+    IK/FK switch still gives the FK pose exactly; converting back restores the rig."""
+    bpy = blender_module()
+    rig = rigify_rig
+    _stretch_off(rig)
+    _animate(rig, seed=3, switch=True)
+    reference = _record(rig)
+    _set_all(rig, "IK_FK", 1.0)
+    fk_reference = _record(rig, chains=False)
+    _set_all(rig, "IK_FK", 0.0)
+    bpy.context.scene.frame_set(POLE_FROM if pole_at_convert else 1)
+
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    result = addon.convert.last_result
+    assert sorted(result.converted) == sorted(LIMBS), result
+    assert result.skipped == [], result
+    for tip in LIMBS:
+        s = rig.pose.bones[tip].reach_ik
+        assert (s.has_chain, s.enabled, s.chain_length) == (True, True, 2)
+        assert (s.pole, s.pole_bone) == (rig, LIMBS[tip][1])
+        path = f"{rig.pose.bones[tip].path_from_id()}.reach_ik.use_pole"
+        assert rig.animation_data.drivers.find(path) is not None, f"{tip}: use_pole not driven"
+        for con in _ik(rig, tip):
+            assert con.mute, f"{tip} {con.name}: Blender's IK still runs"
+            assert rig.animation_data.drivers.find(f"{con.path_from_id()}.mute").mute
+    # Stretch was switched off on the bones: nothing is left out.
+    assert result.not_carried == [], result
+    assert _broken_drivers(rig) == []
+    gap = _gap(rig, reference)
+    print(f"\nconverted, pole switch keyed off→on: largest DEF/chain gap {gap * 1e3:.4f} mm")
+    assert gap <= 1e-3
+
+    _set_all(rig, "IK_FK", 1.0)
+    fk_gap = _gap(rig, fk_reference, chains=False)
+    assert fk_gap == 0.0, f"IK_FK = 1 shows the FK pose {fk_gap:.2e} m off"
+    _set_all(rig, "IK_FK", 0.0)
+
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
+    for tip in LIMBS:
+        s = rig.pose.bones[tip].reach_ik
+        assert not s.has_chain
+        assert not [c for c in rig.pose.bones[tip].constraints if c.type != "IK"]
+        plain, poled = _ik(rig, tip)
+        assert (poled.pole_target, poled.pole_subtarget) == (rig, LIMBS[tip][1])
+        assert plain.pole_target is None
+        for con in (plain, poled):
+            assert not rig.animation_data.drivers.find(f"{con.path_from_id()}.mute").mute
+    assert not [fc for fc in rig.animation_data.drivers if ".reach_ik." in fc.data_path]
+    assert _broken_drivers(rig) == []
+    back = _gap(rig, reference)
+    assert back <= 1e-5, f"converting back: {back:.2e} m from the rig's own IK"
+
+
+def test_stretch_is_reported(rigify_rig: Any, addon: Any) -> None:
+    """Stretch on (as generated): Convert names it per chain; the measured gap is printed."""
+    bpy = blender_module()
+    rig = rigify_rig
+    _animate(rig, seed=4, switch=False)
+    reference = _record(rig)
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    result = addon.convert.last_result
+    for tip in LIMBS:
+        assert any(tip in m and "IK stretch" in m for m in result.not_carried), result
+    print(f"\nstretch on, not carried: largest gap {_gap(rig, reference) * 1e3:.1f} mm")
