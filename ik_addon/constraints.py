@@ -24,6 +24,12 @@ moves (``scripts/bench_live.py`` measures both).
   (``helper["reach_ik_owner"]``; a name, not a pointer, which would count as a user and keep
   a deleted armature in the file). An armature duplicated with its chains gets helpers of its
   own on its first solve; a renamed one adopts its helpers.
+* Helpers are per armature **instance**: on a library override the constraints that come
+  from the library target the library's (linked) helpers, which every override of that
+  rig would share and none may write; the override gets local helpers of its own on its
+  first solve. A constraint from the library cannot be removed from an override for good
+  (the library brings it back on load): it is muted instead (and switched on again when
+  its chain is).
 * Helpers that no Reach IK constraint targets any more (their armature deleted, a
   constraint deleted by hand) are deleted when a file is loaded (:func:`remove_orphans`);
   a constraint deleted by hand gets its old helper back.
@@ -83,7 +89,18 @@ def is_helper(id_data: Any) -> bool:
 
 
 def _owned(helper: Any, obj: Any) -> bool:
-    return helper is not None and helper.get(OWNER_KEY) == obj.name
+    """``helper`` is ``obj``'s: local (a linked helper belongs to the library's armature,
+    not to an override of it) and recording ``obj``'s name."""
+    return helper is not None and helper.library is None and helper.get(OWNER_KEY) == obj.name
+
+
+def _local_object(name: str) -> Any:
+    """The local (not linked) object of that name, or ``None`` (a linked object may share
+    the name)."""
+    found = bpy.data.objects.get(name)
+    if found is None or found.library is None:
+        return found
+    return next((o for o in bpy.data.objects if o.name == name and o.library is None), None)
 
 
 def _targets(obj: Any) -> set[Any]:
@@ -100,7 +117,7 @@ def _helper_name(obj: Any, pose_bone: Any) -> str:
 def _new_helper(obj: Any, pose_bone: Any) -> Any:
     """A helper for the bone: its former one when that is unused (a constraint deleted by
     hand), else a new empty."""
-    helper = bpy.data.objects.get(_helper_name(obj, pose_bone))
+    helper = _local_object(_helper_name(obj, pose_bone))
     if helper is not None and is_helper(helper) and helper not in _targets(obj):
         helper[OWNER_KEY] = obj.name
         return helper
@@ -123,8 +140,24 @@ def _add(obj: Any, pose_bone: Any) -> Any:
     return con
 
 
+def _from_library(con: Any) -> bool:
+    """``con`` comes from the linked reference of a library override: the override cannot
+    remove it for good (it comes back when the file is opened again)."""
+    return bool(getattr(con, "is_override_data", False))
+
+
+def _parked(con: Any) -> bool:
+    """``con`` is a library's constraint that :func:`_remove` muted on an override."""
+    return bool(con.mute) and _from_library(con)
+
+
 def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
+    """Take the constraint off (on a library override, a constraint that comes from the
+    library is muted instead: the override keeps that) and delete its helper."""
     helper = con.target
+    if _from_library(con):
+        con.mute = True
+        return
     pose_bone.constraints.remove(con)
     if _owned(helper, obj):
         bpy.data.objects.remove(helper)
@@ -143,12 +176,16 @@ def sync(obj: Any) -> None:
         if con is None:
             continue
         if pb.name not in wanted:
-            _remove(obj, pb, con)
+            if not _parked(con):
+                _remove(obj, pb, con)
             continue
         helper = con.target
         if helper is None or _owned(helper, obj):
             continue
-        other = bpy.data.objects.get(str(helper.get(OWNER_KEY, "")))
+        if helper.library is not None:
+            con.target = _new_helper(obj, pb)  # an override: the helper is the library's
+            continue
+        other = _local_object(str(helper.get(OWNER_KEY, "")))
         if other is not None and other != obj and helper in _targets(other):
             con.target = _new_helper(obj, pb)  # a duplicate: the helper is the original's
         else:
@@ -162,7 +199,8 @@ def remove_orphans() -> None:
     for obj in bpy.data.objects:
         targeted |= _targets(obj)
     for helper in [o for o in bpy.data.objects if is_helper(o) and o not in targeted]:
-        bpy.data.objects.remove(helper)
+        if helper.library is None:
+            bpy.data.objects.remove(helper)
 
 
 #: Armature object (pointer) → (epoch, bone → [helper, the rotation last written to it])
@@ -222,15 +260,22 @@ def show(
         if name in shown or pb is None:
             continue
         con = find(pb)
-        if con is not None:
+        if con is not None and not _parked(con):
             known.pop(name, None)
             _remove(obj, pb, con)
 
 
 def _helper(obj: Any, pose_bone: Any) -> Any:
-    """The bone's helper, adding the constraint (and helper) when missing."""
+    """The bone's helper, adding the constraint (and helper) when missing; a constraint
+    that targets a linked helper (a library override's) gets a local one, and one muted by
+    :func:`_remove` is switched on again."""
     con = find(pose_bone)
-    if con is not None and con.target is not None:
+    if con is not None and con.mute:
+        con.mute = False
+    if con is not None and con.target is not None and con.target.library is None:
+        return con.target
+    if con is not None and (con.target is not None or _from_library(con)):
+        con.target = _new_helper(obj, pose_bone)
         return con.target
     if con is not None:
         _remove(obj, pose_bone, con)

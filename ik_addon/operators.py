@@ -2,8 +2,10 @@
 """Reach IK's operators: add and remove a chain, convert Blender IK constraints (both ways),
 and apply the solved pose to FK keys.
 
-Every operator checks its context in ``poll`` (with a message saying what is needed),
-reports what it did or why it did nothing, and supports undo.
+Every operator checks its context in ``poll`` (with a message saying what is needed; a
+linked armature that is not an editable library override is refused, so nothing in memory
+changes), reports what it did or why it did nothing, and supports undo. Convert IK's work is
+in :mod:`.convert`.
 """
 
 from __future__ import annotations
@@ -59,9 +61,26 @@ def _armature(context: Any) -> Any:
     return obj
 
 
+def editable(obj: Any) -> bool:
+    """``obj`` may be edited: local, or an editable library override (not linked data)."""
+    is_editable = getattr(obj, "is_editable", None)
+    return bool(is_editable) if is_editable is not None else obj.library is None
+
+
+#: Why an operator refuses a linked armature.
+LINKED_MESSAGE = (
+    "The armature is linked from a library and cannot be edited; make a library override "
+    "of it first (Object > Library Override > Make)"
+)
+
+
 def _poll_armature(cls: Any, context: Any) -> bool:
-    if _armature(context) is None:
+    obj = _armature(context)
+    if obj is None:
         cls.poll_message_set("Needs an active armature object")
+        return False
+    if not editable(obj):
+        cls.poll_message_set(LINKED_MESSAGE)
         return False
     return True
 
@@ -305,10 +324,9 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: Any) -> bool:
-        obj = _armature(context)
-        if obj is None:
-            cls.poll_message_set("Needs an active armature object")
+        if not _poll_armature(cls, context):
             return False
+        obj = _armature(context)
         if not evaluate.chain_tips(obj):
             cls.poll_message_set("The armature has no Reach IK chains")
             return False
