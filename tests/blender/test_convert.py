@@ -125,3 +125,80 @@ def test_nothing_to_convert_is_reported(metarig: Any, addon: Any) -> None:
     bpy = blender_module()
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"CANCELLED"}
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"CANCELLED"}
+
+
+def _drive(obj: Any, path: str, var: str, expression: str) -> None:
+    """Drive ``path`` of ``obj`` by the object's custom property ``var`` (a scripted simple
+    expression, evaluated without Python; the default curve modifier taken off)."""
+    fc = obj.driver_add(path)
+    for m in list(fc.modifiers):
+        fc.modifiers.remove(m)
+    drv = fc.driver
+    drv.type = "SCRIPTED"
+    drv.expression = expression
+    v = drv.variables.new()
+    v.name = var
+    v.type = "SINGLE_PROP"
+    v.targets[0].id = obj
+    v.targets[0].data_path = f'["{var}"]'
+
+
+def test_driven_mute_and_influence_follow_the_driver(metarig: Any, addon: Any) -> None:
+    """A constraint whose mute and influence are driven: the chain's enabled and influence
+    follow the same drivers (frames keyed on, muted, on with influence 0.5), and converting
+    back restores the constraint with its drivers."""
+    bpy = blender_module()
+    obj = metarig
+    tip = "forearm.L"
+    root = obj.data.bones[tip].parent.name
+    length = _limb_length(obj, tip)
+    goal = head_world(obj, root) + np.array([0.1, -0.2, -0.35]) * length
+    target = add_empty("goal", goal)
+    con = obj.pose.bones[tip].constraints.new("IK")
+    con.target, con.chain_count, con.iterations = target, 2, 300
+    # A pole fixes the bend (without one Blender's bend depends on its solver's path).
+    con.pole_target = add_empty("pole", head_world(obj, root) + np.array([0.0, 0.5, 0.0]))
+    path = con.path_from_id()
+    keys = {1: (1.0, 1.0), 5: (0.0, 1.0), 9: (1.0, 1.0), 13: (1.0, 0.5)}
+    for f, (on, mix) in keys.items():
+        obj["ik_on"], obj["ik_mix"] = on, mix
+        obj.keyframe_insert('["ik_on"]', frame=f)
+        obj.keyframe_insert('["ik_mix"]', frame=f)
+    _drive(obj, f"{path}.mute", "ik_on", "1 - ik_on")
+    _drive(obj, f"{path}.influence", "ik_mix", "ik_mix")
+    scene = bpy.context.scene
+    reference = {}
+    for f in keys:
+        scene.frame_set(f)
+        reference[f] = _joints(obj, tip)
+    fk = reference[5]
+    assert np.linalg.norm(reference[1][-1] - goal) <= 1e-3 * length
+
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    result = addon.convert.last_result
+    assert result.converted == [tip]
+    assert result.not_carried == []
+    assert [c.mute for c in obj.pose.bones[tip].constraints if c.type == "IK"] == [True]
+    drivers = obj.animation_data.drivers
+    assert drivers.find(f"{path}.mute").mute
+    chain = f'pose.bones["{tip}"].reach_ik'
+    assert drivers.find(f"{chain}.enabled") is not None
+    assert drivers.find(f"{chain}.influence") is not None
+    for f, (on, mix) in keys.items():
+        scene.frame_set(f)
+        ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones[tip].reach_ik
+        assert (ev.enabled, ev.influence) == (bool(on), pytest.approx(mix)), f"frame {f}"
+        joints = _joints(obj, tip)
+        if not on:
+            np.testing.assert_allclose(joints, fk, atol=1e-6, err_msg=f"frame {f}: not FK")
+        elif mix == 1.0:
+            gap = np.linalg.norm(joints - reference[f], axis=-1).max()
+            assert gap <= 2e-3 * length, f"frame {f}: {gap * 1e3:.2f} mm from Blender's IK"
+
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
+    assert not obj.pose.bones[tip].reach_ik.has_chain
+    assert not drivers.find(f"{path}.mute").mute
+    assert drivers.find(f"{chain}.enabled") is None
+    for f in keys:
+        scene.frame_set(f)
+        np.testing.assert_allclose(_joints(obj, tip), reference[f], atol=1e-5, err_msg=f"{f}")
