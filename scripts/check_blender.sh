@@ -62,7 +62,7 @@ for suite in $SUITES; do
             result=FAILED
             status=1
         fi
-        grep -E '^(Blender .*, Python|ok |FAIL|RESULT)' "$log" || true
+        grep -E '^(Blender .*, Python|ok |FAIL|RESULT|  - )' "$log" || true
         if [[ $result != ok ]]; then
             echo "-- last lines of the log:"
             tail -n 30 "$log"
