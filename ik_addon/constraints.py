@@ -140,22 +140,31 @@ def _add(obj: Any, pose_bone: Any) -> Any:
     return con
 
 
-def _from_library(con: Any) -> bool:
+def _from_library(pose_bone: Any, con: Any) -> bool:
     """``con`` comes from the linked reference of a library override: the override cannot
-    remove it for good (it comes back when the file is opened again)."""
-    return bool(getattr(con, "is_override_data", False))
+    remove it for good (it comes back when the file is opened again). Found in the
+    reference itself (``Constraint.is_override_data`` is not yet set on a new override in
+    Blender 4.3)."""
+    if getattr(con, "is_override_data", False):
+        return True
+    override = getattr(pose_bone.id_data, "override_library", None)
+    reference = getattr(override, "reference", None) if override is not None else None
+    if reference is None or getattr(reference, "pose", None) is None:
+        return False
+    linked = reference.pose.bones.get(pose_bone.name)
+    return linked is not None and linked.constraints.get(con.name) is not None
 
 
-def _parked(con: Any) -> bool:
+def _parked(pose_bone: Any, con: Any) -> bool:
     """``con`` is a library's constraint that :func:`_remove` muted on an override."""
-    return bool(con.mute) and _from_library(con)
+    return bool(con.mute) and _from_library(pose_bone, con)
 
 
 def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
     """Take the constraint off (on a library override, a constraint that comes from the
     library is muted instead: the override keeps that) and delete its helper."""
     helper = con.target
-    if _from_library(con):
+    if _from_library(pose_bone, con):
         con.mute = True
         return
     pose_bone.constraints.remove(con)
@@ -176,7 +185,7 @@ def sync(obj: Any) -> None:
         if con is None:
             continue
         if pb.name not in wanted:
-            if not _parked(con):
+            if not _parked(pb, con):
                 _remove(obj, pb, con)
             continue
         helper = con.target
@@ -260,7 +269,7 @@ def show(
         if name in shown or pb is None:
             continue
         con = find(pb)
-        if con is not None and not _parked(con):
+        if con is not None and not _parked(pb, con):
             known.pop(name, None)
             _remove(obj, pb, con)
 
@@ -274,7 +283,7 @@ def _helper(obj: Any, pose_bone: Any) -> Any:
         con.mute = False
     if con is not None and con.target is not None and con.target.library is None:
         return con.target
-    if con is not None and (con.target is not None or _from_library(con)):
+    if con is not None and (con.target is not None or _from_library(pose_bone, con)):
         con.target = _new_helper(obj, pose_bone)
         return con.target
     if con is not None:

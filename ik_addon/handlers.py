@@ -14,8 +14,9 @@ constraints copy; the bones' own channels, the FK pose, are never written).
   setting). Writing a helper causes one more depsgraph update, whose solve gives the same
   values and so writes nothing: the exchange stops by itself; a re-entrancy flag guards
   against anything running the handler from inside a solve.
-* ``load_post`` — a file that is opened is solved once (caches are dropped first, and
-  helpers whose armature was deleted are removed);
+* ``load_post`` — a file that is opened is solved once (caches are dropped first, the
+  constraints of library overrides are brought in line with their chains, and helpers
+  whose armature was deleted are removed);
   ``undo_post``/``redo_post`` drop the record of which bones hold chains.
 
 The first solve of an armature after that record changed (a chain added or removed, a
@@ -154,6 +155,11 @@ def on_load(_filepath: Any = None) -> None:
     status.clear()
     _reported.clear()
     _synced.clear()
+    for obj in bpy.data.objects:
+        # A library override whose chains were all removed: the library's constraints
+        # come back with the file and must be muted again (no chain will solve it).
+        if obj.type == "ARMATURE" and obj.override_library is not None and obj.pose:
+            constraints.sync(obj)
     constraints.remove_orphans()
     context = bpy.context
     scene = getattr(context, "scene", None)
