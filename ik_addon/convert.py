@@ -15,14 +15,14 @@ listed in ``docs/addon.md``. Beyond plain values, what a production rig (Rigify)
   of them (Rigify's ``pole_vector``), become ONE chain with the pole, whose ``use_pole``
   carries the no-pole constraint's mute driver (the pole is used while that constraint
   would be muted);
-* **the source is kept muted, with a record**, whenever drivers are involved (and with
-  *Keep Source*): each constraint is muted and its drivers muted (so they cannot unmute it),
-  and the chain's ``source`` setting records which constraints, their ``mute`` values and
-  which drivers were muted. Converting back restores exactly those constraints, values and
-  drivers (with the chain's current target, chain and pole settings) and deletes the
-  chain and the drivers copied onto it. A source without drivers and without *Keep Source*
-  is deleted, as before; deleting a constraint deletes its drivers too, so no broken driver
-  is left.
+* **the source is kept muted, with a record**, whenever drivers or keyframes are on it (its
+  animation is never deleted) and with *Keep Source*: each constraint is muted and its
+  drivers muted (so they cannot unmute it), and the chain's ``source`` setting records
+  which constraints, their ``mute`` values and which drivers were muted. Converting back
+  restores exactly those constraints, values and drivers (with the chain's current target,
+  chain and pole settings) and deletes the chain and the drivers copied onto it. A source
+  with no animation and no *Keep Source* is deleted, as before (so no driver is ever left
+  pointing at a deleted constraint).
 
 What cannot be carried is never dropped silently: each item is named in the result's
 ``not_carried`` (the operator reports them): IK stretch (``use_stretch`` with bones whose
@@ -208,6 +208,7 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
         missing.append(f"'{pb.name}': the influence of '{switch[0].name}' (not the pole's)")
     handled = {"mute", "influence"}
     recorded_drivers: list[str] = []
+    animated = False
     for con in members:
         path = _path(con)
         for fc in drivers.under(obj, path):
@@ -216,13 +217,14 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
             if prop not in handled:
                 missing.append(f"'{pb.name}': driven '{prop}' of '{con.name}'")
         for keyed in _keyed_paths(obj, path):
+            animated = True
             missing.append(f"'{pb.name}': keyframed '{keyed[len(path) + 1 :]}' of '{con.name}'")
     stretch = _stretch(obj, members, names)
     if stretch:
         missing.append(f"'{pb.name}': {stretch}")
     if obj.pose.ik_solver == "ITASC":
         missing.append(f"'{pb.name}': the iTaSC solver's settings (Reach IK solves on its own)")
-    if keep_source or recorded_drivers:
+    if keep_source or recorded_drivers or animated:
         record = {
             "version": RECORD_VERSION,
             "constraints": [

@@ -202,3 +202,32 @@ def test_driven_mute_and_influence_follow_the_driver(metarig: Any, addon: Any) -
     for f in keys:
         scene.frame_set(f)
         np.testing.assert_allclose(_joints(obj, tip), reference[f], atol=1e-5, err_msg=f"{f}")
+
+
+def test_what_cannot_be_carried_is_named(metarig: Any, addon: Any) -> None:
+    """A keyframed influence and a driven pole angle are reported by name, and the source
+    (animated) is kept muted with its animation, not deleted."""
+    bpy = blender_module()
+    obj = metarig
+    _setup_constraints(obj, np.random.default_rng(13))
+    con = obj.pose.bones["forearm.L"].constraints["IK"]
+    con.influence = 1.0
+    con.keyframe_insert("influence", frame=1)
+    _drive(obj, f"{con.path_from_id()}.pole_angle", "turn", "turn")
+    obj["turn"] = 0.5
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    result = addon.convert.last_result
+    assert sorted(result.converted) == sorted(LIMBS)
+    assert result.not_carried == [
+        "'forearm.L': driven 'pole_angle' of 'IK'",
+        "'forearm.L': keyframed 'influence' of 'IK'",
+    ]
+    (kept,) = [c for c in obj.pose.bones["forearm.L"].constraints if c.type == "IK"]
+    assert kept.mute
+    assert obj.animation_data.drivers.find(f"{kept.path_from_id()}.pole_angle").mute
+    for tip in LIMBS:
+        if tip != "forearm.L":
+            assert not [c for c in obj.pose.bones[tip].constraints if c.type == "IK"], tip
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
+    assert not kept.mute
+    assert not obj.animation_data.drivers.find(f"{kept.path_from_id()}.pole_angle").mute
