@@ -17,8 +17,9 @@ listed in ``docs/addon.md``. Beyond plain values, what a production rig (Rigify)
   would be muted);
 * **the source is kept muted, with a record**, whenever drivers or keyframes are on it (its
   animation is never deleted) and with *Keep Source*: each constraint is muted and its
-  drivers muted (so they cannot unmute it), and the chain's ``source`` setting records
-  which constraints, their ``mute`` values and which drivers were muted. Converting back
+  drivers (and keyframed ``mute`` curves) muted (so they cannot unmute it), and the chain's
+  ``source`` setting records which constraints, their ``mute`` values and which curves
+  were muted. Converting back
   restores exactly those constraints, values and drivers (with the chain's current target,
   chain and pole settings) and deletes the chain and the drivers copied onto it. A source
   with no animation and no *Keep Source* is deleted, as before (so no driver is ever left
@@ -114,8 +115,9 @@ def _pole_switch(obj: Any, cons: list[Any]) -> tuple[Any, Any] | None:
     return plain, poled
 
 
-def _keyed_paths(obj: Any, prefix: str) -> list[str]:
-    """Keyframed (not driven) F-curve paths of ``obj`` under ``prefix``."""
+def _keyed(obj: Any, prefix: str) -> list[Any]:
+    """Keyframed (not driven) F-curves of ``obj`` under ``prefix``, by path (a legacy
+    action's, or every channelbag of a layered action's)."""
     ad = obj.animation_data
     action = getattr(ad, "action", None) if ad is not None else None
     if action is None:
@@ -125,9 +127,16 @@ def _keyed_paths(obj: Any, prefix: str) -> list[str]:
         for strip in layer.strips:
             for bag in getattr(strip, "channelbags", ()):
                 curves.extend(bag.fcurves)
-    return sorted(
-        {fc.data_path for fc in curves if fc.data_path.startswith((prefix + ".", prefix + "["))}
-    )
+    found = [fc for fc in curves if fc.data_path.startswith((prefix + ".", prefix + "["))]
+    return sorted(found, key=lambda fc: (fc.data_path, fc.array_index))
+
+
+def _set_keys_muted(obj: Any, paths: list[str], muted: bool) -> None:
+    """Mute (or unmute) the keyframed F-curves of ``obj`` on these paths."""
+    wanted = set(paths)
+    for fc in _keyed(obj, "pose"):
+        if fc.data_path in wanted:
+            fc.mute = muted
 
 
 def _stretch(obj: Any, members: list[Any], names: tuple[str, ...]) -> str:
@@ -208,6 +217,7 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
         missing.append(f"'{pb.name}': the influence of '{switch[0].name}' (not the pole's)")
     handled = {"mute", "influence"}
     recorded_drivers: list[str] = []
+    muted_keys: list[str] = []
     animated = False
     for con in members:
         path = _path(con)
@@ -216,9 +226,13 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
             prop = fc.data_path[len(path) + 1 :]
             if prop not in handled:
                 missing.append(f"'{pb.name}': driven '{prop}' of '{con.name}'")
-        for keyed in _keyed_paths(obj, path):
+        for fc in _keyed(obj, path):
             animated = True
-            missing.append(f"'{pb.name}': keyframed '{keyed[len(path) + 1 :]}' of '{con.name}'")
+            if fc.data_path.endswith(".mute"):
+                muted_keys.append(fc.data_path)  # or the keys would run Blender's IK again
+            missing.append(
+                f"'{pb.name}': keyframed '{fc.data_path[len(path) + 1 :]}' of '{con.name}'"
+            )
     stretch = _stretch(obj, members, names)
     if stretch:
         missing.append(f"'{pb.name}': {stretch}")
@@ -232,8 +246,10 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
                 for c in members
             ],
             "drivers": recorded_drivers,
+            "keys": muted_keys,
         }
         drivers.set_muted(obj, recorded_drivers, True)
+        _set_keys_muted(obj, muted_keys, True)
         for con in members:
             con.mute = True
         s.source = json.dumps(record)
@@ -332,6 +348,7 @@ def to_blender(obj: Any, pb: Any, keep_source: bool, result: ConvertResult) -> b
                 con.influence = s.influence
             con.mute = bool(entry["mute"])
         drivers.set_muted(obj, list(record["drivers"]) if record else [], False)
+        _set_keys_muted(obj, list(record.get("keys", ())) if record else [], False)
     else:
         con = next(
             (

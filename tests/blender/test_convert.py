@@ -213,6 +213,7 @@ def test_what_cannot_be_carried_is_named(metarig: Any, addon: Any) -> None:
     con = obj.pose.bones["forearm.L"].constraints["IK"]
     con.influence = 1.0
     con.keyframe_insert("influence", frame=1)
+    con.keyframe_insert("mute", frame=1)  # keyed on: must not bring Blender's IK back
     _drive(obj, f"{con.path_from_id()}.pole_angle", "turn", "turn")
     obj["turn"] = 0.5
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
@@ -221,9 +222,12 @@ def test_what_cannot_be_carried_is_named(metarig: Any, addon: Any) -> None:
     assert result.not_carried == [
         "'forearm.L': driven 'pole_angle' of 'IK'",
         "'forearm.L': keyframed 'influence' of 'IK'",
+        "'forearm.L': keyframed 'mute' of 'IK'",
     ]
     (kept,) = [c for c in obj.pose.bones["forearm.L"].constraints if c.type == "IK"]
-    assert kept.mute
+    bpy.context.scene.frame_set(2)
+    bpy.context.scene.frame_set(1)
+    assert kept.mute, "the keyed mute brought Blender's IK back"
     assert obj.animation_data.drivers.find(f"{kept.path_from_id()}.pole_angle").mute
     for tip in LIMBS:
         if tip != "forearm.L":
@@ -231,3 +235,6 @@ def test_what_cannot_be_carried_is_named(metarig: Any, addon: Any) -> None:
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
     assert not kept.mute
     assert not obj.animation_data.drivers.find(f"{kept.path_from_id()}.pole_angle").mute
+    kept.mute = True
+    bpy.context.scene.frame_set(2)
+    assert not kept.mute, "the mute keys were not given back"
