@@ -102,9 +102,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import rotations as rot
+from . import triangulation
 from .bend_plane import orient_bend
 from .chain import Chain
-from .limits import JointLimits
+from .kinematics import forward_kinematics
+from .limits import FREE, JointLimits
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
@@ -119,12 +121,21 @@ _STALL = 1e-3
 _FAR = 1e6
 #: Joint→effector or joint→target shorter than this fraction of the reach skip the step.
 _DEGENERATE = 1e-12
+#: A hinge whose step coefficients ``A, B`` are below this fraction of their scale
+#: ``α/ℓ²·|u||v| + 3(1 − α)`` does not turn (they are rounding noise).
+_NOISE = 1e-12
 #: ``|û + v̂|²`` below this counts as antiparallel (eq. 2's axis is undefined).
 _ANTIPARALLEL = 1e-12
 
-#: Sweeps between re-orthonormalisations of the rotation matrices (products drift off
-#: orthogonal by about 1e-16 per update; one Newton step squares the drift).
+#: Sweeps between re-orthonormalisations of the rotation matrices on chains of up to
+#: ``_SHORT`` joints; longer chains renormalise before every sweep. A local step is
+#: ``Fᵀ R W`` with ``F`` the product of the parent joints' matrices, so a joint's drift
+#: from orthogonality grows by about the sum of its parents' drifts per sweep: harmless
+#: for a few joints over 8 sweeps, but exponential in the chain's length (at 100 links the
+#: matrices left the rotations within 8 sweeps and overflowed from 300). One Newton step
+#: squares the drift.
 _RENORMALIZE = 8
+_SHORT = 8
 
 _I3: FloatArray = np.eye(3)
 
@@ -320,6 +331,11 @@ def _frames(s: _Setup, Q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArra
     return positions, F, W
 
 
+def _renormalize_every(n: int) -> int:
+    """Sweeps between re-orthonormalisations for a chain of ``n`` joints."""
+    return _RENORMALIZE if n <= _SHORT else 1
+
+
 def _orthonormalize(Q: FloatArray) -> FloatArray:
     """One Newton step ``Q (3I − QᵀQ)/2`` toward the nearest rotation: squares the drift of
     matrices ``(..., 3, 3)`` that products have carried slightly off orthogonal."""
@@ -393,7 +409,11 @@ def _hinge_step(
         A = A + s.c_rot * (np.einsum("mij,mij->m", Dl, Vl) - _dot(j.axis @ Dl, j.axis @ Vl))
         B = B + s.c_rot * np.einsum("mij,mij->m", j.skew @ Dl, Vl)
     phi0 = _hinge_angle(j, Q)
-    phi = phi0 + j.hinge_weight * np.arctan2(B, A)
+    # A joint that cannot change g (A = B = 0, e.g. a twist about the bone of the last
+    # link with a position goal) would otherwise turn by the angle of rounding noise.
+    scale = s.c_pos * np.sqrt(_dot(ul, ul) * _dot(vl, vl)) + 3.0 * s.c_rot
+    noise = A * A + B * B <= (_NOISE * scale) ** 2
+    phi = phi0 + j.hinge_weight * np.where(noise, 0.0, np.arctan2(B, A))
     phi = _wrap(phi) if j.angle_range is None else _best_in_range(phi, *j.angle_range)
     turn = F @ _turn_about(j.skew, phi - phi0) @ Ft
     return _turn_about(j.skew, phi), turn
@@ -581,8 +601,9 @@ def _descend(
     status = np.full(len(Q), _CAPPED, dtype=np.int64)
     active = np.flatnonzero(budget > 0)
     sweeps = 0
+    every = _renormalize_every(Q.shape[1])
     while active.size:
-        renormalize = sweeps % _RENORMALIZE == 0
+        renormalize = sweeps % every == 0
         sweeps += 1
         Qa, ga, reached = _sweep(s, Q[active], goals.take(active), g[active], frozen, renormalize)
         Q[active] = Qa
@@ -689,33 +710,83 @@ def _clip_far(targets: FloatArray, reach: float) -> FloatArray:
     return np.where(far, unit / safe * (_FAR * reach), targets)
 
 
-def solve_ccd(problem: Problem) -> Solution:
-    """Solve a batch of IK problems with CCD and its coarse sweep (see module docstring).
+@functools.lru_cache(maxsize=64)
+def unlimited(chain: Chain) -> Chain:
+    """``chain`` without its joint limits: the chain of the triangulation seed."""
+    return chain if chain.is_free else chain.with_limits([FREE] * chain.n_joints)
 
-    Args:
-        problem: the checked batch; reads ``options.max_iterations``,
-            ``options.position_weight``, ``options.angle_tolerance``,
-            ``options.sweep_steps`` and the bend-plane options.
 
-    Returns:
-        A :class:`Solution`; ``iterations (N,)`` counts CCD sweeps (0 when the start pose
-        already meets the goal), including the iterations of coarse sweeps.
-    """
-    s = _setup(problem)
+def seed(problem: Problem) -> FloatArray | None:
+    """The triangulation seed ``(N, n, 4)`` of ``options.ccd_start == "triangulation"``:
+    triangulation's pass (with the problem's pole, bend plane and start pose) on the chain
+    without its limits, carried onto the limited chain by :func:`core.ccd_single.retarget`
+    (one target at a time, in floats); ``None`` for ``"initial"``."""
+    if problem.options.ccd_start != "triangulation":
+        return None
     chain = problem.chain
-    cap = problem.options.max_iterations
-    steps = problem.options.sweep_steps
-    targets = _clip_far(problem.targets, chain.reach)
+    free = unlimited(chain)
+    sol = triangulation.solve_triangulation(dataclasses.replace(problem, chain=free))
+    if chain.is_free:
+        return sol.rotations
+    from .ccd_single import retarget
+
+    return np.array([retarget(chain, points) for points in sol.positions.tolist()])
+
+
+def _goals(problem: Problem, s: _Setup, targets: FloatArray) -> _Goals:
+    """The goals of the (far-clipped) ``targets (N, 3)``."""
+    reach = problem.chain.reach
     quats = problem.target_rotations
-    lower_bound = np.maximum(0.0, np.linalg.norm(targets, axis=-1) - chain.reach)
+    lower_bound = np.maximum(0.0, np.linalg.norm(targets, axis=-1) - reach)
     frames = None if quats is None else rot.to_matrix(quats)
     beyond = lower_bound > problem.tolerance
     if quats is not None and s.c_rot > 0.0:
         beyond[:] = False
     settled = np.where(beyond, s.c_pos * (lower_bound + problem.tolerance) ** 2, -1.0)
-    goals = _Goals(targets, frames, s.c_pos * lower_bound**2, settled)
+    return _Goals(targets, frames, s.c_pos * lower_bound**2, settled)
+
+
+def solve_ccd(problem: Problem) -> Solution:
+    """Solve a batch of IK problems with CCD and its coarse sweep (see module docstring).
+
+    One target takes the plain-float path of :mod:`core.ccd_single` (the same iteration).
+
+    Args:
+        problem: the checked batch; reads ``options.max_iterations``,
+            ``options.position_weight``, ``options.angle_tolerance``,
+            ``options.sweep_steps``, ``options.ccd_start`` and the bend-plane options.
+
+    Returns:
+        A :class:`Solution`; ``iterations (N,)`` counts CCD sweeps (0 when the start pose
+        already meets the goal), including the iterations of coarse sweeps. Positions are
+        the forward kinematics of the returned rotations.
+    """
+    if problem.size == 1:
+        from .ccd_single import solve_one_target
+
+        return solve_one_target(problem)
+    return solve_batch(problem)
+
+
+def solve_batch(problem: Problem) -> Solution:
+    """:func:`solve_ccd` on numpy arrays for any batch size: the reference of the
+    single-target path (tests pin one to the other)."""
+    s = _setup(problem)
+    chain = problem.chain
+    cap = problem.options.max_iterations
+    steps = problem.options.sweep_steps
+    targets = _clip_far(problem.targets, chain.reach)
+    goals = _goals(problem, s, targets)
     Q = _start_pose(chain, problem.initial)
     g, reached = _effector_score(s, Q, goals)
+    seeded = seed(problem)
+    if seeded is not None:
+        Qs = _start_pose(chain, seeded)
+        gs, rs = _effector_score(s, Qs, goals)
+        better = gs <= g
+        Q = np.where(better[:, None, None, None], Qs, Q)
+        g = np.where(better, gs, g)
+        reached = np.where(better, rs, reached)
     iterations = np.zeros(problem.size, dtype=np.int64)
     # Coarse sweeps: the movable joint (root first) each row sweeps next, and how many
     # sweeps in a row found nothing better.
@@ -760,12 +831,16 @@ def solve_ccd(problem: Problem) -> Solution:
         pending = pending[iterations[pending] < cap]
 
     Q = _orthonormalize(Q)
-    positions, _, W = _frames(s, Q)
+    positions, _, _ = _frames(s, Q)
     clipped = dataclasses.replace(problem, targets=targets)
-    q, positions = orient_bend(clipped, rot.from_matrix(Q), positions)
+    start = rot.from_matrix(Q)
+    q, _ = orient_bend(clipped, start, positions)
+    # A start pose that meets the goal is returned as it is (the seed is already oriented).
+    q = np.where(iterations[:, None, None] > 0, rot.positive_w(q), start)
+    positions, world = forward_kinematics(chain, q)
     return Solution(
         rotations=q,
         positions=positions,
         iterations=iterations,
-        effector_rotation=None if quats is None else rot.from_matrix(W[:, -1]),
+        effector_rotation=None if problem.target_rotations is None else world[:, -1],
     )

@@ -63,6 +63,25 @@ def _clamp_angle(phi: FloatArray, lo: float, hi: float) -> FloatArray:
     return np.where(outside & (distance(other) < distance(clipped)), other, clipped)
 
 
+def _wrap_one(phi: float) -> float:
+    """One angle in ``(-2π, 2π]`` wrapped to ``(-π, π]`` (as :func:`_signed_angle_about`)."""
+    if phi > math.pi:
+        return phi - 2.0 * math.pi
+    return phi + 2.0 * math.pi if phi <= -math.pi else phi
+
+
+def _clamp_one(phi: float, lo: float, hi: float) -> float:
+    """:func:`_clamp_angle` for one angle."""
+    if lo <= phi <= hi:
+        return phi
+    clipped, other = (hi, lo) if phi > hi else (lo, hi)
+
+    def distance(end: float) -> float:
+        return abs((phi - end + math.pi) % (2.0 * math.pi) - math.pi)
+
+    return other if distance(other) < distance(clipped) else clipped
+
+
 def _signed_angle_about(q: FloatArray, axis: FloatArray) -> FloatArray:
     """Signed angle in ``(-π, π]`` of rotations ``q`` that turn about unit ``axis``."""
     phi = 2.0 * np.arctan2(q[..., 1:] @ axis, q[..., 0])
@@ -217,6 +236,58 @@ class JointLimits:
         return rot.positive_w(
             rot.multiply(rot.from_rotvec(swing_vec), rot.from_axis_angle(_Y, psi))
         )
+
+    def project_one(self, q: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+        """:meth:`project` for one unit rotation ``q`` (4 floats, wxyz), in plain floats.
+
+        The same rules with the same formulas for free joints, hinges and joints limited
+        only by a bend ``cone`` (a single-target solver's per-step case); other limits go
+        through :meth:`project` (tested to agree to rounding).
+        """
+        w, x, y, z = q
+        if w < 0.0:
+            w, x, y, z = -w, -x, -y, -z
+        if self.is_free:
+            return w, x, y, z
+        kind = self.kind
+        if kind == "hinge":
+            axis, limits = self.hinge
+            ax, ay, az = (float(c) for c in axis)
+            phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
+            if limits is not None:
+                phi = _clamp_one(phi, limits[0], limits[1])
+            s = math.sin(0.5 * phi)
+            out = (math.cos(0.5 * phi), s * ax, s * ay, s * az)
+            return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
+        t = math.sqrt(w * w + y * y)
+        if (
+            kind != "ball"
+            or any(self.lock)
+            or any(r is not None for r in self.ranges)
+            or self.cone is None
+            or t < 1e-12
+        ):
+            return tuple(float(c) for c in self.project(np.array((w, x, y, z))))  # type: ignore[return-value]
+        # swing · twist about Y: twist = (w, 0, y, 0)/t, swing = q · conj(twist)
+        tw, ty = w / t, y / t
+        sw, sx, sz = w * tw + y * ty, x * tw + z * ty, z * tw - x * ty
+        psi = _wrap_one(2.0 * math.atan2(y, w))
+        if sw < 0.0:
+            sw, sx, sz = -sw, -sx, -sz
+        norm = math.hypot(sx, sz)
+        theta = math.atan2(norm, sw)
+        factor = 1.0 + theta * theta / 6.0 if theta < rot.SMALL_ANGLE else theta / norm
+        vx, vz = 2.0 * factor * sx, 2.0 * factor * sz
+        bend = math.hypot(vx, vz)
+        if bend > self.cone:
+            vx, vz = vx * self.cone / bend, vz * self.cone / bend
+        half = 0.5 * math.hypot(vx, vz)
+        sinc = 1.0 - half * half / 6.0 if half < rot.SMALL_ANGLE else math.sin(half) / half
+        cw, cx, cz = math.cos(half), sinc * 0.5 * vx, sinc * 0.5 * vz
+        pw, py = math.cos(0.5 * psi), math.sin(0.5 * psi)
+        # (cw, cx, 0, cz) · (pw, 0, py, 0)
+        out = (cw * pw, cx * pw - cz * py, cw * py, cz * pw + cx * py)
+        return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
 
     def violation(self, q: ArrayLike) -> FloatArray:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""

@@ -17,6 +17,7 @@ from .errors import SolveInputError
 
 RotationParams = Literal["expmap", "euler"]
 BendPlane = Literal["rest", "minimal"]
+CcdStart = Literal["triangulation", "initial"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ class SolveOptions:
             keeps each method's own shortest-rotation bend. See :mod:`core.bend_plane`.
         delta_b_deg: triangulation's fixed δb when no triangle can be formed: ``180``
             (the paper) or ``90`` (the variant its future work suggests).
+        ccd_start: CCD's start pose: ``"triangulation"`` (default) starts from the
+            triangulation pass on the chain with its limits removed, projected onto the
+            limits, or from the (projected) start pose where that scores better — a
+            function of the target, pole and start pose alone; ``"initial"`` starts from
+            the start pose as given (the papers' protocol). See ``docs/ccd.md``.
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
             coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
         step: Jacobian methods: β, the fraction of the error to remove per update.
@@ -65,6 +71,7 @@ class SolveOptions:
     pole_angle: float = 0.0
     bend_plane: BendPlane = "rest"
     delta_b_deg: float = 180.0
+    ccd_start: CcdStart = "triangulation"
     sweep_steps: int = 12
     step: float = 0.5
     max_step_deg: float = 10.0
@@ -107,6 +114,10 @@ class SolveOptions:
         need(
             self.delta_b_deg in (90.0, 180.0),
             f"delta_b_deg must be 180 (the paper) or 90, got {self.delta_b_deg!r}",
+        )
+        need(
+            self.ccd_start in ("triangulation", "initial"),
+            f"ccd_start must be 'triangulation' or 'initial', got {self.ccd_start!r}",
         )
         need(
             is_integer(self.sweep_steps) and self.sweep_steps >= 0,
