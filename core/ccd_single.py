@@ -626,7 +626,7 @@ def solve_one_target(problem: Problem) -> Solution:
     if seeded is not None:
         seed_rots = _start(problem, seeded)
         scored = _start_score(s, chain, goal, seed_rots)
-        if scored[0] <= g:
+        if scored[1] or scored[0] <= goal.settled:
             rots = seed_rots
             g, reached, positions, frames = scored
     iterations = 0

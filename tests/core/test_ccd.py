@@ -67,7 +67,15 @@ def test_ball_step_is_eqs_1_and_2(seed: int, length: float) -> None:
     rng = np.random.default_rng(seed)
     chain = Chain.from_lengths([length], direction=random_unit(rng))
     target = random_unit(rng) * rng.uniform(0.01, 3.0) * length
-    res = solve(chain, target, method="ccd", max_iterations=1, sweep_steps=0, bend_plane="minimal")
+    res = solve(
+        chain,
+        target,
+        method="ccd",
+        ccd_start="initial",
+        max_iterations=1,
+        sweep_steps=0,
+        bend_plane="minimal",
+    )
     rest_dir = forward_kinematics(chain)[0][-1] / length
     t_dir = target / np.linalg.norm(target)
     theta = math.acos(np.clip(rest_dir @ t_dir, -1.0, 1.0))
@@ -104,6 +112,7 @@ def test_hinge_step_is_the_single_joint_optimum(seed: int, alpha: float, limited
         chain,
         target,
         method="ccd",
+        ccd_start="initial",
         target_rotation=goal,
         position_weight=alpha,
         initial=start[None],
@@ -144,6 +153,7 @@ def test_ball_step_with_orientation_is_weighted_wahba(seed: int, alpha: float) -
         chain,
         target,
         method="ccd",
+        ccd_start="initial",
         target_rotation=goal,
         position_weight=alpha,
         initial=start[None],
@@ -175,8 +185,17 @@ def test_stiffness_scales_a_ball_step(seed: int, stiffness: float) -> None:
     limits = JointLimits(stiffness=(stiffness,) * 3)
     target = random_unit(rng) * 0.7
     stiff_chain = Chain.from_lengths([1.0], limits=[limits])
-    stiff = solve(stiff_chain, target, method="ccd", max_iterations=1, sweep_steps=0)
-    free = solve(Chain.from_lengths([1.0]), target, method="ccd", max_iterations=1, sweep_steps=0)
+    stiff = solve(
+        stiff_chain, target, method="ccd", ccd_start="initial", max_iterations=1, sweep_steps=0
+    )
+    free = solve(
+        Chain.from_lengths([1.0]),
+        target,
+        method="ccd",
+        ccd_start="initial",
+        max_iterations=1,
+        sweep_steps=0,
+    )
     theta = float(rot.angle(free.rotations[0]))
     assert float(rot.angle(stiff.rotations[0])) == pytest.approx((1 - stiffness) * theta, abs=1e-9)
 
@@ -233,6 +252,7 @@ def test_properties_on_random_chains(
         chain,
         targets,
         method="ccd",
+        ccd_start="initial",
         target_rotation=goal,
         position_weight=alpha,
         initial=start,
@@ -269,7 +289,14 @@ def test_free_chains_reach_reachable_targets(lengths: list[float], seed: int) ->
     target = forward_kinematics(chain, bends)[0][-1]
     distance = float(np.linalg.norm(target))
     assume(distance <= 0.9 * chain.reach and target[2] >= -math.cos(math.radians(30)) * distance)
-    res = solve(chain, target, method="ccd", tolerance=1e-3 * chain.reach, max_iterations=200)
+    res = solve(
+        chain,
+        target,
+        method="ccd",
+        ccd_start="initial",
+        tolerance=1e-3 * chain.reach,
+        max_iterations=200,
+    )
     assert res.converged, (res.error, res.iterations)
 
 
@@ -286,6 +313,7 @@ def test_modular_arm_reaches_pose_goals_near_its_pose() -> None:
         MODULAR,
         goal_pos[:, -1],
         method="ccd",
+        ccd_start="initial",
         target_rotation=goal_ori[:, -1],
         initial=start,
         tolerance=1e-3,
@@ -322,6 +350,7 @@ def test_modular_arm_pose_goals_from_rest_lower_the_objective() -> None:
         MODULAR,
         goal_pos[:, -1],
         method="ccd",
+        ccd_start="initial",
         target_rotation=goal_ori[:, -1],
         tolerance=1e-3,
         angle_tolerance=1e-3,
@@ -342,6 +371,7 @@ def test_ball_chain_reaches_pose_goals() -> None:
         U,
         goal_pos[:, -1],
         method="ccd",
+        ccd_start="initial",
         target_rotation=goal_ori[:, -1],
         tolerance=1e-3 * U.reach,
         angle_tolerance=1e-3,
@@ -354,7 +384,14 @@ def test_ball_chain_reaches_pose_goals() -> None:
 def test_orientation_only_goal_matches_the_goal_frame() -> None:
     rng = np.random.default_rng(9)
     goals = random_quat(rng, 20)
-    res = solve(U, np.zeros((20, 3)), method="ccd", target_rotation=goals, position_weight=0.0)
+    res = solve(
+        U,
+        np.zeros((20, 3)),
+        method="ccd",
+        ccd_start="initial",
+        target_rotation=goals,
+        position_weight=0.0,
+    )
     assert res.success
     _, orientations = forward_kinematics(U, res.rotations)
     assert rot.angle(rot.multiply(rot.conjugate(goals), orientations[:, -1])) == pytest.approx(
@@ -374,11 +411,11 @@ def test_coarse_sweep_escapes_a_two_joint_saddle() -> None:
         direction=(0, 1, 0),
         limits=[JointLimits(hinge_axis=(0, 1, 0)), JointLimits(hinge_axis=(1, 0, 0))],
     )
-    plain = solve(chain, [1.0, 1.0, 0.0], method="ccd", sweep_steps=0)
+    plain = solve(chain, [1.0, 1.0, 0.0], method="ccd", ccd_start="initial", sweep_steps=0)
     assert plain.error == pytest.approx(math.sqrt(2.0), abs=1e-12)
     assert plain.iterations == 1
     assert plain.rotations == pytest.approx(rot.identity((2,)), abs=1e-12)
-    swept = solve(chain, [1.0, 1.0, 0.0], method="ccd", sweep_steps=12)
+    swept = solve(chain, [1.0, 1.0, 0.0], method="ccd", ccd_start="initial", sweep_steps=12)
     assert swept.converged
     assert forward_kinematics(chain, swept.rotations)[0][-1] == pytest.approx([1, 1, 0], abs=1e-6)
 
@@ -386,8 +423,8 @@ def test_coarse_sweep_escapes_a_two_joint_saddle() -> None:
 @pytest.mark.parametrize("z", [0.0, 9.0, 18.0, 20.0, -20.0])
 def test_coarse_sweep_escapes_targets_on_the_chain_axis(z: float) -> None:
     """A straight chain aimed along its axis: eq. 2's axis vanishes at every joint."""
-    plain = solve(U, [0.0, 0.0, z], method="ccd", sweep_steps=0)
-    swept = solve(U, [0.0, 0.0, z], method="ccd", sweep_steps=12)
+    plain = solve(U, [0.0, 0.0, z], method="ccd", ccd_start="initial", sweep_steps=0)
+    swept = solve(U, [0.0, 0.0, z], method="ccd", ccd_start="initial", sweep_steps=12)
     assert not plain.converged
     assert swept.converged
     assert swept.error < plain.error
@@ -396,8 +433,24 @@ def test_coarse_sweep_escapes_targets_on_the_chain_axis(z: float) -> None:
 def test_sweep_steps_zero_is_plain_ccd() -> None:
     rng = np.random.default_rng(3)
     targets = rng.uniform(-30, 30, (200, 3))
-    a = solve(C, targets, method="ccd", tolerance=0.5, sweep_steps=0, max_iterations=99)
-    b = solve(C, targets, method="ccd", tolerance=0.5, sweep_steps=12, max_iterations=99)
+    a = solve(
+        C,
+        targets,
+        method="ccd",
+        ccd_start="initial",
+        tolerance=0.5,
+        sweep_steps=0,
+        max_iterations=99,
+    )
+    b = solve(
+        C,
+        targets,
+        method="ccd",
+        ccd_start="initial",
+        tolerance=0.5,
+        sweep_steps=12,
+        max_iterations=99,
+    )
     # The sweep only runs where plain CCD stalled, and never ends worse.
     same = a.converged
     assert b.rotations[same] == pytest.approx(a.rotations[same], abs=1e-12)
@@ -421,7 +474,9 @@ def test_degenerate_targets_give_finite_results(chain: Chain, oriented: bool) ->
         ]
     )
     goal = np.tile([0.0, 1.0, 0.0, 0.0], (len(targets), 1)) if oriented else None
-    res = solve(chain, targets, method="ccd", target_rotation=goal, max_iterations=100)
+    res = solve(
+        chain, targets, method="ccd", ccd_start="initial", target_rotation=goal, max_iterations=100
+    )
     assert np.all(np.isfinite(res.rotations))
     assert np.all(np.isfinite(res.positions))
     assert max_violation(chain, res.rotations) <= 1e-9
@@ -439,8 +494,8 @@ def test_full_reach_targets_are_approached() -> None:
     (the paper's figure 6: iterations grow with the distance), never losing ground."""
     rng = np.random.default_rng(4)
     targets = random_unit(rng, 10) * U.reach
-    short = solve(U, targets, method="ccd", max_iterations=20, sweep_steps=0)
-    long = solve(U, targets, method="ccd", max_iterations=100, sweep_steps=0)
+    short = solve(U, targets, method="ccd", ccd_start="initial", max_iterations=20, sweep_steps=0)
+    long = solve(U, targets, method="ccd", ccd_start="initial", max_iterations=100, sweep_steps=0)
     assert np.all(long.error < short.error)
     assert np.all(long.error <= 0.025 * U.reach)
 
@@ -449,9 +504,9 @@ def test_full_reach_targets_are_approached() -> None:
 def test_batch_equals_one_target_at_a_time() -> None:
     rng = np.random.default_rng(5)
     targets = rng.uniform(-30, 30, (12, 3))
-    batch = solve(C, targets, method="ccd", tolerance=0.5)
+    batch = solve(C, targets, method="ccd", ccd_start="initial", tolerance=0.5)
     for k, t in enumerate(targets):
-        one = solve(C, t, method="ccd", tolerance=0.5)
+        one = solve(C, t, method="ccd", ccd_start="initial", tolerance=0.5)
         assert one.rotations == pytest.approx(batch.rotations[k], abs=1e-12)
         assert one.iterations == batch.iterations[k]
 
@@ -461,7 +516,7 @@ def test_converged_rows_stop_changing() -> None:
     start = rot.from_axis_angle(random_unit(rng, 5), rng.uniform(0, 1, 5))
     here = forward_kinematics(U, start)[0][-1]
     targets = np.vstack([here, [10.0, 5.0, 20.0], here + 1e-9])
-    res = solve(U, targets, method="ccd", initial=start, bend_plane="minimal")
+    res = solve(U, targets, method="ccd", ccd_start="initial", initial=start, bend_plane="minimal")
     assert list(res.iterations[[0, 2]]) == [0, 0]
     assert res.rotations[0] == pytest.approx(rot.positive_w(start), abs=1e-12)
     assert res.rotations[2] == pytest.approx(rot.positive_w(start), abs=1e-12)
@@ -472,7 +527,7 @@ def test_converged_rows_stop_changing() -> None:
 def test_iteration_cap_is_respected(cap: int) -> None:
     rng = np.random.default_rng(cap)
     targets = rng.uniform(-30, 30, (100, 3))
-    res = solve(C, targets, method="ccd", max_iterations=cap)
+    res = solve(C, targets, method="ccd", ccd_start="initial", max_iterations=cap)
     assert np.all(res.iterations <= cap)
     assert np.any(res.iterations == cap)
 
@@ -482,7 +537,7 @@ def test_pole_decides_the_bend_side() -> None:
     rng = np.random.default_rng(10)
     targets = rng.uniform(-20, 20, (30, 3))
     poles = rng.uniform(-50, 50, (30, 3))
-    res = solve(U, targets, method="ccd", pole=poles)
+    res = solve(U, targets, method="ccd", ccd_start="initial", pole=poles)
     eff = res.positions[:, -1]
     axis = eff / np.linalg.norm(eff, axis=-1, keepdims=True)
     bend = res.positions[:, 1:-1].mean(axis=1)
@@ -506,7 +561,13 @@ def test_paper_experiment_in_small(chain: Chain, within_20: float, mean_iteratio
     rng = np.random.default_rng(2007)
     targets = rng.uniform(-30, 30, (1000, 3))
     res = solve(
-        chain, targets, method="ccd", tolerance=0.5, max_iterations=99, bend_plane="minimal"
+        chain,
+        targets,
+        method="ccd",
+        ccd_start="initial",
+        tolerance=0.5,
+        max_iterations=99,
+        bend_plane="minimal",
     )
     distance = np.linalg.norm(targets, axis=-1)
     reachable = distance <= chain.reach
