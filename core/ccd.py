@@ -412,7 +412,8 @@ def _hinge_step(
     # A joint that cannot change g (A = B = 0, e.g. a twist about the bone of the last
     # link with a position goal) would otherwise turn by the angle of rounding noise.
     scale = s.c_pos * np.sqrt(_dot(ul, ul) * _dot(vl, vl)) + 3.0 * s.c_rot
-    noise = A * A + B * B <= (_NOISE * scale) ** 2
+    size = A * A + B * B
+    noise = size <= (_NOISE * scale) ** 2
     phi = phi0 + j.hinge_weight * np.where(noise, 0.0, np.arctan2(B, A))
     phi = _wrap(phi) if j.angle_range is None else _best_in_range(phi, *j.angle_range)
     turn = F @ _turn_about(j.skew, phi - phi0) @ Ft
@@ -716,21 +717,23 @@ def unlimited(chain: Chain) -> Chain:
     return chain if chain.is_free else chain.with_limits([FREE] * chain.n_joints)
 
 
-def seed(problem: Problem) -> FloatArray | None:
-    """The triangulation seed ``(N, n, 4)`` of ``options.ccd_start == "triangulation"``:
-    triangulation's pass (with the problem's pole, bend plane and start pose) on the chain
-    without its limits, carried onto the limited chain by :func:`core.ccd_single.retarget`
-    (one target at a time, in floats); ``None`` for ``"initial"``."""
+def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
+    """The triangulation seed of ``options.ccd_start == "triangulation"``: rotations
+    ``(N, n, 4)`` and positions ``(N, n + 1, 3)`` of triangulation's pass (with the
+    problem's pole, bend plane and start pose) on the chain without its limits, carried
+    onto the limited chain by :func:`core.ccd_single.retarget` (one target at a time, in
+    floats); ``None`` for ``"initial"``."""
     if problem.options.ccd_start != "triangulation":
         return None
     chain = problem.chain
     free = unlimited(chain)
     sol = triangulation.solve_triangulation(dataclasses.replace(problem, chain=free))
     if chain.is_free:
-        return sol.rotations
+        return rot.positive_w(sol.rotations), sol.positions
     from .ccd_single import retarget
 
-    return np.array([retarget(chain, points) for points in sol.positions.tolist()])
+    poses = [retarget(chain, points) for points in sol.positions.tolist()]
+    return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
 
 
 def _goals(problem: Problem, s: _Setup, targets: FloatArray) -> _Goals:
@@ -770,7 +773,52 @@ def solve_ccd(problem: Problem) -> Solution:
 
 def solve_batch(problem: Problem) -> Solution:
     """:func:`solve_ccd` on numpy arrays for any batch size: the reference of the
-    single-target path (tests pin one to the other)."""
+    single-target path (tests pin one to the other).
+
+    With the triangulation seed, targets it meets (or, beyond reach, gets as near as
+    possible) keep it as their answer with 0 iterations; CCD solves the others from the
+    start pose, from which it does better on limited chains than from the seed."""
+    seeded = seed(problem)
+    if seeded is None:
+        return _iterate_batch(problem)
+    q_seed, p_seed = seeded
+    s = _setup(problem)
+    chain = problem.chain
+    goals = _goals(problem, s, _clip_far(problem.targets, chain.reach))
+    frames = None
+    if goals.frames is not None:
+        frames = rot.to_matrix(forward_kinematics(chain, q_seed)[1][:, -1])
+    g, reached = _score(s, p_seed[:, -1], frames, goals)
+    keep = reached | (g <= goals.settled)
+    rotations, positions = q_seed, p_seed
+    iterations = np.zeros(problem.size, dtype=np.int64)
+    if not keep.all():
+        rows = np.flatnonzero(~keep)
+        sub = _iterate_batch(
+            dataclasses.replace(
+                problem,
+                targets=problem.targets[rows],
+                target_rotations=None
+                if problem.target_rotations is None
+                else problem.target_rotations[rows],
+                poles=None if problem.poles is None else problem.poles[rows],
+                initial=problem.initial[rows],
+            )
+        )
+        rotations, positions = rotations.copy(), positions.copy()
+        rotations[rows], positions[rows], iterations[rows] = (
+            sub.rotations,
+            sub.positions,
+            sub.iterations,
+        )
+    effector = None
+    if problem.target_rotations is not None:
+        effector = forward_kinematics(chain, rotations)[1][:, -1]
+    return Solution(rotations, positions, iterations, effector)
+
+
+def _iterate_batch(problem: Problem) -> Solution:
+    """CCD from the (projected) start pose, batched (the module docstring)."""
     s = _setup(problem)
     chain = problem.chain
     cap = problem.options.max_iterations
@@ -779,16 +827,6 @@ def solve_batch(problem: Problem) -> Solution:
     goals = _goals(problem, s, targets)
     Q = _start_pose(chain, problem.initial)
     g, reached = _effector_score(s, Q, goals)
-    seeded = seed(problem)
-    if seeded is not None:
-        Qs = _start_pose(chain, seeded)
-        gs, rs = _effector_score(s, Qs, goals)
-        # The seed where it meets the goal (or is as near as a far target allows);
-        # elsewhere the start pose, from which CCD does better on limited chains.
-        better = rs | (gs <= goals.settled)
-        Q = np.where(better[:, None, None, None], Qs, Q)
-        g = np.where(better, gs, g)
-        reached = np.where(better, rs, reached)
     iterations = np.zeros(problem.size, dtype=np.int64)
     # Coarse sweeps: the movable joint (root first) each row sweeps next, and how many
     # sweeps in a row found nothing better.

@@ -309,13 +309,17 @@ def _hinge_step(
         A = A + s.c_rot * (_fdot(Dl, Vl) - (aD[0] * aV[0] + aD[1] * aV[1] + aD[2] * aV[2]))
         B = B + s.c_rot * _fdot(_mm(j.skew, Dl), Vl)
     phi0 = math.atan2(_fdot(j.skew, Q), Q[0] + Q[4] + Q[8] - 1.0)
-    scale = s.c_pos * math.sqrt(
-        (ul[0] * ul[0] + ul[1] * ul[1] + ul[2] * ul[2]) * (vl[0] * vl[0] + vl[1] * vl[1] + vl[2] * vl[2])
-    ) + 3.0 * s.c_rot
-    if A * A + B * B > (ccd._NOISE * scale) ** 2:
-        phi = phi0 + j.hinge_weight * math.atan2(B, A)
-    else:
-        phi = phi0
+    scale = (
+        s.c_pos
+        * math.sqrt(
+            (ul[0] * ul[0] + ul[1] * ul[1] + ul[2] * ul[2])
+            * (vl[0] * vl[0] + vl[1] * vl[1] + vl[2] * vl[2])
+        )
+        + 3.0 * s.c_rot
+    )
+    size = A * A + B * B
+    noise = (ccd._NOISE * scale) ** 2
+    phi = phi0 + j.hinge_weight * math.atan2(B, A) if size > noise else phi0
     phi = _wrap(phi) if j.angle_range is None else _best_in_range(phi, *j.angle_range)
     return _axis_turn(j.axis, phi), _axis_turn(_mv(F, j.axis), phi - phi0)
 
@@ -475,7 +479,7 @@ def _start_score(
     """Objective and reached flag of a start pose, with its positions and frames."""
     positions, frames = _fk(chain, rots)
     frame = None if goal.frame is None else qmatrix(frames[-1])
-    g, reached = _score(s, positions[-1], frame, goal)  # type: ignore[arg-type]
+    g, reached = _score(s, positions[-1], frame, goal)
     return g, reached, positions, frames
 
 
@@ -570,11 +574,21 @@ def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec
     updates ``rots[0]``."""
     chain = problem.chain
     plan = triangulation._plan(chain)
-    pole = None if problem.poles is None else tuple(float(c) for c in problem.poles[0])
+    pole: Vec | None = None
+    if problem.poles is not None:
+        px, py, pz = problem.poles[0].tolist()
+        pole = (px, py, pz)
     init = problem.initial[0].tolist()
     rest_pose = all(q == [1.0, 0.0, 0.0, 0.0] for q in init)
     turn = triangulation._bend_turn(
-        chain, plan, problem.options, target, pole, positions, init, rest_pose  # type: ignore[arg-type]
+        chain,
+        plan,
+        problem.options,
+        target,
+        pole,
+        positions,
+        init,
+        rest_pose,
     )
     if turn is None:
         return
@@ -597,7 +611,7 @@ def _clip_far(t: Vec, reach: float) -> Vec:
     return t[0] / d * limit, t[1] / d * limit, t[2] / d * limit
 
 
-def _seed(problem: Problem, target: Vec) -> list[list[float]] | None:
+def _seed(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     """:func:`core.ccd.seed` for one target (triangulation's float pass when it can)."""
     opts = problem.options
     if opts.ccd_start != "triangulation":
@@ -608,9 +622,12 @@ def _seed(problem: Problem, target: Vec) -> list[list[float]] | None:
         t = tuple(float(c) for c in problem.targets[0])
         out = triangulation.solve_single(ccd.unlimited(problem.chain), t, pole, opts)  # type: ignore[arg-type]
         if out is not None:
-            return out[0] if problem.chain.is_free else retarget(problem.chain, out[1])
+            if not problem.chain.is_free:
+                return retarget(problem.chain, out[1])
+            rots = [q if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]] for q in out[0]]
+            return rots, out[1]
     seeded = ccd.seed(problem)
-    return None if seeded is None else seeded[0].tolist()
+    return None if seeded is None else (seeded[0][0].tolist(), seeded[1][0].tolist())
 
 
 def solve_one_target(problem: Problem) -> Solution:
@@ -620,15 +637,17 @@ def solve_one_target(problem: Problem) -> Solution:
     t = _clip_far((x, y, z), chain.reach)
     s = ccd._setup(problem)
     goal = _as_goal(problem, s, t)
-    rots = _start(problem, problem.initial[0].tolist())
-    g, reached, positions, frames = _start_score(s, chain, goal, rots)
-    seeded = _seed(problem, t)
+    seeded = _seed(problem)
     if seeded is not None:
-        seed_rots = _start(problem, seeded)
-        scored = _start_score(s, chain, goal, seed_rots)
-        if scored[1] or scored[0] <= goal.settled:
-            rots = seed_rots
-            g, reached, positions, frames = scored
+        rots_s, pos_s = seeded
+        frame = None
+        if goal.frame is not None:
+            frame = qmatrix(_fk(chain, rots_s)[1][-1])  # type: ignore[arg-type]
+        g_s, reached_s = _score(s, pos_s[-1], frame, goal)
+        if reached_s or g_s <= goal.settled:
+            return _solution(problem, rots_s, pos_s, 0)  # type: ignore[arg-type]
+    rots = _start(problem, problem.initial[0].tolist())
+    g, reached, positions, _ = _start_score(s, chain, goal, rots)
     iterations = 0
     if not reached:
         Q, iterations = _iterate(s, problem, goal, [qmatrix(q) for q in rots], g)
@@ -638,12 +657,21 @@ def solve_one_target(problem: Problem) -> Solution:
             q0 = rots[0]
             if q0[0] < 0.0:
                 rots[0] = (-q0[0], -q0[1], -q0[2], -q0[3])
-        positions, frames = _fk(chain, rots)
+        positions = _fk(chain, rots)[0]
+    return _solution(problem, rots, positions, iterations)
+
+
+def _solution(
+    problem: Problem, rots: list[Quat], positions: list[Vec], iterations: int
+) -> Solution:
+    effector = None
+    if problem.target_rotations is not None:
+        effector = np.array([_fk(problem.chain, rots)[1][-1]])
     return Solution(
         rotations=np.array([rots]),
         positions=np.array([positions]),
         iterations=np.array([iterations], dtype=np.int64),
-        effector_rotation=None if problem.target_rotations is None else np.array([frames[-1]]),
+        effector_rotation=effector,
     )
 
 
@@ -667,13 +695,11 @@ def _triad(l1: Vec, l2: Vec, w1: Vec, w2: Vec) -> Quat | None:
         return None
     t3, s3 = _cross(t1, t2), _cross(s1, s2)
     # R = [s1 s2 s3] · [t1 t2 t3]ᵀ, row-major
-    m = tuple(
-        s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3)
-    )
-    return quaternion_of(m)  # type: ignore[arg-type]
+    m = tuple(s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3))
+    return quaternion_of(m)
 
 
-def retarget(chain: Chain, points: list[Vec]) -> list[list[float]]:
+def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[Vec]]:
     """A pose of ``chain`` within its limits that follows the joint positions ``points``
     (``n + 1`` × 3 floats; here those of the triangulation pass on the chain without its
     limits), root first. Each joint aims its link at the next point from where the chain
@@ -682,7 +708,8 @@ def retarget(chain: Chain, points: list[Vec]) -> list[list[float]]:
     link so that the hinge's axis is normal to the bend the points make there, on the side
     whose bend angle the hinge's range allows — then each rotation is projected onto the
     joint's limits. Exact where the limits allow the points' pose; a start for CCD
-    otherwise.
+    otherwise. Returns the rotations (``n`` × 4 floats, ``w >= 0``) and their joint
+    positions.
     """
     rests, offsets = _quat_facts(chain)
     limits = chain.limits
@@ -690,6 +717,7 @@ def retarget(chain: Chain, points: list[Vec]) -> list[list[float]]:
     world: Quat = (1.0, 0.0, 0.0, 0.0)
     p: Vec = (0.0, 0.0, 0.0)
     out: list[list[float]] = []
+    positions = [p]
     for i in range(n):
         parent = qmul(world, rests[i])
         lim = limits[i]
@@ -724,7 +752,9 @@ def retarget(chain: Chain, points: list[Vec]) -> list[list[float]]:
                     dn, nn = _unit(d), _unit(d_next)
                     bend = 0.0
                     if dn is not None and nn is not None:
-                        bend = math.acos(max(-1.0, min(1.0, sum(x * y for x, y in zip(dn, nn)))))
+                        bend = math.acos(
+                            max(-1.0, min(1.0, sum(x * y for x, y in zip(dn, nn, strict=True))))
+                        )
                     sign = 1.0
                     if angle_range is not None:
                         lo, hi = angle_range
@@ -742,8 +772,9 @@ def retarget(chain: Chain, points: list[Vec]) -> list[list[float]]:
         world = qmul(parent, q)
         step = qrotate(world, link)
         p = (p[0] + step[0], p[1] + step[1], p[2] + step[2])
-        out.append([q[0], q[1], q[2], q[3]])
-    return out
+        positions.append(p)
+        out.append([q[0], q[1], q[2], q[3]] if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]])
+    return out, positions
 
 
 def qconj_(q: Quat) -> Quat:

@@ -237,7 +237,9 @@ class JointLimits:
             rot.multiply(rot.from_rotvec(swing_vec), rot.from_axis_angle(_Y, psi))
         )
 
-    def project_one(self, q: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    def project_one(
+        self, q: tuple[float, float, float, float]
+    ) -> tuple[float, float, float, float]:
         """:meth:`project` for one unit rotation ``q`` (4 floats, wxyz), in plain floats.
 
         The same rules with the same formulas for free joints, hinges and joints limited

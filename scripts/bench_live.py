@@ -8,10 +8,12 @@ Run with the ``bpy`` module (``make bench``)::
 It installs the extension zip (built with ``make extension`` when not given) into a
 temporary Blender user folder, as a user's *Install from Disk* does, then measures:
 
-1. **Cost per frame.** Two scenes, each with the Rigify human metarig and animated target
+1. **Cost per frame.** Scenes, each with the Rigify human metarig and animated target
    empties for both hands and feet (the same 1000-frame paths): in one the four limbs are
-   Reach IK chains (triangulation, added with the *Add Reach IK* operator), in the other
-   they have Blender's IK constraints (chain length 2, same targets). ``scene.frame_set`` is
+   Reach IK chains (triangulation, added with the *Add Reach IK* operator), in two more
+   they are Reach IK chains solved by CCD and by Jacobian DLS (bar: a frame within 1.2×
+   the triangulation scene's), in another they have Blender's IK constraints (chain
+   length 2, same targets). ``scene.frame_set`` is
    timed frame by frame, the scenes interleaved frame by frame in one run (the order
    rotating), so the load of a shared machine hits them alike. Reported: median ms per
    frame for each, their ratio (bar: Reach IK ≤ 3× Blender's IK), the same for an identical
@@ -51,6 +53,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = "bl_ext.user_default.reach_ik"
 LIMBS = ("forearm.L", "forearm.R", "shin.L", "shin.R")
 COST_BAR = 3.0
+#: Iterative solvers timed on the same rig, each as its own scene (bar: a frame within
+#: ``ITERATIVE_BAR`` × the triangulation scene's).
+ITERATIVE = {"reach_ik_ccd": "ccd", "reach_ik_dls": "jacobian_dls"}
+ITERATIVE_BAR = 1.2
 SMOOTH_BAR_DEG = 5.0
 
 
@@ -222,7 +228,7 @@ def build_cost_scenes(frames: int, seed: int = 1) -> dict[str, Any]:
     bpy = _bpy()
     bpy.ops.wm.read_homefile(use_empty=True)
     scenes = {}
-    for kind in ("reach_ik", "blender_ik", "no_ik", "write_only"):
+    for kind in ("reach_ik", *ITERATIVE, "blender_ik", "no_ik", "write_only"):
         scene = bpy.context.scene if kind == "reach_ik" else bpy.data.scenes.new(kind)
         scene.name = kind
         scene.frame_start, scene.frame_end = 1, frames
@@ -236,6 +242,8 @@ def build_cost_scenes(frames: int, seed: int = 1) -> dict[str, Any]:
             targets[tip] = target
         if kind == "reach_ik":
             add_reach_chains(scene, obj, targets, "triangulation")
+        elif kind in ITERATIVE:
+            add_reach_chains(scene, obj, targets, ITERATIVE[kind])
         elif kind == "blender_ik":
             add_blender_ik(obj, targets)
         scenes[kind] = scene
@@ -271,6 +279,8 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
         "rounds": rounds,
         "median_ms_per_frame": med,
         "ratio_reach_vs_blender_ik": med["reach_ik"] / med["blender_ik"],
+        "ratio_vs_triangulation": {k: med[k] / med["reach_ik"] for k in ITERATIVE},
+        "bar_ratio_vs_triangulation": ITERATIVE_BAR,
         "median_paired_ratio": statistics.median(ratios),
         "bar_ratio": COST_BAR,
         "reach_ik_breakdown_ms": breakdown(scenes["reach_ik"], frames),
@@ -407,6 +417,11 @@ def markdown(report: dict[str, Any]) -> str:
         "| scene | median ms / frame |",
         "|---|---|",
         f"| Reach IK (triangulation, live handler) | {med['reach_ik']:.3f} |",
+        *(
+            f"| Reach IK ({solver}, live handler) | {med[kind]:.3f} "
+            f"({cost['ratio_vs_triangulation'][kind]:.2f}× triangulation) |"
+            for kind, solver in ITERATIVE.items()
+        ),
         f"| Blender IK constraints | {med['blender_ik']:.3f} |",
         f"| no IK (same rig and animated targets) | {med['no_ik']:.3f} |",
         f"| no IK, a handler only writing the 8 limb rotations | {med['write_only']:.3f} |",
@@ -418,7 +433,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Ratio Reach IK / Blender IK: **{cost['ratio_reach_vs_blender_ik']:.2f}×** "
         f"(ratio of medians; median of the per-frame ratios "
-        f"{cost['median_paired_ratio']:.2f}×; bar ≤ {COST_BAR:g}×).",
+        f"{cost['median_paired_ratio']:.2f}×; bar ≤ {COST_BAR:g}×). Iterative solvers: bar "
+        f"≤ {ITERATIVE_BAR:g}× the triangulation scene's frame.",
         "",
         "### Smoothness (figure-eight targets, 240 frames, 4 limbs)",
         "",

@@ -73,13 +73,15 @@ def random_limits(rng: np.random.Generator) -> JointLimits:
         lo, hi = sorted(rng.uniform(-2.5, 2.5, 2))
         return JointLimits(hinge_axis=tuple(axis), hinge_range=(float(lo), float(hi)))
     if kind == 6:
-        return JointLimits(stiffness=tuple(float(s) for s in rng.uniform(0.0, 0.9, 3)))
+        sx, sy, sz = (float(s) for s in rng.uniform(0.0, 0.9, 3))
+        return JointLimits(stiffness=(sx, sy, sz))
     return JointLimits(lock=(False, True, False), ranges=((-1.0, 1.2), None, None))
 
 
 def random_chain(rng: np.random.Generator, n: int) -> Chain:
     return Chain.from_offsets(
-        rng.normal(size=(n, 3)) + [0.0, 1.0, 0.0], limits=[random_limits(rng) for _ in range(n)]
+        rng.normal(size=(n, 3)) + np.array([0.0, 1.0, 0.0]),
+        limits=[random_limits(rng) for _ in range(n)],
     )
 
 
@@ -132,7 +134,8 @@ def test_float_path_equals_the_batched_reference(
     assert np.allclose(fast.positions, ref.positions, atol=tol * chain.reach, rtol=0.0)
     assert np.allclose(fast.positions, forward_kinematics(chain, fast.rotations)[0], atol=1e-12)
     if oriented:
-        assert fast.effector_rotation is not None and ref.effector_rotation is not None
+        assert fast.effector_rotation is not None
+        assert ref.effector_rotation is not None
         assert abs(float(fast.effector_rotation[0] @ ref.effector_rotation[0])) == pytest.approx(
             1.0, abs=tol
         )
@@ -176,7 +179,8 @@ def test_paper_protocol_keeps_the_given_start() -> None:
     target = np.array([0.4, 0.3, 1.1])
     paper = solve(chain, target, method="ccd", ccd_start="initial")
     seeded = solve(chain, target, method="ccd")
-    assert paper.converged and seeded.converged
+    assert paper.converged
+    assert seeded.converged
     assert seeded.iterations == 0
     assert paper.iterations > 3
     with pytest.raises(Exception, match="ccd_start"):
@@ -209,7 +213,8 @@ def test_long_chains_stay_exact(n: int) -> None:
     chain = Chain.from_lengths(np.full(n, 1.0))
     target = np.array([0.3, 0.2, 0.1]) * n
     res = solve(chain, target, method="ccd", ccd_start="initial", max_iterations=20)
-    assert np.all(np.isfinite(res.rotations)) and np.all(np.isfinite(res.positions))
+    assert np.all(np.isfinite(res.rotations))
+    assert np.all(np.isfinite(res.positions))
     fk = forward_kinematics(chain, res.rotations)[0]
     assert np.max(np.abs(fk - res.positions)) <= 1e-9 * chain.reach
     assert np.max(np.abs(np.linalg.norm(res.rotations, axis=-1) - 1.0)) < 1e-12

@@ -1,0 +1,368 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Single-solve cost of every method against Blender's own IK, and batched throughput.
+
+Run with the ``bpy`` module (``make bench``)::
+
+    .venv/bin/python scripts/bench_solvers.py [--zip dist/reach_ik-0.1.0.zip] [--out DIR]
+                                              [--quick] [--seed N]
+
+It installs the extension zip (built with ``make extension`` when not given) into a
+temporary Blender user folder, as a user's *Install from Disk* does, then:
+
+1. **Per method and chain** — straight-ish chains of 2, 3, 5 and 10 bones (1 m in all, a
+   slight bend toward the hinge's allowed side), **free** (no limits) and **limited** like
+   a Blender arm or leg (root free; every other bone a hinge: Lock IK Y and Z, X limited to
+   the one-sided range 0°–150°). Two armatures per chain in separate scenes: one with a
+   Reach IK chain (the *Add Reach IK* operator, the method under test), one with Blender's
+   IK constraint (Standard solver, same chain length). Targets: forward kinematics of random
+   admissible poses (reachable by construction). For each target, interleaved: Blender's IK
+   (set the target empty's location + ``view_layer.update()``), the add-on's live solve of
+   the chain (``ik_addon.evaluate.solve_chains``, what the frame handler calls, with the
+   target already evaluated), and ``core.solve_one`` on the same chain and base-frame
+   target. Reported per row: median µs of each, the ratios to Blender's IK, and reach
+   (share of targets within 1e-3 × chain length) and median error of each solver.
+   Bars (issue 12): every method ≤ 2× Blender's IK on 2- and 5-bone chains (triangulation
+   ≤ 0.5×).
+2. **Batched** — the triangulation paper's 10,000 targets on chain U (links 9, 9, 9, 9, 4,
+   box of side 60, ``scripts/bench_triangulation.py``), default options, one ``core.solve``
+   per method (median of 3): bars DLS ≤ 0.3 s, CCD ≤ 0.2 s, triangulation ≤ 5 ms.
+
+Writes ``bench_solvers.json``, ``.md`` and ``.png`` (ratios to Blender's IK) to ``--out``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_report
+from bench_live import EXTENSION, _bpy, _default_zip, install_extension
+
+BONES = (2, 3, 5, 10)
+KNEE_RANGE_DEG = (0.0, 150.0)
+BEND = 0.1
+"""Rest bend (radians) between consecutive bones, toward the hinges' allowed side."""
+REACHED = 1e-3
+"""A target counts as reached within this fraction of the chain's length."""
+BAR_BLENDER = 2.0
+BAR_TRIANGULATION = 0.5
+BARRED_BONES = (2, 5)
+BATCH_BARS_S = {"jacobian_dls": 0.3, "ccd": 0.2, "triangulation": 0.005}
+
+
+def _context(scene: Any, obj: Any) -> Any:
+    bpy = _bpy()
+    return bpy.context.temp_override(
+        scene=scene,
+        view_layer=scene.view_layers[0],
+        active_object=obj,
+        object=obj,
+        selected_objects=[obj],
+    )
+
+
+def add_chain(scene: Any, name: str, bones: int, limited: bool) -> Any:
+    """An armature of ``bones`` connected bones (1 m in all) rising along +Z and bending
+    gently toward −Y (positive X rotations, the hinges' allowed side)."""
+    bpy = _bpy()
+    arm = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, arm)
+    scene.collection.objects.link(obj)
+    scene.view_layers[0].objects.active = obj
+    with _context(scene, obj):
+        bpy.ops.object.mode_set(mode="EDIT")
+        head = np.zeros(3)
+        parent = None
+        length = 1.0 / bones
+        for i in range(bones):
+            eb = arm.edit_bones.new(f"b{i}")
+            angle = BEND * i
+            tail = head + length * np.array([0.0, -math.sin(angle), math.cos(angle)])
+            eb.head, eb.tail, eb.roll = head.tolist(), tail.tolist(), 0.0
+            if parent is not None:
+                eb.parent, eb.use_connect = parent, True
+            parent, head = eb, tail
+        bpy.ops.object.mode_set(mode="POSE")
+    for i, pb in enumerate(obj.pose.bones):
+        pb.rotation_mode = "QUATERNION"
+        if limited and i % 2 == 1:
+            pb.lock_ik_y = pb.lock_ik_z = True
+            pb.use_ik_limit_x = True
+            pb.ik_min_x, pb.ik_max_x = (math.radians(a) for a in KNEE_RANGE_DEG)
+    return obj
+
+
+def add_empty(scene: Any, name: str) -> Any:
+    bpy = _bpy()
+    empty = bpy.data.objects.new(name, None)
+    scene.collection.objects.link(empty)
+    return empty
+
+
+def add_reach_chain(scene: Any, obj: Any, target: Any, bones: int, method: str) -> None:
+    """A Reach IK chain on the tip through the *Add Reach IK* operator."""
+    bpy = _bpy()
+    tip = f"b{bones - 1}"
+    with _context(scene, obj):
+        bpy.context.view_layer.objects.active = obj
+        if obj.mode != "POSE":
+            bpy.ops.object.mode_set(mode="POSE")
+        for pb in obj.pose.bones:
+            if hasattr(pb, "select"):
+                pb.select = pb.name == tip
+            else:
+                pb.bone.select = pb.name == tip
+        obj.data.bones.active = obj.data.bones[tip]
+        for other in scene.objects:
+            other.select_set(other == target)
+        bpy.ops.reach_ik.add(chain_length=bones, solver=method)
+    settings = obj.pose.bones[tip].reach_ik
+    made = settings.target
+    if made != target:  # the operator made its own target empty: use ours
+        settings.target = target
+        bpy.data.objects.remove(made)
+
+
+def targets_for(chain: Any, core: Any, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``(count, 3)`` base-frame targets: forward kinematics of random admissible poses."""
+    q = core.rotations.normalize(rng.normal(size=(count, chain.n_joints, 4)))
+    for i, lim in enumerate(chain.limits):
+        q[:, i] = lim.project(q[:, i])
+    return core.forward_kinematics(chain, q)[0][:, -1]
+
+
+def _median_us(values: list[float]) -> float:
+    return statistics.median(values) * 1e6
+
+
+def bench_chain(
+    bones: int, limited: bool, methods: list[str], count: int, rounds: int, seed: int
+) -> list[dict[str, Any]]:
+    """Rows of part 1 for one chain shape, one per method (see module docstring)."""
+    bpy = _bpy()
+    ev: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    core: Any = importlib.import_module(f"{EXTENSION}.core")
+    from mathutils import Matrix, Vector
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene_re = bpy.context.scene  # (the operator needs the context's scene)
+    scene_re.name = "reach_ik"
+    scene_bl = bpy.data.scenes.new("blender_ik")
+    rig_bl = add_chain(scene_bl, "rig_blender", bones, limited)
+    rig_re = add_chain(scene_re, "rig_reach", bones, limited)
+    target_bl = add_empty(scene_bl, "target_blender")
+    target_re = add_empty(scene_re, "target_reach")
+    tip = f"b{bones - 1}"
+    con = rig_bl.pose.bones[tip].constraints.new("IK")
+    con.target, con.chain_count = target_bl, bones
+    add_reach_chain(scene_re, rig_re, target_re, bones, methods[0])
+    layer_bl, layer_re = scene_bl.view_layers[0], scene_re.view_layers[0]
+    layer_re.update()
+    dg = layer_re.depsgraph
+    spec = ev.read_spec(rig_re.pose.bones[tip])
+    rig = ev.rig_chain(rig_re, tip, spec.chain_length, spec.use_tail)
+    chain = rig.chain
+    state = ev._PoseState(rig_re.evaluated_get(dg))
+    base = rig_re.matrix_world @ ev.base_matrix(
+        rig, state.parent_matrix(rig), rig_re.pose.bones[rig.bone_names[0]].location
+    )
+    base = Matrix(base)
+    rng = np.random.default_rng(seed + 100 * bones + int(limited))
+    local = targets_for(chain, core, count, rng)
+    world = [base @ Vector(t.tolist()) for t in local]
+    rows = []
+    clock = time.perf_counter
+    for method in methods:
+        rig_re.pose.bones[tip].reach_ik.solver = method
+        ev.invalidate()
+        times: dict[str, list[float]] = {"blender": [], "live": [], "solve_one": []}
+        errors: dict[str, list[float]] = {"blender": [], "live": [], "solve_one": []}
+        for r in range(rounds + 1):  # round 0 warms up
+            for t_world, t_local in zip(world, local, strict=True):
+                target_bl.location = t_world
+                t0 = clock()
+                layer_bl.update()
+                took_bl = clock() - t0
+                tail = rig_bl.matrix_world @ rig_bl.pose.bones[tip].tail
+                target_re.location = t_world
+                layer_re.update()
+                t0 = clock()
+                report = ev.solve_chains(rig_re, dg)
+                took_live = clock() - t0
+                t0 = clock()
+                sol = core.solve_one(chain, t_local, method=method)
+                took_one = clock() - t0
+                if r == 0:
+                    continue
+                times["blender"].append(took_bl)
+                times["live"].append(took_live)
+                times["solve_one"].append(took_one)
+                if r == 1:
+                    errors["blender"].append((tail - t_world).length)
+                    errors["live"].append(report.poses[0].error if report.poses else math.inf)
+                    errors["solve_one"].append(
+                        float(np.linalg.norm(sol.positions[0, -1] - t_local))
+                    )
+        med = {k: _median_us(v) for k, v in times.items()}
+        row = {
+            "bones": bones,
+            "limited": limited,
+            "method": method,
+            "median_us": med,
+            "ratio_live_vs_blender": med["live"] / med["blender"],
+            "ratio_solve_one_vs_blender": med["solve_one"] / med["blender"],
+            "reached_pct": {
+                k: 100.0 * float(np.mean(np.asarray(v) <= REACHED * chain.reach))
+                for k, v in errors.items()
+            },
+            "median_error": {k: float(np.median(v)) for k, v in errors.items()},
+        }
+        rows.append(row)
+        print(
+            f"{bones} {'limited' if limited else 'free'} {method}: live {med['live']:.0f} µs, "
+            f"solve_one {med['solve_one']:.0f} µs, Blender {med['blender']:.0f} µs",
+            flush=True,
+        )
+    return rows
+
+
+def bench_batched(methods: list[str], seed: int) -> dict[str, Any]:
+    """Part 2: the paper's 10,000 targets on chain U, one ``solve`` per method."""
+    core: Any = importlib.import_module(f"{EXTENSION}.core")
+    chain = core.Chain.from_lengths([9, 9, 9, 9, 4])
+    targets = np.random.default_rng(seed).uniform(-30.0, 30.0, size=(10_000, 3))
+    out = {}
+    variants: list[tuple[str, dict[str, Any]]] = [(m, {}) for m in methods] + [
+        ("ccd", {"ccd_start": "initial"})
+    ]
+    for method, options in variants:
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            res = core.solve(chain, targets, method=method, **options)
+            runs.append(time.perf_counter() - t0)
+        reachable = np.linalg.norm(targets, axis=1) <= chain.reach
+        key = method if not options else f"{method} (start as given)"
+        out[key] = {
+            "median_s": statistics.median(runs),
+            "bar_s": BATCH_BARS_S.get(method) if not options else None,
+            "reached_pct_of_reachable": 100.0 * float(np.mean(res.converged[reachable])),
+            "mean_iterations": float(np.mean(res.iterations)),
+        }
+        print(f"batched {key}: {out[key]['median_s']:.3f} s", flush=True)
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"### Single solves against Blender's IK ({report['targets']} targets × "
+        f"{report['rounds']} rounds, interleaved; Blender {report['blender']})",
+        "",
+        "| bones | limits | method | Blender IK µs | live µs | solve_one µs | live / Blender "
+        "| solve_one / Blender | reached % (Blender / live / solve_one) | median error "
+        "(Blender / solve_one) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        med, reached, err = row["median_us"], row["reached_pct"], row["median_error"]
+        lines.append(
+            f"| {row['bones']} | {'limited' if row['limited'] else 'free'} | {row['method']} "
+            f"| {med['blender']:.0f} | {med['live']:.0f} | {med['solve_one']:.0f} "
+            f"| **{row['ratio_live_vs_blender']:.2f}×** | {row['ratio_solve_one_vs_blender']:.2f}× "
+            f"| {reached['blender']:.0f} / {reached['live']:.0f} / {reached['solve_one']:.0f} "
+            f"| {err['blender']:.1e} / {err['solve_one']:.1e} |"
+        )
+    lines += [
+        "",
+        f"Bars: every method ≤ {BAR_BLENDER:g}× Blender's IK on {BARRED_BONES[0]}- and "
+        f"{BARRED_BONES[1]}-bone chains (triangulation ≤ {BAR_TRIANGULATION:g}×). Reached: "
+        f"within {REACHED:g} × the chain's length.",
+        "",
+        "### Batched: 10,000 paper targets on chain U (default options, median of 3)",
+        "",
+        "| method | seconds | bar | reached % of reachable | mean iterations |",
+        "|---|---|---|---|---|",
+    ]
+    for method, b in report["batched"].items():
+        bar = "" if b["bar_s"] is None else f"≤ {b['bar_s']:g} s"
+        lines.append(
+            f"| {method} | {b['median_s']:.3f} | {bar} | {b['reached_pct_of_reachable']:.2f} "
+            f"| {b['mean_iterations']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def figure(report: dict[str, Any]) -> Any:
+    def draw(path: Path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = report["rows"]
+        methods = list(dict.fromkeys(r["method"] for r in rows))
+        shapes = list(dict.fromkeys((r["bones"], r["limited"]) for r in rows))
+        fig, ax = plt.subplots(figsize=(11, 4.5))
+        width = 0.8 / len(methods)
+        for k, method in enumerate(methods):
+            values = [
+                next(
+                    r["ratio_live_vs_blender"]
+                    for r in rows
+                    if (r["bones"], r["limited"]) == s and r["method"] == method
+                )
+                for s in shapes
+            ]
+            ax.bar(np.arange(len(shapes)) + k * width, values, width, label=method)
+        ax.axhline(BAR_BLENDER, color="k", linestyle="--", linewidth=1)
+        ax.set_yscale("log")
+        ax.set_xticks(np.arange(len(shapes)) + 0.4 - width / 2)
+        ax.set_xticklabels([f"{b} {'lim' if lim else 'free'}" for b, lim in shapes])
+        ax.set_ylabel("live solve / Blender's IK")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+
+    return draw
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_report.arguments(__doc__, seed=12, quick="fewer targets and rounds")
+    parser.add_argument("--zip", type=Path, help="extension zip (default: make extension)")
+    args = parser.parse_args(argv)
+    zip_path = args.zip or _default_zip()
+    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="reach-ik-bench-"))
+    install_extension(zip_path)
+    core: Any = importlib.import_module(f"{EXTENSION}.core")
+    methods = list(core.METHODS)
+    count, rounds = (8, 1) if args.quick else (20, 2)
+    rows: list[dict[str, Any]] = []
+    for bones in BONES:
+        for limited in (False, True):
+            rows += bench_chain(bones, limited, methods, count, rounds, args.seed)
+    batch_methods = [m for m in ("triangulation", "ccd", "jacobian_dls") if m in methods]
+    report = {
+        "blender": _bpy().app.version_string,
+        "targets": count,
+        "rounds": rounds,
+        "rows": rows,
+        "batched": bench_batched(batch_methods, 2007),
+    }
+    bench_report.publish(args.out, "bench_solvers", report, markdown(report), figure(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
