@@ -107,6 +107,7 @@ from .bend_plane import orient_bend
 from .chain import Chain
 from .kinematics import forward_kinematics
 from .limits import FREE, JointLimits
+from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
@@ -269,11 +270,16 @@ def _chain_facts(
 
 
 def _setup(problem: Problem) -> _Setup:
-    chain = problem.chain
+    return _setup_of(
+        problem.chain, problem.options, problem.target_rotations is not None, problem.tolerance
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _setup_of(chain: Chain, opts: SolveOptions, oriented: bool, tolerance: float) -> _Setup:
+    """:func:`_setup` (cached: a live solver asks for the same one on every frame)."""
     rest, rest_is_identity, offset_parts, joints = _chain_facts(chain)
-    opts = problem.options
     reach = chain.reach
-    oriented = problem.target_rotations is not None
     alpha = opts.position_weight if oriented else 1.0
     return _Setup(
         chain=chain,
@@ -283,7 +289,7 @@ def _setup(problem: Problem) -> _Setup:
         joints=joints,
         c_pos=alpha * (chain.n_joints / reach) ** 2,
         c_rot=1.0 - alpha,
-        tol2=problem.tolerance * problem.tolerance,
+        tol2=tolerance * tolerance,
         min_trace=1.0 + 2.0 * math.cos(min(opts.angle_tolerance, math.pi)),
         check_position=alpha > 0.0,
         check_angle=oriented and alpha < 1.0,
@@ -730,9 +736,7 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
     sol = triangulation.solve_triangulation(dataclasses.replace(problem, chain=free))
     if chain.is_free:
         return rot.positive_w(sol.rotations), sol.positions
-    from .ccd_single import retarget
-
-    poses = [retarget(chain, points) for points in sol.positions.tolist()]
+    poses = [ccd_single.retarget(chain, points) for points in sol.positions.tolist()]
     return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
 
 
@@ -765,9 +769,7 @@ def solve_ccd(problem: Problem) -> Solution:
         the forward kinematics of the returned rotations.
     """
     if problem.size == 1:
-        from .ccd_single import solve_one_target
-
-        return solve_one_target(problem)
+        return ccd_single.solve_one_target(problem)
     return solve_batch(problem)
 
 
@@ -884,3 +886,7 @@ def _iterate_batch(problem: Problem) -> Solution:
         iterations=iterations,
         effector_rotation=None if problem.target_rotations is None else world[:, -1],
     )
+
+
+# The float path uses this module's setup and reference code; imported last (cycle).
+from . import ccd_single  # noqa: E402

@@ -618,9 +618,13 @@ def _seed(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
         return None
     init = problem.initial[0].tolist()
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
-        pole = None if problem.poles is None else tuple(float(c) for c in problem.poles[0])
-        t = tuple(float(c) for c in problem.targets[0])
-        out = triangulation.solve_single(ccd.unlimited(problem.chain), t, pole, opts)  # type: ignore[arg-type]
+        pole = None if problem.poles is None else problem.poles[0].tolist()
+        out = triangulation.solve_single(
+            ccd.unlimited(problem.chain),
+            problem.targets[0].tolist(),
+            pole,
+            opts,
+        )
         if out is not None:
             if not problem.chain.is_free:
                 return retarget(problem.chain, out[1])
