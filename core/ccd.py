@@ -85,10 +85,19 @@ is within tolerance); a target that converges stops changing. Targets farther th
 ``_FAR × L`` are solved for the point at that distance in the same direction (the pose
 differs by less than ``1/_FAR`` radians), which keeps all arithmetic finite.
 
+**Start pose** (``options.ccd_start``): by default, :func:`seed` — triangulation's pass on
+the chain without its limits, carried onto the limits by
+:func:`core.ccd_single.retarget` — is the answer where it meets the goal (0 iterations);
+elsewhere, and with ``"initial"`` (the papers' protocol), CCD starts from the start pose
+projected onto the limits.
+
 Internally the joints' rotations are 3×3 matrices (a matrix product is one numpy call,
-which keeps small batches fast); the result is returned as quaternions. After solving,
+which keeps small batches fast), re-orthonormalised every ``_RENORMALIZE`` sweeps (every
+sweep on chains longer than ``_SHORT``); the result is returned as quaternions with
+positions from their forward kinematics. After solving,
 :func:`core.bend_plane.orient_bend` applies the pole or the default bend plane (position
-goals only).
+goals only). One target takes the plain-float path of :mod:`core.ccd_single` (the same
+iteration; tests pin the two together).
 """
 
 from __future__ import annotations

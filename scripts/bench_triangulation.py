@@ -78,6 +78,7 @@ CCD_OPTIONS: dict[str, Any] = {
     "max_iterations": MAX_ITERATIONS,
     "sweep_steps": 0,  # the paper's plain CCD, no coarse sweep
     "bend_plane": "minimal",  # the paper's shortest rotations, no bend-plane turn
+    "ccd_start": "initial",  # the paper's protocol: every solve from the straight pose
 }
 #: The paper's triangulation: δb = 180° and each joint's shortest rotation.
 PAPER_TRIANGULATION: dict[str, Any] = {"delta_b_deg": 180.0, "bend_plane": "minimal"}
