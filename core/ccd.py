@@ -737,8 +737,12 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
     ``(N, n, 4)`` and positions ``(N, n + 1, 3)`` of triangulation's pass (with the
     problem's pole, bend plane and start pose) on the chain without its limits, carried
     onto the limited chain by :func:`core.ccd_single.retarget` (one target at a time, in
-    floats); ``None`` for ``"initial"``."""
-    if problem.options.ccd_start != "triangulation":
+    floats); ``None`` for ``"initial"`` and for goals with an orientation part
+    (triangulation pursues positions only, so its pose would meet them only by chance)."""
+    opts = problem.options
+    if opts.ccd_start != "triangulation" or (
+        problem.target_rotations is not None and opts.position_weight < 1.0
+    ):
         return None
     chain = problem.chain
     free = unlimited(chain)

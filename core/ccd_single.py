@@ -614,7 +614,9 @@ def _clip_far(t: Vec, reach: float) -> Vec:
 def _seed(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     """:func:`core.ccd.seed` for one target (triangulation's float pass when it can)."""
     opts = problem.options
-    if opts.ccd_start != "triangulation":
+    if opts.ccd_start != "triangulation" or (
+        problem.target_rotations is not None and opts.position_weight < 1.0
+    ):
         return None
     init = problem.initial[0].tolist()
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):

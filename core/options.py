@@ -41,10 +41,11 @@ class SolveOptions:
             keeps each method's own shortest-rotation bend. See :mod:`core.bend_plane`.
         delta_b_deg: triangulation's fixed δb when no triangle can be formed: ``180``
             (the paper) or ``90`` (the variant its future work suggests).
-        ccd_start: CCD's start pose: ``"triangulation"`` (default) starts from the
-            triangulation pass on the chain with its limits removed, projected onto the
-            limits, or from the (projected) start pose where that scores better — a
-            function of the target, pole and start pose alone; ``"initial"`` starts from
+        ccd_start: CCD's start pose: ``"triangulation"`` (default) takes the
+            triangulation pass on the chain with its limits removed, carried onto the
+            limits, as the answer where it meets the goal, else iterates from the
+            (projected) start pose — a function of the target, pole and start pose alone (goals with an
+            orientation part always start from the start pose); ``"initial"`` starts from
             the start pose as given (the papers' protocol). See ``docs/ccd.md``.
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
             coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
