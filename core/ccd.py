@@ -85,9 +85,9 @@ is within tolerance); a target that converges stops changing. Targets farther th
 ``_FAR × L`` are solved for the point at that distance in the same direction (the pose
 differs by less than ``1/_FAR`` radians), which keeps all arithmetic finite.
 
-**Start pose** (``options.ccd_start``): by default, :func:`seed` — triangulation's pass on
-the chain without its limits, carried onto the limits by
-:func:`core.ccd_single.retarget` — is the answer where it meets the goal (0 iterations);
+**Start pose** (``options.ccd_start``): by default, :func:`core.ccd_seed.seed` —
+triangulation's pass on the chain without its limits, carried onto the limits by
+:func:`core.ccd_seed.retarget` — is the answer where it meets the goal (0 iterations);
 elsewhere, and with ``"initial"`` (the papers' protocol), CCD starts from the start pose
 projected onto the limits.
 
@@ -111,11 +111,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import rotations as rot
-from . import triangulation
 from .bend_plane import orient_bend
 from .chain import Chain
 from .kinematics import forward_kinematics
-from .limits import FREE, JointLimits
+from .limits import JointLimits
 from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
@@ -726,33 +725,6 @@ def _clip_far(targets: FloatArray, reach: float) -> FloatArray:
     return np.where(far, unit / safe * (_FAR * reach), targets)
 
 
-@functools.lru_cache(maxsize=64)
-def unlimited(chain: Chain) -> Chain:
-    """``chain`` without its joint limits: the chain of the triangulation seed."""
-    return chain if chain.is_free else chain.with_limits([FREE] * chain.n_joints)
-
-
-def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
-    """The triangulation seed of ``options.ccd_start == "triangulation"``: rotations
-    ``(N, n, 4)`` and positions ``(N, n + 1, 3)`` of triangulation's pass (with the
-    problem's pole, bend plane and start pose) on the chain without its limits, carried
-    onto the limited chain by :func:`core.ccd_single.retarget` (one target at a time, in
-    floats); ``None`` for ``"initial"`` and for goals with an orientation part
-    (triangulation pursues positions only, so its pose would meet them only by chance)."""
-    opts = problem.options
-    if opts.ccd_start != "triangulation" or (
-        problem.target_rotations is not None and opts.position_weight < 1.0
-    ):
-        return None
-    chain = problem.chain
-    free = unlimited(chain)
-    sol = triangulation.solve_triangulation(dataclasses.replace(problem, chain=free))
-    if chain.is_free:
-        return rot.positive_w(sol.rotations), sol.positions
-    poses = [ccd_single.retarget(chain, points) for points in sol.positions.tolist()]
-    return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
-
-
 def _goals(problem: Problem, s: _Setup, targets: FloatArray) -> _Goals:
     """The goals of the (far-clipped) ``targets (N, 3)``."""
     reach = problem.chain.reach
@@ -793,7 +765,7 @@ def solve_batch(problem: Problem) -> Solution:
     With the triangulation seed, targets it meets (or, beyond reach, gets as near as
     possible) keep it as their answer with 0 iterations; CCD solves the others from the
     start pose, from which it does better on limited chains than from the seed."""
-    seeded = seed(problem)
+    seeded = ccd_seed.seed(problem)
     if seeded is None:
         return _iterate_batch(problem)
     q_seed, p_seed = seeded
@@ -901,5 +873,6 @@ def _iterate_batch(problem: Problem) -> Solution:
     )
 
 
-# The float path uses this module's setup and reference code; imported last (cycle).
-from . import ccd_single  # noqa: E402
+# The float path and the seed use this module's setup and reference code; imported last
+# (cycle).
+from . import ccd_seed, ccd_single  # noqa: E402

@@ -44,9 +44,10 @@ class SolveOptions:
         ccd_start: CCD's start pose: ``"triangulation"`` (default) takes the
             triangulation pass on the chain with its limits removed, carried onto the
             limits, as the answer where it meets the goal, else iterates from the
-            (projected) start pose — a function of the target, pole and start pose alone (goals with an
-            orientation part always start from the start pose); ``"initial"`` starts from
-            the start pose as given (the papers' protocol). See ``docs/ccd.md``.
+            (projected) start pose — a function of the target, pole and start pose alone
+            (goals with an orientation part always start from the start pose);
+            ``"initial"`` starts from the start pose as given (the papers' protocol). See
+            ``docs/ccd.md``.
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
             coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
         step: Jacobian methods: β, the fraction of the error to remove per update.
