@@ -62,14 +62,10 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     init = problem.initial[0].tolist()
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
         pole = None if problem.poles is None else problem.poles[0].tolist()
-        out = triangulation.solve_single(
-            unlimited(problem.chain),
-            problem.targets[0].tolist(),
-            pole,
-            opts,
-        )
+        free = unlimited(problem.chain)
+        out = triangulation.solve_single(free, problem.targets[0].tolist(), pole, opts)
         if out is not None:
-            if not problem.chain.is_free:
+            if free is not problem.chain:
                 return retarget(problem.chain, out[1])
             rots = [q if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]] for q in out[0]]
             return rots, out[1]
