@@ -11,13 +11,21 @@ chains given with ``--chain`` (then ``--armature`` is needed), over the scene's 
 or ``--frames START:END``, prints a progress line on stderr and one line per chain on
 stdout, and writes OUT.blend and the JSON quality report (``--report``, default OUT.json).
 
-Both files are written atomically: to a temporary file in the same folder, then renamed
-over the destination, so there is never a half-written file; the input is never written.
-Ctrl-C (SIGINT) or SIGTERM at any point leaves no output and exits 130 / 143.
+Neither file can replace a good one with a bad one (:mod:`safe_output`): each is written to
+a temporary file in the same folder, checked (a .blend must be whole and read back by
+Blender; the JSON must parse), synced, and only then both are renamed over their
+destinations; any failure (a full disk included) removes the temporary files, leaves the
+old output as it was and exits 1. The input is never written. Paths that collide (output
+or report = the input, report = the output, a folder…) are refused before any work (exit
+2). Ctrl-C (SIGINT) or SIGTERM at any point leaves no output and exits 130 / 143.
+
+Frames may be negative (``--frames -100:-50``) and lie within Blender's own limits
+(:data:`MINFRAME`..:data:`MAXFRAME`); a range whose bake would need more memory than the
+machine has is refused up front.
 
 Exit codes: 0 done; 2 bad arguments (one line on stderr saying why: missing file,
-armature, bone or target, an empty or reversed frame range, an unknown solver…); 1 the bake
-failed; 130 interrupted; 143 terminated.
+armature, bone or target, an empty, reversed or out-of-bounds frame range, an unknown
+solver, colliding paths…); 1 the bake or writing failed; 130 interrupted; 143 terminated.
 
 Reach IK itself: when the installed extension is already enabled in this Blender it is
 used; otherwise the add-on is loaded from this source tree (``core`` and ``ik_addon`` next
@@ -38,10 +46,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
 import math
 import os
-import secrets
 import signal
 import sys
 import time
@@ -50,7 +56,15 @@ from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import safe_output  # noqa: E402 (scripts/safe_output.py, found through the line above)
+
 PROG = "bake.py"
+
+#: Blender's frame limits (``MINFRAME``/``MAXFRAME`` in its source; the bounds of
+#: ``Scene.frame_start``/``frame_end``).
+MINFRAME, MAXFRAME = -1048574, 1048574
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
@@ -92,7 +106,7 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 
 def stop_point() -> None:
     """Stop here if a signal asked to (nothing half-written is left behind: see
-    :func:`write_atomically`)."""
+    :mod:`safe_output`)."""
     if _stop_signal:
         if _stop_signal[0] == signal.SIGTERM:
             raise Terminated
@@ -143,7 +157,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         raise UsageError(message)
 
     parser.error = error  # type: ignore[method-assign]
-    return parser.parse_args(argv)
+    return parser.parse_args(join_option_values(argv))
+
+
+def join_option_values(argv: list[str]) -> list[str]:
+    """``--frames -100:-50`` as ``--frames=-100:-50``: argparse takes a value that starts
+    with ``-`` (and is not a plain negative number) for an option."""
+    out: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--frames":
+            value = next(it, None)
+            out.append(arg if value is None else f"{arg}={value}")
+        else:
+            out.append(arg)
+    return out
 
 
 def blender_module() -> Any:
@@ -278,6 +306,10 @@ def frame_range(text: str | None, scene: Any) -> tuple[int, int]:
         raise UsageError(f"--frames {text!r}: START and END must be whole frames") from None
     if last < first:
         raise UsageError(f"--frames {text!r}: the range is reversed (END before START)")
+    if first < MINFRAME or last > MAXFRAME:
+        raise UsageError(
+            f"--frames {text!r}: frames must lie within Blender's limits {MINFRAME}..{MAXFRAME}"
+        )
     return first, last
 
 
@@ -285,47 +317,75 @@ def frame_range(text: str | None, scene: Any) -> tuple[int, int]:
 # Output
 
 
-def temporary_path(final: Path) -> Path:
-    """A fresh name next to ``final`` (same file system, so the rename is atomic)."""
-    return final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+def output_paths(args: argparse.Namespace, source: Path | None) -> tuple[Path, Path]:
+    """The output and report paths, refused (:class:`UsageError`) when they collide with
+    the input, with each other, or name a folder — before any work."""
+    out = Path(args.out)
+    if out.suffix.lower() != ".blend":
+        raise UsageError(f"--out {args.out!r}: the output must be a .blend file")
+    report = Path(args.report) if args.report else out.with_suffix(".json")
+    for path, what in ((out, "--out"), (report, "--report")):
+        if path.is_dir():
+            raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
+        if path.parent.exists() and not path.parent.is_dir():
+            raise UsageError(f"{what} {str(path)!r}: {str(path.parent)!r} is not a folder")
 
+    def same(a: Path, b: Path) -> bool:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
 
-def write_atomically(final: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` then rename onto ``final``; no file is left behind on error."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(final)
-    try:
-        stop_point()
-        write(tmp)
-        if not tmp.is_file():
-            raise OSError(f"nothing was written to {tmp}")
-        stop_point()
-        os.replace(tmp, final)
-    finally:
-        for leftover in (tmp, Path(f"{tmp}@")):
-            if leftover.exists():
-                leftover.unlink()
+    if source is not None and same(out, source):
+        raise UsageError("the output must not be the input file (it is never overwritten)")
+    if source is not None and same(report, source):
+        raise UsageError("the report must not be the input file (it is never overwritten)")
+    if same(report, out):
+        raise UsageError("the report must not be the output file; give another --report")
+    return out, report
 
 
 def save_blend(bpy: Any, final: Path) -> None:
-    def write(tmp: Path) -> None:
-        blend = tmp.with_name(tmp.name + ".blend")
-        try:
-            bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True, check_existing=False)
-            os.replace(blend, tmp)
-        finally:
-            for leftover in (blend, Path(f"{blend}@")):
-                if leftover.exists():
-                    leftover.unlink()
-
-    write_atomically(final, write)
+    """Save the open file as a copy at ``final``, safely (see :func:`save_outputs`)."""
+    tmp = safe_output.stage(
+        final,
+        lambda t: safe_output.save_blend_file(bpy, t),
+        lambda t: safe_output.check_blend(bpy, t),
+    )
+    safe_output.commit([(tmp, final)])
 
 
 def save_json(data: Any, final: Path) -> None:
-    def write(tmp: Path) -> None:
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    """Write ``data`` as JSON at ``final``, safely (see :func:`save_outputs`)."""
+    tmp = safe_output.stage(
+        final, lambda t: safe_output.write_json_file(data, t), safe_output.check_json
+    )
+    safe_output.commit([(tmp, final)])
 
-    write_atomically(final, write)
+
+def save_outputs(bpy: Any, out: Path, report_path: Path, report: Any) -> None:
+    """Stage the baked file and the report, check both, then rename both into place
+    (:mod:`safe_output`); on any failure neither destination changes."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        stop_point()
+        blend = safe_output.stage(
+            out,
+            lambda tmp: safe_output.save_blend_file(bpy, tmp),
+            lambda tmp: safe_output.check_blend(bpy, tmp),
+        )
+        staged.append((blend, out))
+        stop_point()
+        text = safe_output.stage(
+            report_path,
+            lambda tmp: safe_output.write_json_file(report, tmp),
+            safe_output.check_json,
+        )
+        staged.append((text, report_path))
+        stop_point()
+    except BaseException:
+        safe_output.discard(staged)
+        raise
+    safe_output.commit(staged)
 
 
 class ProgressLine:
@@ -401,18 +461,17 @@ def armatures_to_bake(bpy: Any, reach: Any, scene: Any, args: argparse.Namespace
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    if out.suffix.lower() != ".blend":
-        raise UsageError(f"--out {args.out!r}: the output must be a .blend file")
-    report_path = Path(args.report) if args.report else out.with_suffix(".json")
+    bpy = blender_module()
+    given = Path(args.input) if args.input is not None else None
+    if given is None and inside_blender() and bpy.data.filepath:
+        given = Path(bpy.data.filepath)
+    out, report_path = output_paths(args, given)
     if args.step < 1:
         raise UsageError(f"--step {args.step}: must be 1 or more")
     chains = [parse_chain(text) for text in args.chain]
-    bpy = blender_module()
 
     source = open_input(bpy, args)
-    if out.resolve() == source or report_path.resolve() == source:
-        raise UsageError("the output must not be the input file (it is never overwritten)")
+    output_paths(args, source)
     reach = load_reach_ik(bpy)
     bake = importlib.import_module(reach.__name__ + ".ik_addon.bake")
     methods = reach.ik_addon.evaluate.available_methods()
@@ -464,8 +523,14 @@ def run(args: argparse.Namespace) -> int:
         "seconds": time.perf_counter() - started,
         "armatures": [r.to_dict() for r in results],
     }
-    save_blend(bpy, out)
-    save_json(report, report_path)
+    try:
+        save_outputs(bpy, out, report_path, report)
+    except (OSError, safe_output.OutputError) as exc:
+        print(
+            f"{PROG}: writing failed, the old output (if any) is unchanged: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     print(f"wrote {out} and {report_path}")
     return EXIT_OK
 

@@ -147,6 +147,15 @@ BAD_ARGUMENTS = {
     "empty range": (["{demo}", "--frames", "5:"], "expected START:END"),
     "unknown solver": (["{demo}", "--solver", "newton"], "unknown solver 'newton'"),
     "output is the input": (["{demo}", "--out", "{demo}"], "must not be the input"),
+    "report is the input": (["{demo}", "--report", "{demo}"], "report must not be the input"),
+    "report is the output": (
+        ["{demo}", "--out", "{tmp}/never.blend", "--report", "{tmp}/never.blend"],
+        "report must not be the output",
+    ),
+    "report is a folder": (["{demo}", "--report", "{tmp}"], "is a folder"),
+    "output is a folder": (["{demo}", "--out", "{tmp}/dir.blend"], "is a folder"),
+    "range beyond Blender's": (["{demo}", "--frames", "1:2000000000"], "Blender's limits"),
+    "range before Blender's": (["{demo}", "--frames", "-1048575:1"], "Blender's limits"),
 }
 
 
@@ -155,7 +164,12 @@ def test_bad_arguments_exit_2_with_one_line(
     demo_files: dict[str, Path], tmp_path: Path, case: str
 ) -> None:
     args, expected = BAD_ARGUMENTS[case]
-    values = {"demo": str(demo_files["demo"]), "missing": str(tmp_path / "nope.blend")}
+    values = {
+        "demo": str(demo_files["demo"]),
+        "missing": str(tmp_path / "nope.blend"),
+        "tmp": str(tmp_path),
+    }
+    (tmp_path / "dir.blend").mkdir()
     argv = [a.format(**values) for a in args]
     if "--out" not in argv:
         argv += ["--out", str(tmp_path / "never.blend")]
@@ -166,8 +180,103 @@ def test_bad_arguments_exit_2_with_one_line(
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("bake.py: error: ")
     assert expected in lines[0]
+    assert "Baked" not in done.stdout, "refused before any work"
     assert not (tmp_path / "never.blend").exists()
+    assert not (tmp_path / "never.json").exists()
     assert _digest(demo_files["demo"]) == before
+
+
+def test_negative_frames(demo_files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "negative.blend"
+    done = run_bake(
+        str(demo_files["demo"]), "--out", str(out), "--armature", "Human", "--frames", "-8:-3"
+    )
+    assert done.returncode == 0, done.stderr
+    (human,) = json.loads(out.with_suffix(".json").read_text())["armatures"]
+    assert (human["frame_start"], human["frame_end"], human["frames"]) == (-8, -3, 6)
+
+
+#: Run bake.py's main() with the .blend save cut to half its bytes after Blender wrote it
+#: (what a full disk did: Blender reported success on a short write).
+SHORT_WRITE = """
+import sys
+sys.argv = [{script!r}] + {argv!r}
+sys.path.insert(0, {scripts!r})
+import bake, safe_output
+save = safe_output.save_blend_file
+def short(bpy, tmp):
+    save(bpy, tmp)
+    data = tmp.read_bytes()
+    tmp.write_bytes(data[: len(data) // 2])
+safe_output.save_blend_file = short
+sys.exit(bake.main())
+"""
+
+
+def _good_output(demo_files: dict[str, Path], out: Path) -> str:
+    done = run_bake(str(demo_files["demo"]), "--out", str(out), "--frames", "1:4")
+    assert done.returncode == 0, done.stderr
+    return _digest(out)
+
+
+def test_a_short_write_leaves_the_old_output(demo_files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "baked.blend"
+    good, good_report = _good_output(demo_files, out), _digest(out.with_suffix(".json"))
+    argv = [str(demo_files["demo"]), "--out", str(out), "--frames", "1:6"]
+    code = SHORT_WRITE.format(script=str(SCRIPT), argv=argv, scripts=str(REPO / "scripts"))
+    with tempfile.TemporaryDirectory(prefix="reach-ik-script-user-") as user:
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=_env(user), capture_output=True, text=True
+        )
+    assert done.returncode == 1, done.stderr
+    assert "writing failed" in done.stderr and "incomplete" in done.stderr
+    assert _digest(out) == good
+    assert _digest(out.with_suffix(".json")) == good_report, "the report is not half-updated"
+    assert _leftovers(tmp_path) == []
+
+
+def test_check_blend_refuses_cut_files(blender: Any, tmp_path: Path) -> None:
+    import safe_output
+
+    blender.ops.wm.read_homefile(use_empty=True)
+    blender.ops.object.armature_add()
+    for compress in (False, True):
+        good = tmp_path / f"good{int(compress)}.blend"
+        blender.ops.wm.save_as_mainfile(filepath=str(good), copy=True, compress=compress)
+        safe_output.check_blend(blender, good)
+        data = good.read_bytes()
+        for size in (len(data) - 1, len(data) - 4, len(data) // 2, 10):
+            cut = tmp_path / "cut.blend"
+            cut.write_bytes(data[:size])
+            with pytest.raises(safe_output.OutputError):
+                safe_output.check_blend(blender, cut)
+    assert len(blender.data.libraries) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounts need root")
+def test_a_full_disk_leaves_the_old_output(demo_files: dict[str, Path], tmp_path: Path) -> None:
+    """A real full disk: a tmpfs with room for the old output and little more."""
+    first = tmp_path / "first.blend"
+    _good_output(demo_files, first)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    size = first.stat().st_size + first.with_suffix(".json").stat().st_size + 8192
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr!r}")
+    try:
+        out = disk / "baked.blend"
+        out.write_bytes(first.read_bytes())
+        out.with_suffix(".json").write_bytes(first.with_suffix(".json").read_bytes())
+        good = _digest(out)
+        done = run_bake(str(demo_files["demo"]), "--out", str(out), "--frames", "1:6")
+        assert done.returncode == 1, done.stderr
+        assert _digest(out) == good
+        assert _leftovers(disk) == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
 
 
 def _complete_blend(path: Path) -> bool:
