@@ -66,6 +66,9 @@ After = Literal["KEEP", "DISABLE", "REMOVE"]
 #: (0.01° = 1.7e-4 rad).
 CHECK_TOLERANCE = 1e-5
 
+#: Blender's frame limits (``MINFRAME``/``MAXFRAME``: the bounds of ``Scene.frame_end``).
+MINFRAME, MAXFRAME = -1048574, 1048574
+
 #: Settings of a chain that can be animated, read at every frame (the others once).
 ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
 
@@ -90,7 +93,10 @@ class BakeOptions:
         frame_step: key every this many frames (``frame_end`` is always keyed).
         chains: tip bones of the chains to bake; ``None`` = every enabled chain.
         into: ``"CURRENT"`` keys into the armature's action (a new one if it has none),
-            ``"NEW"`` into a copy of it, leaving the original action as it was.
+            ``"NEW"`` into a copy of it, leaving the original action as it was (with a
+            fake user, so it stays in the file).
+        overwrite_shared: with ``"CURRENT"``, key the action even when other objects use
+            it too; by default such a shared action is left as it was and a copy is keyed.
         after: what becomes of the baked chains: ``"KEEP"`` them as they are,
             ``"DISABLE"`` them (settings kept; the keys take over), or ``"REMOVE"`` them.
         solver: bake with this solver instead of each chain's own (``None``: their own).
@@ -103,9 +109,17 @@ class BakeOptions:
     into: Into = "CURRENT"
     after: After = "DISABLE"
     solver: str | None = None
+    overwrite_shared: bool = False
 
     def check(self) -> None:
         """Raise :class:`BakeError` unless the options make sense on their own."""
+        for name in ("frame_start", "frame_end"):
+            value = getattr(self, name)
+            if not MINFRAME <= value <= MAXFRAME:
+                raise BakeError(
+                    f"{name.replace('_', ' ')} {value} lies outside Blender's frame range "
+                    f"{MINFRAME}..{MAXFRAME}"
+                )
         if self.frame_end < self.frame_start:
             raise BakeError(
                 f"frame range {self.frame_start}..{self.frame_end} is reversed: the end "
@@ -140,6 +154,8 @@ class BakeResult:
     Attributes:
         armature: the armature object's name.
         action: the action keyed.
+        original_action: the action assigned before, when a new one was keyed (it is kept
+            as it was, with a fake user); ``""`` otherwise.
         frames: how many frames were keyed per channel.
         frame_start, frame_end, frame_step: the range baked.
         chains: one quality report per baked chain.
@@ -158,12 +174,14 @@ class BakeResult:
     warnings: list[str] = field(default_factory=list)
     method: str = "batched"
     seconds: float = 0.0
+    original_action: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of the whole result."""
         return {
             "armature": self.armature,
             "action": self.action,
+            "original_action": self.original_action,
             "frames": self.frames,
             "frame_start": self.frame_start,
             "frame_end": self.frame_end,
@@ -183,6 +201,8 @@ class BakeResult:
             f"({self.frame_start}–{self.frame_end}) into '{self.action}' in "
             f"{self.seconds:.2f} s; largest residual {worst * 1000:.3g} mm"
         )
+        if self.original_action:
+            line += f"; '{self.original_action}' kept as it was"
         if pops:
             line += f"; {pops} pop(s)"
         if self.warnings:
@@ -781,7 +801,14 @@ def bake(
     if not solved:
         scene.frame_set(frame_back[0], subframe=frame_back[1])
         raise BakeError("no chain could be baked: " + "; ".join(warnings))
-    action = keying.prepare_action(obj, options.into)
+    prepared = keying.prepare_action(obj, options.into, options.overwrite_shared)
+    action = prepared.action
+    if prepared.shared_with:
+        warnings.append(
+            f"action '{prepared.original}' is shared with {', '.join(prepared.shared_with)}: "
+            f"baked into the new action '{action.name}' instead (the original is kept; "
+            "ask to overwrite shared actions to key it)"
+        )
     channels = keying.Channels(obj)
     keyed, to_key = 0, sum(len(r.bone_names) for r in solved)
     for result in solved:
@@ -835,6 +862,7 @@ def bake(
         warnings=warnings,
         method=method,
         seconds=time.perf_counter() - started,
+        original_action=prepared.original,
     )
     store_report(obj, baked)
     return baked
@@ -867,10 +895,18 @@ class REACH_IK_OT_bake(bpy.types.Operator):
         name="Armature", description="Armature object to bake; empty = the active object"
     )
     frame_start: IntProperty(  # type: ignore[valid-type]
-        name="Start Frame", description="First frame to bake", default=1
+        name="Start Frame",
+        description="First frame to bake",
+        default=1,
+        soft_min=MINFRAME,
+        soft_max=MAXFRAME,
     )
     frame_end: IntProperty(  # type: ignore[valid-type]
-        name="End Frame", description="Last frame to bake", default=250
+        name="End Frame",
+        description="Last frame to bake",
+        default=250,
+        soft_min=MINFRAME,
+        soft_max=MAXFRAME,
     )
     frame_step: IntProperty(  # type: ignore[valid-type]
         name="Frame Step", description="Key every this many frames", default=1, min=1, max=1000
@@ -884,9 +920,19 @@ class REACH_IK_OT_bake(bpy.types.Operator):
         name="Into",
         items=(
             ("CURRENT", "Current Action", "Key into the armature's action"),
-            ("NEW", "New Action", "Key into a copy of the action; the original stays as it was"),
+            (
+                "NEW",
+                "New Action",
+                "Key into a copy of the action; the original stays as it was (fake user)",
+            ),
         ),
         default="CURRENT",
+    )
+    overwrite_shared: BoolProperty(  # type: ignore[valid-type]
+        name="Overwrite Shared Action",
+        description="Key the current action even when other objects use it too (by "
+        "default a shared action is left as it was and a copy is keyed)",
+        default=False,
     )
     after: EnumProperty(  # type: ignore[valid-type]
         name="Chains After",
@@ -942,6 +988,7 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             chains=chains,
             into=self.into,
             after=self.after,
+            overwrite_shared=self.overwrite_shared,
         )
         wm = context.window_manager
         wm.progress_begin(0, 1000)

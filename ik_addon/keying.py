@@ -258,21 +258,60 @@ def _new_action_name(obj: Any) -> str:
     return f"{obj.name}_ReachIK_bake"
 
 
-def prepare_action(obj: Any, into: str) -> Any:
+def action_users(action: Any) -> list[str]:
+    """Names of the objects that use ``action``: as their assigned action or in an NLA strip."""
+    users = []
+    for obj in bpy.data.objects:
+        adt = obj.animation_data
+        if adt is None:
+            continue
+        strips = (strip for track in adt.nla_tracks for strip in track.strips)
+        if adt.action == action or any(strip.action == action for strip in strips):
+            users.append(obj.name)
+    return users
+
+
+@dataclass(frozen=True)
+class PreparedAction:
+    """The action a bake keys into.
+
+    Attributes:
+        action: the action keyed.
+        original: the name of the action that was assigned before, when the bake keys a
+            new one (kept, with a fake user so that it survives save and reopen); ``""``
+            when the bake keys the assigned action itself or there was none.
+        shared_with: other objects that use the original action, when that is why a new
+            action was made (a shared action is not overwritten unless asked).
+    """
+
+    action: Any
+    original: str = ""
+    shared_with: tuple[str, ...] = ()
+
+
+def prepare_action(obj: Any, into: str, overwrite_shared: bool = False) -> PreparedAction:
     """Make sure ``obj`` has the action (and slot) to bake into, and return it.
 
     ``into``: ``"CURRENT"`` keys into the assigned action (a new one when there is none);
-    ``"NEW"`` assigns a copy of the current action (or an empty one), so the original
-    stays as it was.
+    ``"NEW"`` assigns a copy of the current action (or an empty one). An assigned action
+    that other objects use too (as their action or in NLA strips) is copied as with
+    ``"NEW"`` unless ``overwrite_shared``, as Blender's own bake does. Whenever a copy is
+    made, the original gets a fake user so that it stays in the file as it was.
     """
     if into not in ("CURRENT", "NEW"):
         raise ValueError(f"into must be 'CURRENT' or 'NEW', got {into!r}")
     adt = obj.animation_data or obj.animation_data_create()
     current = adt.action
     slot_identifier = adt.action_slot.identifier if _LAYERED_ACTIONS and adt.action_slot else ""
-    if into == "CURRENT" and current is not None:
+    shared: tuple[str, ...] = ()
+    if current is not None and into == "CURRENT" and not overwrite_shared:
+        shared = tuple(name for name in action_users(current) if name != obj.name)
+    original = ""
+    if into == "CURRENT" and current is not None and not shared:
         action = current
     elif current is not None:
+        current.use_fake_user = True
+        original = current.name
         action = current.copy()
         action.name = _new_action_name(obj)
     else:
@@ -288,7 +327,7 @@ def prepare_action(obj: Any, into: str) -> Any:
         if slot is None:
             slot = action.slots.new("OBJECT", obj.name)
         adt.action_slot = slot
-    return action
+    return PreparedAction(action, original, shared)
 
 
 @dataclass

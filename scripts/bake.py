@@ -146,6 +146,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="key into a copy of each armature's action (default: into the action)",
     )
     parser.add_argument(
+        "--overwrite-shared",
+        action="store_true",
+        help="key an action that other objects use too (default: key a copy of it)",
+    )
+    parser.add_argument(
         "--after",
         choices=("keep", "disable", "remove"),
         default="disable",
@@ -500,6 +505,7 @@ def run(args: argparse.Namespace) -> int:
             into="NEW" if args.new_action else "CURRENT",
             after=args.after.upper(),
             solver=args.solver,
+            overwrite_shared=args.overwrite_shared,
         )
         try:
             options.check()

@@ -229,7 +229,8 @@ def test_a_short_write_leaves_the_old_output(demo_files: dict[str, Path], tmp_pa
             [sys.executable, "-c", code], env=_env(user), capture_output=True, text=True
         )
     assert done.returncode == 1, done.stderr
-    assert "writing failed" in done.stderr and "incomplete" in done.stderr
+    assert "writing failed" in done.stderr
+    assert "incomplete" in done.stderr
     assert _digest(out) == good
     assert _digest(out.with_suffix(".json")) == good_report, "the report is not half-updated"
     assert _leftovers(tmp_path) == []

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A bake never loses the user's animation: *New Action* keeps the original through save
+and reopen, a shared action is not overwritten unless asked, and out-of-range frames are
+refused with a clear message (operator and API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from rigs import add_empty, blender_module, build_arm, head_world, tail_world
+
+
+def _arm_with_action(name: str, action: Any = None) -> tuple[Any, Any]:
+    """The hand-built arm with a keyed rotation on ``upper`` and a chain on ``hand``."""
+    import build_demo
+
+    bpy = blender_module()
+    arm = build_arm(name)
+    if action is None:
+        for f, angle in ((1, 0.0), (20, 0.4)):
+            arm.pose.bones["upper"].rotation_quaternion = (np.cos(angle), np.sin(angle), 0, 0)
+            arm.pose.bones["upper"].keyframe_insert("rotation_quaternion", frame=f)
+    else:
+        arm.animation_data_create()
+        arm.animation_data.action = action
+        if hasattr(arm.animation_data, "action_slot") and arm.animation_data.action_slot is None:
+            arm.animation_data.action_slot = action.slots[0]
+    target = add_empty(f"{name}_target", head_world(arm, "upper") + np.array([0.2, 0.3, -0.1]))
+    build_demo.set_chain(arm, "hand", 3, target)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    return arm, target
+
+
+def _keys(action: Any) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    bags = (
+        [action]
+        if not hasattr(action, "layers")
+        else [b for layer in action.layers for s in layer.strips for b in s.channelbags]
+    )
+    return {
+        (fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points]
+        for bag in bags
+        for fc in bag.fcurves
+    }
+
+
+def test_new_action_keeps_the_original_through_save_and_reopen(
+    clean_scene: Any, addon: Any, tmp_path: Path
+) -> None:
+    bpy = blender_module()
+    arm, _ = _arm_with_action("Arm")
+    original = arm.animation_data.action
+    name, before = original.name, _keys(original)
+    result = addon.bake.bake(arm, addon.bake.BakeOptions(1, 10, into="NEW"))
+    assert result.original_action == name
+    assert result.to_dict()["original_action"] == name
+    assert name in result.summary()
+    path = tmp_path / "new_action.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    kept = bpy.data.actions.get(name)
+    assert kept is not None, "the original action is gone after save and reopen"
+    assert _keys(kept) == before
+    assert bpy.data.objects["Arm"].animation_data.action.name == result.action
+
+
+def test_a_shared_action_is_not_overwritten(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+    first, _ = _arm_with_action("First")
+    shared = first.animation_data.action
+    second, _ = _arm_with_action("Second", shared)
+    first.pose.bones["hand"].reach_ik.enabled = False  # the first arm plays its keys
+    scene = bpy.context.scene
+    frames = [1, 5, 10]
+    before = {}
+    for f in frames:
+        scene.frame_set(f)
+        before[f] = tail_world(first, "hand")
+    keys = _keys(shared)
+    result = addon.bake.bake(second, addon.bake.BakeOptions(1, 10))
+    assert second.animation_data.action != shared
+    assert result.action != shared.name
+    assert result.original_action == shared.name
+    assert any("shared with First" in w for w in result.warnings), result.warnings
+    assert _keys(shared) == keys
+    assert first.animation_data.action == shared
+    for f in frames:
+        scene.frame_set(f)
+        assert np.allclose(tail_world(first, "hand"), before[f], atol=1e-9)
+    # asked to: the shared action itself is keyed
+    third, _ = _arm_with_action("Third", shared)
+    result = addon.bake.bake(third, addon.bake.BakeOptions(1, 10, overwrite_shared=True))
+    assert third.animation_data.action == shared
+    assert result.action == shared.name
+    assert result.original_action == ""
+    assert _keys(shared) != keys
+
+
+def test_frames_beyond_blenders_limits_are_refused(clean_scene: Any, addon: Any) -> None:
+    bpy = blender_module()
+    arm, _ = _arm_with_action("Arm")
+    bake = addon.bake
+    with pytest.raises(bake.BakeError, match="outside Blender's frame range"):
+        bake.bake(arm, bake.BakeOptions(1, 2**31 - 1))
+    with pytest.raises(bake.BakeError, match="outside Blender's frame range"):
+        bake.bake(arm, bake.BakeOptions(-2_000_000, 1))
+    bpy.context.view_layer.objects.active = arm
+    with pytest.raises(RuntimeError, match="outside Blender's frame range"):
+        bpy.ops.reach_ik.bake("EXEC_DEFAULT", frame_start=1, frame_end=2**31 - 1)
+    result = bake.bake(arm, bake.BakeOptions(-12, -3))
+    assert (result.frame_start, result.frame_end, result.frames) == (-12, -3, 10)
