@@ -46,11 +46,11 @@ from typing import Any, Literal
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..core import ReachIKError
 from ..core import rotations as rot
-from . import constraints, evaluate, handlers, keying, sampling
+from . import constraints, evaluate, handlers, key_reduction, keying, sampling
 from .operators import remove_chain
 from .quality import ChainQuality, chain_quality
 from .rig import RigChain, base_matrices
@@ -95,6 +95,12 @@ class BakeOptions:
         into: ``"CURRENT"`` keys into the armature's action (a new one if it has none),
             ``"NEW"`` into a copy of it, leaving the original action as it was (with a
             fake user, so it stays in the file).
+        reduce: keep only the keys needed to replay the full bake within ``reduce_distance``
+            at each chain's effector and ``reduce_angle`` at every joint (on every frame
+            and the quarter frames between; :mod:`.key_reduction`); else key every frame.
+        reduce_distance: world units; ``None`` = :data:`.key_reduction.DISTANCE_FRACTION`
+            × the chain's reach.
+        reduce_angle: radians.
         overwrite_shared: with ``"CURRENT"``, key the action even when other objects use
             it too; by default such a shared action is left as it was and a copy is keyed.
         after: what becomes of the baked chains: ``"KEEP"`` them as they are,
@@ -110,6 +116,9 @@ class BakeOptions:
     after: After = "DISABLE"
     solver: str | None = None
     overwrite_shared: bool = False
+    reduce: bool = False
+    reduce_distance: float | None = None
+    reduce_angle: float = float(key_reduction.ANGLE)
 
     def check(self) -> None:
         """Raise :class:`BakeError` unless the options make sense on their own."""
@@ -125,6 +134,10 @@ class BakeOptions:
                 f"frame range {self.frame_start}..{self.frame_end} is reversed: the end "
                 "must not come before the start"
             )
+        if self.reduce and not (
+            self.reduce_angle > 0.0 and (self.reduce_distance is None or self.reduce_distance > 0)
+        ):
+            raise BakeError("key reduction needs a positive distance and angle")
         if self.frame_step < 1:
             raise BakeError(f"frame step must be 1 or more, got {self.frame_step}")
         if self.chains is not None and not self.chains:
@@ -156,6 +169,10 @@ class BakeResult:
         action: the action keyed.
         original_action: the action assigned before, when a new one was keyed (it is kept
             as it was, with a fake user); ``""`` otherwise.
+        keys_full, keys: rotation keys a full bake writes, and the keys written (fewer
+            with key reduction).
+        reduction: per chain, the reduction's bounds and largest errors as replayed.
+        reduction_seconds: time spent choosing the keys.
         frames: how many frames were keyed per channel.
         frame_start, frame_end, frame_step: the range baked.
         chains: one quality report per baked chain.
@@ -175,6 +192,10 @@ class BakeResult:
     method: str = "batched"
     seconds: float = 0.0
     original_action: str = ""
+    keys_full: int = 0
+    keys: int = 0
+    reduction: list[dict[str, Any]] = field(default_factory=list)
+    reduction_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of the whole result."""
@@ -190,6 +211,10 @@ class BakeResult:
             "seconds": self.seconds,
             "chains": [c.to_dict() for c in self.chains],
             "warnings": list(self.warnings),
+            "keys_full": self.keys_full,
+            "keys": self.keys,
+            "reduction": list(self.reduction),
+            "reduction_seconds": self.reduction_seconds,
         }
 
     def summary(self) -> str:
@@ -201,6 +226,11 @@ class BakeResult:
             f"({self.frame_start}–{self.frame_end}) into '{self.action}' in "
             f"{self.seconds:.2f} s; largest residual {worst * 1000:.3g} mm"
         )
+        if self.keys < self.keys_full:
+            line += (
+                f"; {self.keys} keys instead of {self.keys_full} "
+                f"({100.0 * (1 - self.keys / self.keys_full):.0f}% fewer)"
+            )
         if self.original_action:
             line += f"; '{self.original_action}' kept as it was"
         if pops:
@@ -811,18 +841,39 @@ def bake(
         )
     channels = keying.Channels(obj)
     keyed, to_key = 0, sum(len(r.bone_names) for r in solved)
+    keys_full = keys_written = 0
+    reductions: list[dict[str, Any]] = []
+    reduction_seconds = 0.0
     for result in solved:
+        plans = []
         for j, name in enumerate(result.bone_names):
+            plans.append(
+                keying.plan_bone_rotations(
+                    channels,
+                    obj.pose.bones[name],
+                    result.rotations[:, j],
+                    options.frame_start,
+                    options.frame_end,
+                )
+            )
+        keep = slopes = None
+        if options.reduce:
+            clock = time.perf_counter()
+            reduced, entry = _reduce(obj, result, plans, frames, options)
+            reduction_seconds += time.perf_counter() - clock
+            reductions.append(entry)
+            keep = reduced.keep
+        for j, plan in enumerate(plans):
             _report_progress(progress, SOLVED + (1.0 - SOLVED) * keyed / to_key)
             keyed += 1
-            written = keying.write_bone_rotations(
-                channels,
-                obj.pose.bones[name],
-                frames,
-                result.rotations[:, j],
-                options.frame_start,
-                options.frame_end,
+            if keep is not None:
+                slopes = (reduced.slopes_left[j], reduced.slopes_right[j])
+            written = keying.write_plan(
+                channels, plan, frames, options.frame_start, options.frame_end, keep, slopes
             )
+            width = plan.values.shape[1]
+            keys_full += width * frames.size
+            keys_written += width * (frames.size if keep is None else int(keep.sum()))
             warnings.extend(
                 f"F-curve '{w.data_path}'[{w.index}] has modifiers, which change the baked keys"
                 for w in written
@@ -863,9 +914,48 @@ def bake(
         method=method,
         seconds=time.perf_counter() - started,
         original_action=prepared.original,
+        keys_full=keys_full,
+        keys=keys_written,
+        reduction=reductions,
+        reduction_seconds=reduction_seconds,
     )
     store_report(obj, baked)
     return baked
+
+
+def _reduce(
+    obj: Any,
+    result: _Solved,
+    plans: Sequence[keying.BonePlan],
+    frames: np.ndarray,
+    options: BakeOptions,
+) -> tuple[key_reduction.Reduction, dict[str, Any]]:
+    """Choose one chain's keys (:func:`.key_reduction.reduce_chain`); returns the reduction
+    and its report entry."""
+    bones = obj.data.bones
+    rest = np.array([np.array(bones[n].matrix_local) for n in result.bone_names])
+    world = np.array(obj.matrix_world)
+    scale = float(np.mean(np.linalg.norm(world[:3, :3], axis=0)))
+    distance = options.reduce_distance
+    if distance is None:
+        distance = key_reduction.DISTANCE_FRACTION * result.chain_length_world
+    reduced = key_reduction.reduce_chain(
+        frames,
+        [key_reduction.BoneCurves(p.mode, p.values) for p in plans],
+        key_reduction.ChainRest(rest, float(bones[result.bone_names[-1]].length), scale),
+        distance,
+        options.reduce_angle,
+    )
+    entry = {
+        "chain": result.spec.tip,
+        "frames": int(frames.size),
+        "keyed_frames": int(reduced.keep.sum()),
+        "distance_bound": distance,
+        "angle_bound_deg": math.degrees(options.reduce_angle),
+        "distance_max": reduced.distance,
+        "angle_max_deg": math.degrees(reduced.angle),
+    }
+    return reduced, entry
 
 
 def write_report(result: BakeResult, path: str) -> None:
@@ -928,6 +1018,27 @@ class REACH_IK_OT_bake(bpy.types.Operator):
         ),
         default="CURRENT",
     )
+    reduce: BoolProperty(  # type: ignore[valid-type]
+        name="Reduce Keys",
+        description="Keep only the keys needed to replay the bake within the distance at "
+        "each effector and the angle at every joint (on every frame and quarter frame)",
+        default=False,
+    )
+    reduce_distance: FloatProperty(  # type: ignore[valid-type]
+        name="Distance",
+        description="Largest effector distance from the full bake; 0 = 0.1% of each chain's reach",
+        default=0.0,
+        min=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )
+    reduce_angle: FloatProperty(  # type: ignore[valid-type]
+        name="Angle",
+        description="Largest joint angle from the full bake",
+        default=float(key_reduction.ANGLE),
+        min=1e-6,
+        subtype="ANGLE",
+    )
     overwrite_shared: BoolProperty(  # type: ignore[valid-type]
         name="Overwrite Shared Action",
         description="Key the current action even when other objects use it too (by "
@@ -989,6 +1100,9 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             into=self.into,
             after=self.after,
             overwrite_shared=self.overwrite_shared,
+            reduce=self.reduce,
+            reduce_distance=self.reduce_distance or None,
+            reduce_angle=self.reduce_angle,
         )
         wm = context.window_manager
         wm.progress_begin(0, 1000)

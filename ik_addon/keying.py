@@ -361,8 +361,35 @@ class _KeyArrays:
             points.foreach_set(name, self.values[name])
 
 
-def _baked_keys(frames: FloatArray, values: FloatArray) -> _KeyArrays:
-    """Fresh linear keys at ``frames (F,)`` with ``values (F,)``; handles set later.
+@dataclass(frozen=True)
+class Handles:
+    """Free Bézier handles of reduced keys (:mod:`.key_reduction`): ``left``/``right``
+    ``(F, 2)`` (frame, value) per key."""
+
+    left: FloatArray
+    right: FloatArray
+
+
+def reduced_handles(
+    frames: FloatArray, values: FloatArray, left: FloatArray, right: FloatArray
+) -> Handles:
+    """Handles at the thirds of the gaps to the neighbouring keys ``frames (K,)`` with
+    ``values (K,)`` and slopes ``left``/``right`` ``(K,)`` (a single frame's gap at the
+    ends)."""
+    gaps = np.diff(frames)
+    before = np.concatenate([[gaps[0] if gaps.size else 1.0], gaps]) / 3.0
+    after = np.concatenate([gaps, [gaps[-1] if gaps.size else 1.0]]) / 3.0
+    return Handles(
+        np.stack([frames - before, values - left * before], axis=-1),
+        np.stack([frames + after, values + right * after], axis=-1),
+    )
+
+
+def _baked_keys(
+    frames: FloatArray, values: FloatArray, handles: Handles | None = None
+) -> _KeyArrays:
+    """Fresh keys at ``frames (F,)`` with ``values (F,)``: linear (handles set later), or
+    Bézier with the given free ``handles``.
 
     Every other attribute is what ``keyframe_points.add`` gives a new key (auto-clamped
     handles, selected, zero easing parameters), so :func:`_merge_into` need not write it
@@ -373,13 +400,14 @@ def _baked_keys(frames: FloatArray, values: FloatArray) -> _KeyArrays:
     co[:, 0] = frames
     co[:, 1] = values
     keys = _KeyArrays()
+    handle_type = "AUTO_CLAMPED" if handles is None else "FREE"
     fills = {
         "co": co.ravel(),
-        "handle_left": co.ravel().copy(),
-        "handle_right": co.ravel().copy(),
-        "interpolation": _enum_value("interpolation", "LINEAR"),
-        "handle_left_type": _enum_value("handle_left_type", "AUTO_CLAMPED"),
-        "handle_right_type": _enum_value("handle_right_type", "AUTO_CLAMPED"),
+        "handle_left": co.ravel().copy() if handles is None else handles.left.ravel(),
+        "handle_right": co.ravel().copy() if handles is None else handles.right.ravel(),
+        "interpolation": _enum_value("interpolation", "LINEAR" if handles is None else "BEZIER"),
+        "handle_left_type": _enum_value("handle_left_type", handle_type),
+        "handle_right_type": _enum_value("handle_right_type", handle_type),
         "easing": _enum_value("easing", "AUTO"),
         "type": _enum_value("type", "KEYFRAME"),
         "back": 0.0,
@@ -445,6 +473,69 @@ def _neighbours(
     return found[0], found[1]
 
 
+@dataclass
+class BonePlan:
+    """What :func:`write_bone_rotations` writes for one bone, before writing it.
+
+    Attributes:
+        data_path: the rotation property's F-curve path.
+        mode: the bone's rotation mode.
+        curves: the existing F-curves per channel (``None`` where there is none).
+        existing: their keys.
+        values: ``(F, k)`` the channel values to key (continuous with the kept keys).
+    """
+
+    data_path: str
+    mode: str
+    bone: str
+    curves: list[Any]
+    existing: list[_KeyArrays | None]
+    values: FloatArray
+
+
+def plan_bone_rotations(
+    channels: Channels,
+    pose_bone: Any,
+    rotations: FloatArray,
+    frame_start: float,
+    frame_end: float,
+) -> BonePlan:
+    """The channel values that keying ``rotations (F, 4)`` wxyz basis quaternions of
+    ``pose_bone`` in ``[frame_start, frame_end]`` writes (see :func:`write_bone_rotations`)."""
+    prop, width = rotation_path(pose_bone.rotation_mode)
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_bone.name)}"].{prop}'
+    curves = [channels.find(data_path, i) for i in range(width)]
+    existing = [None if fc is None else _KeyArrays.read(fc.keyframe_points) for fc in curves]
+    before, after = _neighbours(existing, frame_start, frame_end)
+    values = channel_values(pose_bone.rotation_mode, rotations, before, after)
+    return BonePlan(data_path, pose_bone.rotation_mode, pose_bone.name, curves, existing, values)
+
+
+def write_plan(
+    channels: Channels,
+    plan: BonePlan,
+    frames: FloatArray,
+    frame_start: float,
+    frame_end: float,
+    keep: NDArray[np.bool_] | None = None,
+    slopes: tuple[FloatArray, FloatArray] | None = None,
+) -> list[FCurveWrite]:
+    """Write a :class:`BonePlan` at ``frames (F,)``: every frame as linear keys, or only
+    the frames in ``keep (F,)`` as Bézier keys with free handles of ``slopes`` (left,
+    right, each ``(F, k)``; see :mod:`.key_reduction`)."""
+    frames = np.asarray(frames, dtype=np.float64)
+    report = []
+    for i in range(plan.values.shape[1]):
+        fcurve = plan.curves[i] or channels.new(plan.data_path, i, plan.bone)
+        old = plan.existing[i] or _KeyArrays.read(fcurve.keyframe_points)
+        x, y, handles = frames, plan.values[:, i], None
+        if keep is not None and slopes is not None:
+            x, y = frames[keep], y[keep]
+            handles = reduced_handles(x, y, slopes[0][keep, i], slopes[1][keep, i])
+        report.append(_merge_into(fcurve, old, x, y, frame_start, frame_end, handles))
+    return report
+
+
 def write_bone_rotations(
     channels: Channels,
     pose_bone: Any,
@@ -458,19 +549,8 @@ def write_bone_rotations(
     Writes the rotation channels of the bone's ``rotation_mode``; keys of those channels
     inside ``[frame_start, frame_end]`` are replaced, all others kept exactly.
     """
-    frames = np.asarray(frames, dtype=np.float64)
-    prop, width = rotation_path(pose_bone.rotation_mode)
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_bone.name)}"].{prop}'
-    curves = [channels.find(data_path, i) for i in range(width)]
-    existing = [None if fc is None else _KeyArrays.read(fc.keyframe_points) for fc in curves]
-    before, after = _neighbours(existing, frame_start, frame_end)
-    values = channel_values(pose_bone.rotation_mode, rotations, before, after)
-    report = []
-    for i in range(width):
-        fcurve = curves[i] or channels.new(data_path, i, pose_bone.name)
-        old = existing[i] or _KeyArrays.read(fcurve.keyframe_points)
-        report.append(_merge_into(fcurve, old, frames, values[:, i], frame_start, frame_end))
-    return report
+    plan = plan_bone_rotations(channels, pose_bone, rotations, frame_start, frame_end)
+    return write_plan(channels, plan, frames, frame_start, frame_end)
 
 
 def _merge_into(
@@ -480,12 +560,14 @@ def _merge_into(
     values: FloatArray,
     frame_start: float,
     frame_end: float,
+    handles: Handles | None = None,
 ) -> FCurveWrite:
-    """Replace ``fcurve``'s keys inside the range by linear keys ``values`` at ``frames``."""
+    """Replace ``fcurve``'s keys inside the range by keys ``values`` at ``frames`` (linear,
+    or Bézier with free ``handles``)."""
     x = old.frames()
     lo = x < frame_start - FRAME_EPSILON
     hi = x > frame_end + FRAME_EPSILON
-    merged = _concatenate([old.take(lo), _baked_keys(frames, values), old.take(hi)])
+    merged = _concatenate([old.take(lo), _baked_keys(frames, values, handles), old.take(hi)])
     kept = np.concatenate(
         [np.ones(int(lo.sum()), bool), np.zeros(frames.size, bool), np.ones(int(hi.sum()), bool)]
     )
@@ -498,7 +580,10 @@ def _merge_into(
         # Only baked keys: a fresh set of keys needs just frames, values and interpolation.
         points.clear()
         points.add(total)
-        merged.write(points, ("co", "interpolation"))
+        written: tuple[str, ...] = ("co", "interpolation")
+        if handles is not None:
+            written += ("handle_left_type", "handle_right_type", "handle_left", "handle_right")
+        merged.write(points, written)
         fcurve.update()
         return FCurveWrite(fcurve.data_path, fcurve.array_index, x.size, 0, len(fcurve.modifiers))
     if len(points) > total:

@@ -146,6 +146,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="key into a copy of each armature's action (default: into the action)",
     )
     parser.add_argument(
+        "--reduce",
+        action="store_true",
+        help="keep only the keys needed within --reduce-distance / --reduce-angle",
+    )
+    parser.add_argument(
+        "--reduce-distance",
+        type=float,
+        help="largest effector distance from the full bake, world units "
+        "(default: 0.1%% of each chain's reach)",
+    )
+    parser.add_argument(
+        "--reduce-angle",
+        type=float,
+        default=0.5,
+        help="largest joint angle from the full bake, degrees (default 0.5)",
+    )
+    parser.add_argument(
         "--overwrite-shared",
         action="store_true",
         help="key an action that other objects use too (default: key a copy of it)",
@@ -506,6 +523,9 @@ def run(args: argparse.Namespace) -> int:
             after=args.after.upper(),
             solver=args.solver,
             overwrite_shared=args.overwrite_shared,
+            reduce=args.reduce,
+            reduce_distance=args.reduce_distance,
+            reduce_angle=math.radians(args.reduce_angle),
         )
         try:
             options.check()
