@@ -167,6 +167,21 @@ def time_reach(path: Path, frames: int, reach: Any) -> tuple[float, str]:
     return seconds, report["method"]
 
 
+def time_reduction(path: Path, frames: int, reach: Any) -> dict[str, Any]:
+    """One bake with key reduction (``BakeOptions(reduce=True)``): the whole bake's and the
+    reduction's seconds, keys written and keys of the full bake."""
+    rig = _open(path)
+    bake = reach.ik_addon.bake
+    started = time.perf_counter()
+    result = bake.bake(rig, bake.BakeOptions(1, frames, reduce=True))
+    return {
+        "seconds": time.perf_counter() - started,
+        "reduction_seconds": result.reduction_seconds,
+        "keys": result.keys,
+        "keys_full": result.keys_full,
+    }
+
+
 def _status_bytes(key: str) -> int:
     with open("/proc/self/status", encoding="ascii") as handle:
         for line in handle:
@@ -245,6 +260,22 @@ def markdown(report: dict[str, Any]) -> str:
             f"{row['reach_seconds']:.3f} | {row['reach_fps']:.0f} | **{row['ratio']:.1f}×** | "
             f"{row['method']} |"
         )
+    lines += [
+        "",
+        "Key reduction (`BakeOptions(reduce=True)`, default bounds; measured after the "
+        "ratio's repeats, medians): the bake without reduction (above) beside the reduction "
+        "alone.",
+        "",
+        "| scenario | bake s (no reduction) | reduction s | reduced bake s | keys | "
+        "keys reduced | fewer |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in r["scenarios"].items():
+        lines.append(
+            f"| {name} | {row['reach_seconds']:.3f} | {row['reduce_seconds']:.3f} | "
+            f"{row['reduced_bake_seconds']:.3f} | {row['keys_full']} | {row['keys_reduced']} | "
+            f"{100 * (1 - row['keys_reduced'] / row['keys_full']):.0f}% |"
+        )
     lines += ["", f"Bar: ≥ {BAR:.0f}× on the first scenario (the issue's benchmark)."]
     for long in r.get("long", []):
         memory = long["peak_rss_added_mib"]
@@ -274,7 +305,12 @@ def run_scenario(
                 seconds, method = time_reach(reach_file, frames, reach)
                 reach_times.append(seconds)
     ratios = [b / r for b, r in zip(blender_times, reach_times, strict=True)]
+    reduced = [time_reduction(reach_file, frames, reach) for _ in range(repeats)]
     return {
+        "reduce_seconds": statistics.median(r["reduction_seconds"] for r in reduced),
+        "reduced_bake_seconds": statistics.median(r["seconds"] for r in reduced),
+        "keys_full": reduced[0]["keys_full"],
+        "keys_reduced": reduced[0]["keys"],
         "blender_seconds_all": blender_times,
         "reach_seconds_all": reach_times,
         "blender_seconds": statistics.median(blender_times),
