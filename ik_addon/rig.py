@@ -340,13 +340,18 @@ def _rest_bend(obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, 
     """Rest-pose axis (root→effector, unit), bend vector and root rest matrix (armature space).
 
     The bend is the mean offset of the inner joints from the root→effector line, as in
-    :mod:`core.bend_plane`; a straight chain bends toward the root bone's −Z axis.
+    :mod:`core.bend_plane`; a straight chain bends toward the root bone's −Z axis. A chain
+    folded so that its rest effector lies on its root has no such line: the root bone's
+    own axis (Y) stands for it, so the result stays finite.
     """
     bones = obj.data.bones
     root = matrix(bones[names[0]].matrix_local)
     head = root[:3, 3]
     effector = np.array(bones[names[-1]].tail_local, dtype=np.float64)
     axis = effector - head
+    reach = sum(float(bones[n].length) for n in names)
+    if np.linalg.norm(axis) <= 1e-9 * max(reach, 1e-12):
+        axis = root[:3, 1].copy()
     axis /= np.linalg.norm(axis)
     inner = np.array([bones[n].head_local for n in names[1:]], dtype=np.float64).reshape(-1, 3)
     bend = np.zeros(3)

@@ -5,12 +5,15 @@ refused with a clear message (operator and API)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from rigs import add_empty, blender_module, build_arm, head_world, tail_world
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 
 def _arm_with_action(name: str, action: Any = None) -> tuple[Any, Any]:
@@ -112,3 +115,34 @@ def test_frames_beyond_blenders_limits_are_refused(clean_scene: Any, addon: Any)
         bpy.ops.reach_ik.bake("EXEC_DEFAULT", frame_start=1, frame_end=2**31 - 1)
     result = bake.bake(arm, bake.BakeOptions(-12, -3))
     assert (result.frame_start, result.frame_end, result.frames) == (-12, -3, 10)
+
+
+def test_convert_a_chain_folded_onto_its_root_gives_finite_angles(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Rest effector on the root: Convert IK's pole angle and the way back stay finite."""
+    bpy = blender_module()
+    arm = bpy.data.armatures.new("Fold")
+    obj = bpy.data.objects.new("Fold", arm)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    a = arm.edit_bones.new("a")
+    a.head, a.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+    b = arm.edit_bones.new("b")
+    b.head, b.tail, b.parent, b.use_connect = (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), a, True
+    bpy.ops.object.mode_set(mode="POSE")
+    target = add_empty("fold_target", (0.3, 0.2, 0.8))
+    pole = add_empty("fold_pole", (0.0, -1.0, 0.5))
+    con = obj.pose.bones["b"].constraints.new("IK")
+    con.target, con.pole_target, con.chain_count, con.pole_angle = target, pole, 2, 0.3
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    s = obj.pose.bones["b"].reach_ik
+    assert s.has_chain
+    assert np.isfinite(s.pole_angle)
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
+    back = next(c for c in obj.pose.bones["b"].constraints if c.type == "IK")
+    assert np.isfinite(back.pole_angle)
+    bpy.context.view_layer.update()
+    for name in ("a", "b"):
+        assert np.all(np.isfinite(np.array(obj.pose.bones[name].matrix)))
