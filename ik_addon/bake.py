@@ -50,7 +50,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 
 from ..core import ReachIKError
 from ..core import rotations as rot
-from . import constraints, evaluate, handlers, key_reduction, keying, sampling
+from . import constraints, dependencies, evaluate, handlers, key_reduction, keying, sampling
 from .operators import remove_chain
 from .quality import ChainQuality, chain_quality
 from .rig import RigChain, base_matrices
@@ -792,7 +792,11 @@ def bake(
     warnings: list[str] = []
     rigs: dict[str, RigChain] = {}
     usable = []
+    loops = dependencies.problems(evaluate.dependency_chains())
     for spec in specs:
+        if (obj.name, spec.tip) in loops:
+            warnings.append(f"chain '{spec.tip}' skipped: {loops[(obj.name, spec.tip)]}")
+            continue
         try:
             rigs[spec.tip] = evaluate.rig_chain(obj, spec.tip, spec.chain_length, spec.use_tail)
         except ReachIKError as exc:

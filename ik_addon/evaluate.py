@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
 
+import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion, Vector
 
@@ -73,12 +74,14 @@ from ..core import (
 )
 from ..core import rotations as rot
 from ..core.components import qconj, qmul, qrotate
+from . import dependencies
 from .rig import (
     RigChain,
     RigError,
     affine_inverse,
     base_matrix,
     build_rig_chain,
+    chain_bones,
     rig_signature,
 )
 
@@ -990,7 +993,7 @@ def _planned(obj: Any) -> list[_Planned]:
     hit = _plans_cache.get(key)
     if hit is not None and hit[0] == _generation:
         return hit[1]
-    out: list[tuple[int, str, _Planned]] = []
+    out: list[tuple[Any, str, _Planned]] = []
     for tip in armature_chains(obj):
         fixed = _fixed(obj.pose.bones[tip].reach_ik)
         try:
@@ -999,10 +1002,34 @@ def _planned(obj: Any) -> list[_Planned]:
             out.append((-1, tip, _Planned(tip, None, str(exc), fixed)))
             continue
         out.append((rig.root_depth, tip, _Planned(tip, rig, "", fixed)))
+    analysis = dependencies.analyse(dependency_chains())
+    for k, (depth, tip, item) in enumerate(out):
+        problem = analysis.problems.get((obj.name, tip))
+        if problem and item.rig is not None:
+            item = _Planned(tip, item.rig, problem, item.fixed)
+        rank = analysis.ranks.get((obj.name, tip), 0)
+        out[k] = ((rank, depth), tip, item)
     out.sort(key=lambda item: (item[0], item[1]))
     plan = [item[2] for item in out]
     _plans_cache[key] = (_generation, plan)
     return plan
+
+
+def dependency_chains() -> list[dependencies.ChainGoals]:
+    """Every chain of every armature in the file, for :mod:`.dependencies`."""
+    chains = []
+    objects: Any = bpy.data.objects
+    for other in objects:
+        if other.type != "ARMATURE" or other.pose is None:
+            continue
+        for tip in armature_chains(other):
+            s = other.pose.bones[tip].reach_ik
+            try:
+                names = chain_bones(other, tip, s.chain_length, s.use_tail)
+            except RigError:
+                continue
+            chains.append(dependencies.chain_goals(other, tip, names, s))
+    return chains
 
 
 def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
@@ -1033,6 +1060,11 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         if rig is None:
             if enabled:
                 problems[item.tip] = item.problem
+            continue
+        if item.problem:  # a feedback loop (see .dependencies): the FK pose shows
+            if enabled:
+                problems[item.tip] = item.problem
+            idle.extend(rig.bone_names)
             continue
         if not enabled:
             idle.extend(rig.bone_names)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from . import constraints, convert, drivers, evaluate, handlers
+from . import constraints, convert, dependencies, drivers, evaluate, handlers
 from .rig import (
     RigError,
     chain_bones,
@@ -166,6 +166,14 @@ class REACH_IK_OT_add(bpy.types.Operator):
                 "bone or object as the target",
             )
             return {"CANCELLED"}
+        if target is not None:
+            goals = (("target", target, target_bone),)
+            chain = dependencies.ChainGoals(obj, tip, tuple(names), goals)
+            others = [c for c in evaluate.dependency_chains() if (c.armature, c.tip) != (obj, tip)]
+            loop = dependencies.problems([*others, chain]).get((obj.name, tip))
+            if loop:
+                self.report({"ERROR"}, f"Cannot add the chain on '{tip}': {loop}")
+                return {"CANCELLED"}
         if target is None:
             target = self._new_empty(context, obj, pb)
         s.chain_length = length

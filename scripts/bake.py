@@ -313,6 +313,11 @@ def set_chain(bpy: Any, reach: Any, obj: Any, fields: dict[str, str]) -> str:
         s.solver = solver
     s.enabled = True
     s.has_chain = True
+    evaluate = reach.ik_addon.evaluate
+    evaluate.invalidate()
+    loops = reach.ik_addon.dependencies.problems(evaluate.dependency_chains())
+    if (obj.name, tip) in loops:
+        raise UsageError(f"--chain on {tip!r}: {loops[(obj.name, tip)]}")
     return tip
 
 

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Feedback loops between chains and their goals: a chain must not reach for what it moves.
+
+A chain *moves* its own bones and every bone below them (:func:`moved_bones`). A goal (a
+target or pole) *depends on* the pose bones that place it (:func:`goal_dependencies`): for
+a bone goal, that bone and the bones above it; for an object (or a bone's armature), the
+bones it is parented to, through every parent in turn. A chain is refused when
+
+* its target or pole depends on a bone the chain itself moves (one of its own bones, or a
+  child of one) — solving it would move the target it solves for, and every evaluation
+  would give another pose; or
+* it lies on a cycle of chains: its goal depends on a bone another chain moves, whose goal
+  (or root) depends in turn, through any number of chains, on a bone this one moves.
+
+A refused chain is not solved: its bones show their FK pose, and :func:`problems` gives the
+message that the live solver's status (panel), the operators, the bake and
+``scripts/bake.py --chain`` show. One function for all of them: :func:`problems`. Goals are
+followed through object parents (``parent_type`` ``BONE``, ``OBJECT`` or ``ARMATURE``);
+constraints and drivers on goal objects are not followed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: A pose bone, named by its armature object and bone.
+BoneKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ChainGoals:
+    """One chain as the checks see it.
+
+    Attributes:
+        armature: the armature object (original).
+        tip: the tip bone's name (the chain's settings).
+        bones: the chain's bone names, root → tip.
+        goals: ``(what, object, bone)`` for the target and the pole that are set
+            (``what`` is ``"target"`` or ``"pole"``; ``bone`` is ``""`` for an object).
+    """
+
+    armature: Any
+    tip: str
+    bones: tuple[str, ...]
+    goals: tuple[tuple[str, Any, str], ...]
+
+
+def _bone_and_above(armature: Any, name: str) -> set[BoneKey]:
+    out: set[BoneKey] = set()
+    bone = armature.data.bones.get(name) if armature.type == "ARMATURE" else None
+    while bone is not None:
+        out.add((armature.name, bone.name))
+        bone = bone.parent
+    return out
+
+
+def goal_dependencies(goal: Any, bone: str) -> set[BoneKey]:
+    """The pose bones whose pose places the goal ``goal`` (object) / ``bone`` (module
+    docstring)."""
+    out: set[BoneKey] = set()
+    if bone:
+        out |= _bone_and_above(goal, bone)
+    obj, seen = goal, set()
+    while obj is not None and obj.name not in seen:
+        seen.add(obj.name)
+        parent = obj.parent
+        if parent is not None and parent.type == "ARMATURE" and obj.parent_type == "BONE":
+            out |= _bone_and_above(parent, obj.parent_bone)
+        obj = parent
+    return out
+
+
+def moved_bones(armature: Any, bones: Iterable[str]) -> set[BoneKey]:
+    """The chain's bones and every bone below them."""
+    out: set[BoneKey] = set()
+    data = armature.data.bones
+    for name in bones:
+        bone = data.get(name)
+        if bone is None:
+            continue
+        out.add((armature.name, name))
+        out |= {(armature.name, child.name) for child in bone.children_recursive}
+    return out
+
+
+def _label(goal: Any, bone: str) -> str:
+    return f"{goal.name}:{bone}" if bone else goal.name
+
+
+def _self_problem(chain: ChainGoals, moved: set[BoneKey]) -> str:
+    for what, goal, bone in chain.goals:
+        hit = goal_dependencies(goal, bone) & moved
+        if hit:
+            _, name = sorted(hit)[0]
+            how = "is one of its bones" if name in chain.bones else "lies below its bones"
+            return (
+                f"the {what} '{_label(goal, bone)}' is moved by this chain itself (bone "
+                f"'{name}' {how}): a feedback loop, so the chain is not solved and shows its "
+                f"FK pose; choose a {what} the chain does not move"
+            )
+    return ""
+
+
+ChainKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What :func:`analyse` found.
+
+    Attributes:
+        problems: why each refused chain is refused, by ``(armature name, tip)``.
+        ranks: for every chain not refused, how many chains must be solved before it (the
+            longest path of chains it depends on): solving in increasing rank makes each
+            frame's pose independent of the previous evaluation.
+    """
+
+    problems: dict[ChainKey, str]
+    ranks: dict[ChainKey, int]
+
+
+def problems(chains: Sequence[ChainGoals]) -> dict[ChainKey, str]:
+    """Why each refused chain is refused, by ``(armature name, tip)`` (module docstring);
+    chains not mentioned are fine."""
+    return analyse(chains).problems
+
+
+def analyse(chains: Sequence[ChainGoals]) -> Analysis:
+    """Refused chains and the order of the others (see :class:`Analysis`)."""
+    moved = {(c.armature.name, c.tip): moved_bones(c.armature, c.bones) for c in chains}
+    out: dict[tuple[str, str], str] = {}
+    needs: dict[tuple[str, str], set[BoneKey]] = {}
+    for c in chains:
+        key = (c.armature.name, c.tip)
+        message = _self_problem(c, moved[key])
+        if message:
+            out[key] = message
+        deps: set[BoneKey] = set()
+        for _, goal, bone in c.goals:
+            deps |= goal_dependencies(goal, bone)
+        root = c.armature.data.bones.get(c.bones[0]) if c.bones else None
+        if root is not None and root.parent is not None:
+            deps |= _bone_and_above(c.armature, root.parent.name)
+        needs[key] = deps
+    # Edges: a chain depends on another when what it reads is moved by that one.
+    edges = {a: {b for b in moved if b != a and needs[a] & moved[b]} for a in needs}
+    for start in edges:
+        if start in out:
+            continue
+        path = _cycle_through(start, edges)
+        if path:
+            others = ", ".join(f"'{tip}'" for _, tip in path[1:])
+            out[start] = (
+                f"its target or pole depends on chain(s) {others}, which depend back on this "
+                "chain: a feedback loop, so the chain is not solved and shows its FK pose; "
+                "break the loop"
+            )
+    ranks: dict[ChainKey, int] = {}
+
+    def rank(key: ChainKey) -> int:
+        if key not in ranks:
+            ranks[key] = 0  # guards against cycles among chains left (none: refused)
+            ranks[key] = max((rank(b) + 1 for b in edges[key] if b not in out), default=0)
+        return ranks[key]
+
+    for key in edges:
+        if key not in out:
+            rank(key)
+    return Analysis(out, {k: v for k, v in ranks.items() if k not in out})
+
+
+def _cycle_through(
+    start: tuple[str, str], edges: dict[tuple[str, str], set[tuple[str, str]]]
+) -> list[tuple[str, str]]:
+    """A path ``start → … → start`` (without the final repeat), or ``[]``."""
+    stack = [(start, [start])]
+    seen: set[ChainKey] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in sorted(edges.get(node, ())):
+            if nxt == start:
+                return path
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return []
+
+
+def chain_goals(armature: Any, tip: str, bones: Sequence[str], settings: Any) -> ChainGoals:
+    """A :class:`ChainGoals` from a chain's settings (``pose_bone.reach_ik``)."""
+    goals = []
+    for what, goal, bone in (
+        ("target", settings.target, settings.target_bone),
+        ("pole", settings.pole, settings.pole_bone),
+    ):
+        if goal is not None:
+            goals.append((what, goal, bone if goal.type == "ARMATURE" else ""))
+    return ChainGoals(armature, tip, tuple(bones), tuple(goals))
