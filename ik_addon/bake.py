@@ -69,6 +69,13 @@ CHECK_TOLERANCE = 1e-5
 #: Blender's frame limits (``MINFRAME``/``MAXFRAME``: the bounds of ``Scene.frame_end``).
 MINFRAME, MAXFRAME = -1048574, 1048574
 
+#: Frames whose target lies within this fraction of the chain's reach of full reach are
+#: solved by the live solver itself: there the pose is ill-conditioned (a joint angle goes
+#: like the square root of the reach margin), so the live solver's single-precision inputs
+#: and the batched path's double-precision ones would give poses 0.01° apart at 2e-7 of
+#: reach; at 1e-3 the same input difference moves a joint by ~2e-6 rad.
+NEAR_FULL_REACH = 1e-3
+
 #: Settings of a chain that can be animated, read at every frame (the others once).
 ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
 
@@ -388,6 +395,7 @@ class _Solved:
     reachable: np.ndarray  # (F,)
     targets: np.ndarray  # (F, 3) world
     disabled: int = 0
+    near_full_reach: np.ndarray | None = None  # (F,) bool, see NEAR_FULL_REACH
 
 
 def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
@@ -409,6 +417,8 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
         orient_weight,
     )
     scale = float(np.mean(np.linalg.norm(world[0, :3, :3], axis=0)))
+    local = np.einsum("fij,fj->fi", np.linalg.inv(base)[:, :3, :3], target_w - base[:, :3, 3])
+    margin = np.linalg.norm(local, axis=-1) / float(np.sum(rig.chain.lengths)) - 1.0
     return _Solved(
         spec=s.spec,
         bone_names=rig.bone_names,
@@ -418,6 +428,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
         reachable=solved.reachable,
         targets=target_w,
         disabled=int(np.count_nonzero(enabled <= 0.5)),
+        near_full_reach=np.abs(margin) < NEAR_FULL_REACH,
     )
 
 
@@ -651,6 +662,7 @@ def _sample_and_solve(
             solved.append(_solve_batched(s, world))
         except ReachIKError as exc:
             warnings.append(f"chain '{s.spec.tip}' skipped: {exc}")
+    _solve_near_full_reach(scene, obj, solved, frames, checks)
     for i, expected in checks.items():
         for result in solved:
             want = expected.get(result.spec.tip)
@@ -665,6 +677,37 @@ def _sample_and_solve(
                 )
                 return None
     return solved
+
+
+def _solve_near_full_reach(
+    scene: Any,
+    obj: Any,
+    solved: list[_Solved],
+    frames: np.ndarray,
+    checks: dict[int, dict[str, np.ndarray]],
+) -> None:
+    """Solve the frames near full reach (:data:`NEAR_FULL_REACH`) with the live solver at
+    that frame, and key its pose there (the other frames stay batched)."""
+    near = np.zeros(frames.size, dtype=bool)
+    for result in solved:
+        if result.near_full_reach is not None:
+            near |= result.near_full_reach
+    if not near.any():
+        return
+    depsgraph = _depsgraph(scene)
+    tips = [r.spec.tip for r in solved]
+    for i in np.flatnonzero(near):
+        if int(i) not in checks:
+            scene.frame_set(int(frames[i]))
+            checks[int(i)] = _checks(obj, depsgraph, tips)
+        for result in solved:
+            live = checks[int(i)].get(result.spec.tip)
+            if (
+                live is not None
+                and result.near_full_reach is not None
+                and result.near_full_reach[i]
+            ):
+                result.rotations[i] = live
 
 
 def _solve_frame_by_frame(
