@@ -76,6 +76,17 @@ MINFRAME, MAXFRAME = -1048574, 1048574
 #: reach; at 1e-3 the same input difference moves a joint by ~2e-6 rad.
 NEAR_FULL_REACH = 1e-3
 
+#: Frames sampled and solved at a time: the working memory of a bake is that of one block
+#: (the sampled inputs; about BLOCK_BYTES_PER_FRAME_AND_CHAIN per frame and chain,
+#: measured), whatever the range; the solved poses (~100 bytes per frame and chain) and the
+#: keys are kept for the whole range.
+BLOCK_FRAMES = 20_000
+BLOCK_BYTES_PER_FRAME_AND_CHAIN = 2_500
+
+#: Bytes Blender needs per key (a ``BezTriple``, rounded up) plus our arrays for it while
+#: writing, for the up-front estimate (:func:`estimated_bytes`).
+BYTES_PER_KEY = 120
+
 #: Settings of a chain that can be animated, read at every frame (the others once).
 ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
 
@@ -180,6 +191,7 @@ class BakeResult:
             with key reduction).
         reduction: per chain, the reduction's bounds and largest errors as replayed.
         reduction_seconds: time spent choosing the keys.
+        blocks: how many blocks of at most :data:`BLOCK_FRAMES` frames were solved.
         frames: how many frames were keyed per channel.
         frame_start, frame_end, frame_step: the range baked.
         chains: one quality report per baked chain.
@@ -203,6 +215,7 @@ class BakeResult:
     keys: int = 0
     reduction: list[dict[str, Any]] = field(default_factory=list)
     reduction_seconds: float = 0.0
+    blocks: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of the whole result."""
@@ -222,6 +235,7 @@ class BakeResult:
             "keys": self.keys,
             "reduction": list(self.reduction),
             "reduction_seconds": self.reduction_seconds,
+            "blocks": self.blocks,
         }
 
     def summary(self) -> str:
@@ -852,29 +866,26 @@ def bake(
     if not usable:
         raise BakeError("no chain can be baked: " + "; ".join(warnings))
     frames = options.frames()
+    _check_memory(obj, frames.size, [rigs[s.tip] for s in usable])
     frame_back = (scene.frame_current, scene.frame_subframe)
-    method = ""
-    solved: list[_Solved] | None = None
+    parts: list[list[_Solved]] = []
+    methods: list[str] = []
+    windows = _blocks(frames.size, BLOCK_FRAMES)
     try:
         with handlers.paused(), _solver_override(obj, usable, options.solver) as chosen:
-            attempts = (("batched, from F-curves", True), ("batched", False))
-            for label, from_curves in attempts if _batchable(obj, rigs, chosen) else ():
-                notes: list[str] = []
-                solved = _sample_and_solve(
-                    scene, obj, chosen, rigs, frames, progress, notes, from_curves
+            for k, window in enumerate(windows):
+                block_progress = _block_progress(progress, k, len(windows))
+                solved_block, method = _solve_block(
+                    scene, obj, chosen, rigs, frames[window], block_progress, warnings
                 )
-                if solved is not None:
-                    method = label
-                    warnings.extend(notes)
-                    break
-                if not from_curves:
-                    warnings.extend(f"{note}; baked frame by frame" for note in notes)
-            if solved is None:
-                method = "frame by frame"
-                solved = _solve_frame_by_frame(scene, obj, chosen, rigs, frames, progress, warnings)
+                parts.append(solved_block)
+                if method not in methods:
+                    methods.append(method)
     except BaseException:
         scene.frame_set(frame_back[0], subframe=frame_back[1])
         raise
+    method = "; ".join(methods)
+    solved = _join_blocks(parts, warnings)
     if not solved:
         scene.frame_set(frame_back[0], subframe=frame_back[1])
         raise BakeError("no chain could be baked: " + "; ".join(warnings))
@@ -965,6 +976,7 @@ def bake(
         keys=keys_written,
         reduction=reductions,
         reduction_seconds=reduction_seconds,
+        blocks=len(windows),
     )
     store_report(obj, baked)
     return baked
@@ -1003,6 +1015,103 @@ def _reduce(
         "angle_max_deg": math.degrees(reduced.angle),
     }
     return reduced, entry
+
+
+def _blocks(count: int, size: int) -> list[slice]:
+    """``count`` frames in consecutive blocks of at most ``size``."""
+    return [slice(start, min(start + size, count)) for start in range(0, count, size)]
+
+
+def _block_progress(progress: Progress, k: int, count: int) -> Progress:
+    """Progress of block ``k`` of ``count``: its ``0 … SOLVED`` mapped into its share."""
+    return lambda x: progress(SOLVED * (k + min(x, SOLVED) / SOLVED) / count)
+
+
+def _solve_block(
+    scene: Any,
+    obj: Any,
+    specs: list[evaluate.ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress,
+    warnings: list[str],
+) -> tuple[list[_Solved], str]:
+    """Sample and solve one block of frames the first way that works (module docstring)."""
+    attempts = (("batched, from F-curves", True), ("batched", False))
+    for label, from_curves in attempts if _batchable(obj, rigs, specs) else ():
+        notes: list[str] = []
+        solved = _sample_and_solve(scene, obj, specs, rigs, frames, progress, notes, from_curves)
+        if solved is not None:
+            warnings.extend(n for n in notes if n not in warnings)
+            return solved, label
+        if not from_curves:
+            warnings.extend(f"{note}; baked frame by frame" for note in notes)
+    return _solve_frame_by_frame(scene, obj, specs, rigs, frames, progress, warnings), (
+        "frame by frame"
+    )
+
+
+def _join_blocks(parts: list[list[_Solved]], warnings: list[str]) -> list[_Solved]:
+    """One :class:`_Solved` per chain over all blocks; a chain missing from a block (it
+    failed there) is left out (its reason is in the warnings already)."""
+    if len(parts) == 1:
+        return parts[0]
+    tips = [r.spec.tip for r in parts[0]]
+    common = [t for t in tips if all(any(r.spec.tip == t for r in part) for part in parts)]
+    joined = []
+    for tip in common:
+        pieces = [next(r for r in part if r.spec.tip == tip) for part in parts]
+        first = pieces[0]
+        joined.append(
+            _Solved(
+                spec=first.spec,
+                bone_names=first.bone_names,
+                chain_length_world=first.chain_length_world,
+                rotations=np.concatenate([r.rotations for r in pieces]),
+                errors=np.concatenate([r.errors for r in pieces]),
+                reachable=np.concatenate([r.reachable for r in pieces]),
+                targets=np.concatenate([r.targets for r in pieces]),
+                disabled=sum(r.disabled for r in pieces),
+            )
+        )
+    return joined
+
+
+def estimated_bytes(frames: int, bones: Sequence[int], channels: int) -> int:
+    """Memory a bake of ``frames`` frames needs at its peak (see :data:`BYTES_PER_KEY`):
+    the solved poses kept for every frame, one block's working set, and the keys Blender
+    stores. ``bones``: the bones of each chain; ``channels``: rotation channels keyed."""
+    kept = sum(32 * n + 33 for n in bones)  # rotations (n, 4), error, reachable, target
+    block = min(frames, BLOCK_FRAMES) * BLOCK_BYTES_PER_FRAME_AND_CHAIN * len(bones)
+    return frames * (kept + channels * BYTES_PER_KEY) + block
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _check_memory(obj: Any, frames: int, rigs: Sequence[RigChain]) -> None:
+    """Refuse a bake that would need more memory than the machine has available."""
+    available = _available_bytes()
+    if available is None:
+        return
+    channels = 0
+    for rig in rigs:
+        for name in rig.bone_names:
+            channels += keying.rotation_path(obj.pose.bones[name].rotation_mode)[1]
+    need = estimated_bytes(frames, [len(r.bone_names) for r in rigs], channels)
+    if need > 0.8 * available:
+        raise BakeError(
+            f"baking {frames:,} frames needs about {need / 2**30:.1f} GiB of memory, more than "
+            f"the {available / 2**30:.1f} GiB available; bake a shorter range"
+        )
 
 
 def write_report(result: BakeResult, path: str) -> None:

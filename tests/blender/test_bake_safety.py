@@ -146,3 +146,46 @@ def test_convert_a_chain_folded_onto_its_root_gives_finite_angles(
     bpy.context.view_layer.update()
     for name in ("a", "b"):
         assert np.all(np.isfinite(np.array(obj.pose.bones[name].matrix)))
+
+
+def _rotation_keys(action: Any) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    return {k: v for k, v in _keys(action).items() if "rotation" in k[0]}
+
+
+def test_a_long_range_is_solved_in_blocks_with_the_same_keys(
+    clean_scene: Any, addon: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of 7 frames (the bake's working memory is one block's) key exactly what one
+    block keys; the progress still only moves forward."""
+    import build_demo
+
+    bpy = blender_module()
+    keys = {}
+    for size in (addon.bake.BLOCK_FRAMES, 7):
+        monkeypatch.setattr(addon.bake, "BLOCK_FRAMES", size)
+        bpy.ops.wm.read_homefile(use_empty=True)
+        human = build_demo.build(40)["human"]
+        seen: list[float] = []
+        result = addon.bake.bake(human, addon.bake.BakeOptions(1, 40), progress=seen.append)
+        assert result.blocks == (1 if size > 40 else 6)
+        assert seen == sorted(seen)
+        assert seen[-1] == 1.0
+        assert result.method == "batched, from F-curves"
+        keys[size] = _rotation_keys(human.animation_data.action)
+    one, many = keys.values()
+    assert one.keys() == many.keys()
+    for path, values in one.items():
+        assert np.allclose(values, many[path], atol=1e-6), path
+
+
+def test_memory_is_estimated_up_front(
+    clean_scene: Any, addon: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arm, _ = _arm_with_action("Arm")
+    bake = addon.bake
+    need = bake.estimated_bytes(1_000_000, [3], 10)
+    assert 1e9 < need < 4e9, "a million frames of one 3-bone chain: about 1.2 GB of keys"
+    monkeypatch.setattr(bake, "_available_bytes", lambda: 64 * 2**20)
+    with pytest.raises(bake.BakeError, match=r"needs about .* GiB of memory"):
+        bake.bake(arm, bake.BakeOptions(1, 1_000_000))
+    assert bake.bake(arm, bake.BakeOptions(1, 50)).frames == 50
