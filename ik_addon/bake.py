@@ -25,8 +25,11 @@ failed bake leaves the file as it was; only the scene's frame is set back):
    frame by frame). Chains whose inputs depend on bones another chain moves (nested chains,
    targets on driven bones) are solved frame by frame with :func:`.evaluate.solve_chains`,
    the live solver.
-3. **Key.** :mod:`.keying` writes each chain bone's rotation channels (the bone's rotation
-   mode only) in bulk; keys outside the range and other channels stay untouched.
+3. **Key.** :mod:`.key_reduction` chooses the fewest key frames per chain that replay the
+   full bake within a distance at the effector and an angle at every joint (unless
+   ``reduce`` is off: then every frame); :mod:`.keying` writes each chain bone's rotation
+   channels (the bone's rotation mode only) in bulk; keys outside the range and other
+   channels stay untouched.
 4. **Report.** :mod:`.quality` measures each chain (residual error, frames out of reach,
    largest joint turn per frame, pops).
 
@@ -85,7 +88,7 @@ BLOCK_BYTES_PER_FRAME_AND_CHAIN = 2_500
 
 #: Bytes Blender needs per key (a ``BezTriple``, rounded up) plus our arrays for it while
 #: writing, for the up-front estimate (:func:`estimated_bytes`).
-BYTES_PER_KEY = 120
+BYTES_PER_KEY = 170
 
 #: Settings of a chain that can be animated, read at every frame (the others once).
 ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
@@ -115,7 +118,8 @@ class BakeOptions:
             fake user, so it stays in the file).
         reduce: keep only the keys needed to replay the full bake within ``reduce_distance``
             at each chain's effector and ``reduce_angle`` at every joint (on every frame
-            and the quarter frames between; :mod:`.key_reduction`); else key every frame.
+            and the quarter frames between; :mod:`.key_reduction`; the default); else key
+            every frame (linear keys replaying the live pose to rounding).
         reduce_distance: world units; ``None`` = :data:`.key_reduction.DISTANCE_FRACTION`
             × the chain's reach.
         reduce_angle: radians.
@@ -134,7 +138,7 @@ class BakeOptions:
     after: After = "DISABLE"
     solver: str | None = None
     overwrite_shared: bool = False
-    reduce: bool = False
+    reduce: bool = True
     reduce_distance: float | None = None
     reduce_angle: float = float(key_reduction.ANGLE)
 
@@ -1177,8 +1181,9 @@ class REACH_IK_OT_bake(bpy.types.Operator):
     reduce: BoolProperty(  # type: ignore[valid-type]
         name="Reduce Keys",
         description="Keep only the keys needed to replay the bake within the distance at "
-        "each effector and the angle at every joint (on every frame and quarter frame)",
-        default=False,
+        "each effector and the angle at every joint (on every frame and quarter frame); "
+        "off: a key on every frame, replaying the live pose exactly",
+        default=True,
     )
     reduce_distance: FloatProperty(  # type: ignore[valid-type]
         name="Distance",

@@ -32,11 +32,11 @@ always keys. A final pass evaluates every segment again and reports the largest 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..core import rotations as rot
 from ..core.rotations import FloatArray
@@ -97,19 +97,22 @@ class Reduction:
 
 
 def hermite(
-    x0: float,
-    x1: float,
+    x0: ArrayLike,
+    x1: ArrayLike,
     y0: FloatArray,
     y1: FloatArray,
     m0: FloatArray,
     m1: FloatArray,
-    x: FloatArray,
+    x: ArrayLike,
 ) -> FloatArray:
-    """Values ``(S, k)`` at frames ``x (S,)`` of the segment from ``(x0, y0 (k,))`` to ``(x1,
-    y1 (k,))`` with end slopes ``m0, m1 (k,)``: Blender's Bézier segment with handles at the
-    thirds (module docstring)."""
-    h = x1 - x0
-    t = ((np.asarray(x, dtype=np.float64) - x0) / h)[:, None]
+    """Values ``(S, k)`` at frames ``x (S,)`` of segments from ``(x0, y0)`` to ``(x1, y1)``
+    with end slopes ``m0, m1``: Blender's Bézier segment with handles at the thirds (module
+    docstring). ``x0, x1`` are scalars (one segment; ``y0 … m1`` then ``(k,)``) or ``(S,)``
+    per sample (``y0 … m1`` then ``(S, k)``)."""
+    x0a, x1a = np.asarray(x0, dtype=np.float64), np.asarray(x1, dtype=np.float64)
+    h = x1a - x0a
+    t = (np.asarray(x, dtype=np.float64) - x0a) / h
+    t, h = t[:, None], (h[:, None] if h.ndim else h)
     t2, t3 = t * t, t * t * t
     return (
         (2 * t3 - 3 * t2 + 1) * y0
@@ -188,24 +191,31 @@ class _Chain:
         self.tails = tail_positions(rest, self.quats, self.locals)
 
     def errors(
-        self, a: int, b: int, left: list[FloatArray], right: list[FloatArray]
-    ) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Per sample of segment ``a..b`` (frame indices; its frames and quarter frames):
-        effector distance (world units), largest joint angle (radians), sample frames."""
-        window = slice(a * SUBSAMPLES, b * SUBSAMPLES + 1)
-        x = self.x[window]
-        x0, x1 = self.frames[a], self.frames[b]
+        self, a: np.ndarray, b: np.ndarray, left: list[FloatArray], right: list[FloatArray]
+    ) -> tuple[FloatArray, FloatArray, FloatArray, np.ndarray]:
+        """Every sample of the segments ``a[s]..b[s]`` (frame indices ``(S,)``; their frames
+        and quarter frames), one segment after the other: effector distance (world units),
+        largest joint angle (radians), frame, and the index of the first sample of each
+        segment ``(S,)``."""
+        sizes = (b - a) * SUBSAMPLES + 1
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        seg = np.repeat(np.arange(a.size), sizes)
+        index = np.arange(int(sizes.sum())) - starts[seg] + (a * SUBSAMPLES)[seg]
+        x = self.x[index]
+        ia, ib = a[seg], b[seg]
+        x0, x1 = self.frames[ia], self.frames[ib]
         angles = np.zeros(x.size)
         quats = []
         for j, bone in enumerate(self.bones):
             v = bone.values
-            got = rotations_of(bone.mode, hermite(x0, x1, v[a], v[b], right[j][a], left[j][b], x))
-            quats.append(got)
-            dots = np.abs(np.sum(got * self.quats[j][window], axis=-1))
+            got = hermite(x0, x1, v[ia], v[ib], right[j][ia], left[j][ib], x)
+            q = rotations_of(bone.mode, got)
+            quats.append(q)
+            dots = np.abs(np.sum(q * self.quats[j][index], axis=-1))
             angles = np.maximum(angles, 2.0 * np.arccos(np.minimum(dots, 1.0)))
         tails = tail_positions(self.rest, quats, self.locals)
-        distance = np.linalg.norm(tails - self.tails[window], axis=-1)
-        return distance * self.rest.scale, angles, x
+        distance = np.linalg.norm(tails - self.tails[index], axis=-1)
+        return distance * self.rest.scale, angles, x, starts
 
 
 def reduce_chain(
@@ -217,38 +227,40 @@ def reduce_chain(
 ) -> Reduction:
     """The fewest keys (by recursive splitting; module docstring) replaying the full bake of
     one chain within ``distance`` (world units) at the effector and ``angle`` (radians) at
-    every joint, over ``frames (F,)`` and the quarter frames between."""
+    every joint, over ``frames (F,)`` and the quarter frames between.
+
+    The splitting runs level by level: every pending segment is checked in one vectorised
+    evaluation."""
     chain = _Chain(frames, bones, rest)
-    count = chain.frames.size
+    x_all = chain.frames
+    count = x_all.size
     left = [d.copy() for d in chain.derivatives]
     right = [d.copy() for d in chain.derivatives]
     keep = np.zeros(count, dtype=bool)
     keep[0] = keep[-1] = True
     if count < 2:
         return Reduction(keep, left, right)
-    pending = [(0, count - 1)]
-    while pending:
-        a, b = pending.pop()
-        dist, ang, x = chain.errors(a, b, left, right)
+    a, b = np.array([0]), np.array([count - 1])
+    while a.size:
+        dist, ang, x, starts = chain.errors(a, b, left, right)
         bad = np.maximum(dist / distance, ang / angle)
-        if np.max(bad) <= 1.0:
-            continue
-        if b - a == 1:
-            chord = [(bone.values[b] - bone.values[a]) / (x[-1] - x[0]) for bone in chain.bones]
-            for j, c in enumerate(chord):
-                right[j][a] = c
-                left[j][b] = c
-            continue
-        worst = float(x[int(np.argmax(bad))])
-        k = int(np.clip(np.searchsorted(chain.frames, worst), a + 1, b - 1))
-        if abs(chain.frames[k - 1] - worst) < abs(chain.frames[k] - worst) and k - 1 > a:
-            k -= 1
+        seg = np.repeat(np.arange(a.size), np.diff(np.append(starts, bad.size)))
+        order = np.lexsort((-bad, seg))
+        worst = order[starts]
+        failing = bad[worst] > 1.0
+        short = failing & (b - a == 1)
+        for j, bone in enumerate(chain.bones):
+            sa, sb = a[short], b[short]
+            chord = (bone.values[sb] - bone.values[sa]) / (x_all[sb] - x_all[sa])[:, None]
+            right[j][sa] = chord
+            left[j][sb] = chord
+        split = failing & (b - a > 1)
+        a, b, at = a[split], b[split], x[worst[split]]
+        k = np.clip(np.searchsorted(x_all, at), a + 1, b - 1)
+        nearer = (k - 1 > a) & (np.abs(x_all[k - 1] - at) < np.abs(x_all[k] - at))
+        k = np.where(nearer, k - 1, k)
         keep[k] = True
-        pending += [(a, k), (k, b)]
+        a, b = np.concatenate([a, k]), np.concatenate([k, b])
     kept = np.flatnonzero(keep)
-    worst_distance = worst_angle = 0.0
-    for a, b in itertools.pairwise(kept):
-        dist, ang, _ = chain.errors(int(a), int(b), left, right)
-        worst_distance = max(worst_distance, float(np.max(dist)))
-        worst_angle = max(worst_angle, float(np.max(ang)))
-    return Reduction(keep, left, right, worst_distance, worst_angle)
+    dist, ang, _, _ = chain.errors(kept[:-1], kept[1:], left, right)
+    return Reduction(keep, left, right, float(np.max(dist)), float(np.max(ang)))

@@ -23,7 +23,9 @@ replaced by the baked keys and every key outside keeps all its attributes (frame
 handles, handle types, interpolation, easing, key type, selection). Other F-curves are not
 touched. Keys are added with ``keyframe_points.add`` and filled with ``foreach_set``, never
 one ``keyframe_insert`` per key. Baked keys use linear interpolation, like Blender's bake,
-so the action plays back exactly the baked value at every baked frame.
+so the action plays back exactly the baked value at every baked frame; keys chosen by key
+reduction (:mod:`.key_reduction`) are Bézier keys with free handles at the thirds
+(:func:`reduced_handles`).
 
 Works with the legacy actions of Blender 4.2/4.3 (``action.fcurves``) and with the layered,
 slotted actions of 4.4+ (the assigned slot's channelbag in the first layer's keyframe strip).

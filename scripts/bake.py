@@ -147,8 +147,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--reduce",
-        action="store_true",
-        help="keep only the keys needed within --reduce-distance / --reduce-angle",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep only the keys needed within --reduce-distance / --reduce-angle "
+        "(default); --no-reduce keys every frame, replaying the live pose exactly",
     )
     parser.add_argument(
         "--reduce-distance",

@@ -160,7 +160,7 @@ def time_reach(path: Path, frames: int, reach: Any) -> tuple[float, str]:
     bpy = bake_cli.blender_module()
     rig = _open(path)
     started = time.perf_counter()
-    done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=frames)
+    done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=frames, reduce=False)
     seconds = time.perf_counter() - started
     _check(done, rig, frames)
     report = reach.ik_addon.bake.stored_report(rig.pose.bones["forearm.L"])
@@ -211,7 +211,7 @@ def long_bake(frames: int, reach: Any, name: str) -> dict[str, Any]:
     except OSError:
         resettable = False
     started = time.perf_counter()
-    result = bake.bake(rig, bake.BakeOptions(1, frames), progress=updates.append)
+    result = bake.bake(rig, bake.BakeOptions(1, frames, reduce=False), progress=updates.append)
     seconds = time.perf_counter() - started
     peak = _status_bytes("VmHWM:")
     return {

@@ -195,7 +195,7 @@ def test_baked_keys_replay_the_live_pose_without_the_addon(
     live = world_track(bones, frame_list)
     methods = {}
     for name in sorted({name for name, _ in bones}):
-        options = addon.bake.BakeOptions(1, frames)
+        options = addon.bake.BakeOptions(1, frames, reduce=False)
         result = addon.bake.bake(bpy.data.objects[name], options)
         methods[name] = result.method
         assert len(result.chains) == len(addon.evaluate.chain_tips(bpy.data.objects[name]))
@@ -224,7 +224,7 @@ def test_frame_step_keys_the_live_pose_on_its_frames(
     bones = [("Arm", n) for n in ("upper", "fore", "hand")]
     keyed = [3, 7, 11, 15, 19, 20]
     live = world_track(bones, keyed)
-    result = addon.bake.bake(arm, addon.bake.BakeOptions(3, 20, frame_step=4))
+    result = addon.bake.bake(arm, addon.bake.BakeOptions(3, 20, frame_step=4, reduce=False))
     assert result.frames == len(keyed)
     fcurve = (
         arm.animation_data.action.layers[0]
@@ -329,7 +329,7 @@ def test_keys_outside_the_range_and_other_channels_stay_untouched(
     action = arm.animation_data.action
     before = _snapshot(action)
     first, last = 10, 33
-    result = addon.bake.bake(arm, addon.bake.BakeOptions(first, last))
+    result = addon.bake.bake(arm, addon.bake.BakeOptions(first, last, reduce=False))
     assert arm.animation_data.action == action
     after = _snapshot(action)
     chain = {
@@ -499,7 +499,9 @@ def test_ten_thousand_frames_with_progress(clean_scene: Any, addon: Any) -> None
     results = []
     growth = _peak_rss_growth(
         lambda: results.append(
-            addon.bake.bake(human, addon.bake.BakeOptions(1, frames), progress=seen.append)
+            addon.bake.bake(
+                human, addon.bake.BakeOptions(1, frames, reduce=False), progress=seen.append
+            )
         )
     )
     assert results[0].method == "batched", "every frame is set: the heavier way"

@@ -50,7 +50,7 @@ def test_targets_at_full_reach_and_rest_bake_as_they_play(
     frames = list(range(1, frame + 1))
     chain = [(obj.name, "upper_arm.L"), (obj.name, "forearm.L")]
     live = world_track(chain, frames)
-    result = addon.bake.bake(obj, addon.bake.BakeOptions(1, frame))
+    result = addon.bake.bake(obj, addon.bake.BakeOptions(1, frame, reduce=False))
     assert result.method == "batched, from F-curves", result.warnings
     assert result.warnings == []
     path = tmp_path / "full_reach.blend"
