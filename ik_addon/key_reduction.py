@@ -44,6 +44,9 @@ from ..core.rotations import FloatArray
 #: Samples per baked frame interval (the frames and the quarter frames between).
 SUBSAMPLES = 4
 
+#: Frames reduced at a time (see :func:`reduce_chain`).
+WINDOW = 5_000
+
 #: Defaults: effector distance as a fraction of the chain's reach, joint angle (radians).
 DISTANCE_FRACTION = 1e-3
 ANGLE = np.radians(0.5)
@@ -169,14 +172,14 @@ def tail_positions(
 
 
 class _Chain:
-    """One chain's full bake, ready to check segments against: the reference (the full
-    bake as its linear keys play) at every frame and quarter frame, computed once."""
+    """One window of a chain's full bake, ready to check segments against: the reference
+    (the full bake as its linear keys play) at every frame and quarter frame, computed
+    once."""
 
     def __init__(self, frames: FloatArray, bones: Sequence[BoneCurves], rest: ChainRest) -> None:
         self.frames = np.asarray(frames, dtype=np.float64)
         self.bones = list(bones)
         self.rest = rest
-        self.derivatives = [slopes(self.frames, b.values) for b in self.bones]
         count = self.frames.size
         u = np.arange((count - 1) * SUBSAMPLES + 1) / SUBSAMPLES
         lo = np.minimum(np.floor(u).astype(int), max(count - 2, 0))
@@ -224,22 +227,44 @@ def reduce_chain(
     rest: ChainRest,
     distance: float,
     angle: float = float(ANGLE),
+    window: int = WINDOW,
 ) -> Reduction:
     """The fewest keys (by recursive splitting; module docstring) replaying the full bake of
     one chain within ``distance`` (world units) at the effector and ``angle`` (radians) at
     every joint, over ``frames (F,)`` and the quarter frames between.
 
-    The splitting runs level by level: every pending segment is checked in one vectorised
-    evaluation."""
-    chain = _Chain(frames, bones, rest)
-    x_all = chain.frames
+    The frames are reduced in windows of ``window`` frames sharing their end frames (always
+    keys), so time and memory grow linearly with the range; within a window the splitting
+    runs level by level, every pending segment checked in one vectorised evaluation."""
+    x_all = np.asarray(frames, dtype=np.float64)
     count = x_all.size
-    left = [d.copy() for d in chain.derivatives]
-    right = [d.copy() for d in chain.derivatives]
+    left = [slopes(x_all, b.values) for b in bones]
+    right = [d.copy() for d in left]
     keep = np.zeros(count, dtype=bool)
     keep[0] = keep[-1] = True
-    if count < 2:
-        return Reduction(keep, left, right)
+    worst_distance = worst_angle = 0.0
+    for start in range(0, max(count - 1, 0), window):
+        end = min(start + window, count - 1)
+        part = slice(start, end + 1)
+        chain = _Chain(x_all[part], [BoneCurves(b.mode, b.values[part]) for b in bones], rest)
+        kept, dist, ang = _reduce_window(
+            chain, [d[part] for d in left], [d[part] for d in right], distance, angle
+        )
+        keep[part] |= kept
+        worst_distance, worst_angle = max(worst_distance, dist), max(worst_angle, ang)
+    return Reduction(keep, left, right, worst_distance, worst_angle)
+
+
+def _reduce_window(
+    chain: _Chain, left: list[FloatArray], right: list[FloatArray], distance: float, angle: float
+) -> tuple[np.ndarray, float, float]:
+    """:func:`reduce_chain` on one window: the keys kept ``(W,)``, and the largest effector
+    distance and joint angle of the final check; ``left``/``right`` (views of the window's
+    slopes) get the chord's slope on one-frame segments that need it."""
+    x_all = chain.frames
+    count = x_all.size
+    keep = np.zeros(count, dtype=bool)
+    keep[0] = keep[-1] = True
     a, b = np.array([0]), np.array([count - 1])
     while a.size:
         dist, ang, x, starts = chain.errors(a, b, left, right)
@@ -263,4 +288,4 @@ def reduce_chain(
         a, b = np.concatenate([a, k]), np.concatenate([k, b])
     kept = np.flatnonzero(keep)
     dist, ang, _, _ = chain.errors(kept[:-1], kept[1:], left, right)
-    return Reduction(keep, left, right, float(np.max(dist)), float(np.max(ang)))
+    return keep, float(np.max(dist)), float(np.max(ang))

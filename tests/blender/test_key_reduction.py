@@ -6,6 +6,8 @@ the distance at each effector and the angle at every joint of the full bake."""
 
 from __future__ import annotations
 
+import importlib
+import itertools
 import json
 import os
 import subprocess
@@ -150,3 +152,61 @@ def test_demo_reduced_by_three_quarters_within_the_bounds(
         assert distance.max() <= bounds[chain] * 1.001 + 1e-6, (
             f"{chain}: effector {distance.max():.2e} m off (bound {bounds[chain]:.2e} m)"
         )
+
+
+def _replay_numpy(
+    reduction: Any, frames: np.ndarray, values: np.ndarray, keep: Any, red: Any
+) -> Any:
+    """The reduced curves at every quarter frame, evaluated segment by segment."""
+    kept = np.flatnonzero(keep)
+    out = []
+    for a, b in itertools.pairwise(kept):
+        x = np.linspace(frames[a], frames[b], 4 * (b - a) + 1)[:-1]
+        out.append(
+            reduction.hermite(frames[a], frames[b], values[a], values[b], red[1][a], red[0][b], x)
+        )
+    out.append(values[-1:])
+    return np.concatenate(out)
+
+
+def test_windows_keep_their_ends_and_the_bounds(addon: Any) -> None:
+    reduction, rot = (
+        addon.key_reduction,
+        importlib.import_module(addon.__name__.rsplit(".", 1)[0] + ".core.rotations"),
+    )
+    rng = np.random.default_rng(5)
+    frames = np.arange(1.0, 61.0)
+    phase = rng.uniform(0, 6, size=(2, 3))
+    bones = []
+    for j in range(2):
+        t = frames[:, None] / 9.0
+        rotvec = 0.6 * np.sin(t + phase[j]) + 0.02 * np.sin(2 * t)
+        bones.append(reduction.BoneCurves("QUATERNION", rot.from_rotvec(rotvec)))
+    rest = np.array([np.eye(4), np.eye(4)])
+    rest[1, 1, 3] = 0.3
+    chain_rest = reduction.ChainRest(rest, 0.25, 2.0)
+    dense = np.arange(4 * 59 + 1) / 4.0
+    for window in (1000, 7):
+        red = reduction.reduce_chain(frames, bones, chain_rest, 1e-3, np.radians(0.5), window)
+        if window == 7:
+            assert red.keep[::7].all(), "each window's ends are keys"
+        assert red.keep.sum() < frames.size
+        quats, refs = [], []
+        for j, bone in enumerate(bones):
+            got = _replay_numpy(
+                reduction,
+                frames,
+                bone.values,
+                red.keep,
+                (red.slopes_left[j], red.slopes_right[j]),
+            )
+            ref = np.array([np.interp(1 + dense, frames, bone.values[:, i]) for i in range(4)]).T
+            quats.append(rot.normalize(got))
+            refs.append(rot.normalize(ref))
+        for q, r in zip(quats, refs, strict=True):
+            angle = np.degrees(2 * np.arccos(np.minimum(np.abs(np.sum(q * r, axis=-1)), 1)))
+            assert angle.max() <= 0.5 + 1e-9
+        tails = reduction.tail_positions(chain_rest, quats)
+        ref_tails = reduction.tail_positions(chain_rest, refs)
+        assert np.linalg.norm(tails - ref_tails, axis=-1).max() * 2.0 <= 1e-3 + 1e-12
+        assert red.distance <= 1e-3
