@@ -435,8 +435,10 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
         orient_weight,
     )
     scale = float(np.mean(np.linalg.norm(world[0, :3, :3], axis=0)))
-    local = np.einsum("fij,fj->fi", np.linalg.inv(base)[:, :3, :3], target_w - base[:, :3, 3])
-    margin = np.linalg.norm(local, axis=-1) / float(np.sum(rig.chain.lengths)) - 1.0
+    # The base frame's scale (uniform in practice) turns chain units into world units.
+    base_scale = np.mean(np.linalg.norm(base[:, :3, :3], axis=1), axis=-1)
+    distance = np.linalg.norm(target_w - base[:, :3, 3], axis=-1)
+    margin = distance / (base_scale * float(np.sum(rig.chain.lengths))) - 1.0
     return _Solved(
         spec=s.spec,
         bone_names=rig.bone_names,

@@ -74,14 +74,17 @@ def goal_dependencies(goal: Any, bone: str) -> set[BoneKey]:
 
 def moved_bones(armature: Any, bones: Iterable[str]) -> set[BoneKey]:
     """The chain's bones and every bone below them."""
+    children: dict[str, list[str]] = {}
+    for bone in armature.data.bones:
+        if bone.parent is not None:
+            children.setdefault(bone.parent.name, []).append(bone.name)
     out: set[BoneKey] = set()
-    data = armature.data.bones
-    for name in bones:
-        bone = data.get(name)
-        if bone is None:
-            continue
-        out.add((armature.name, name))
-        out |= {(armature.name, child.name) for child in bone.children_recursive}
+    stack = [name for name in bones if name in armature.data.bones]
+    while stack:
+        name = stack.pop()
+        if (armature.name, name) not in out:
+            out.add((armature.name, name))
+            stack.extend(children.get(name, ()))
     return out
 
 
