@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -1121,10 +1122,36 @@ def _check_memory(obj: Any, frames: int, rigs: Sequence[RigChain]) -> None:
 
 
 def write_report(result: BakeResult, path: str) -> None:
-    """Save ``result`` as JSON at ``path``."""
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(result.to_dict(), handle, indent=2)
-        handle.write("\n")
+    """Save ``result`` as JSON at ``path``, never leaving a half-written file: written to a
+    temporary file beside it, read back, synced, then renamed over ``path`` (on any failure
+    the temporary file is removed, ``path`` is left as it was and ``OSError`` is raised)."""
+    final = os.path.abspath(path)
+    tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(result.to_dict(), handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with open(tmp, encoding="utf-8") as handle:
+            json.load(handle)
+        os.replace(tmp, final)
+    except ValueError as exc:
+        raise OSError(f"the report read back is not whole JSON (disk full?): {exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def report_path_problem(path: str) -> str:
+    """Why the operator must not write its report at ``path`` (absolute), or ``""``: a
+    folder, or the open .blend file itself."""
+    if os.path.isdir(path):
+        return f"the report file '{path}' is a folder; give a file name"
+    blend = bpy.data.filepath
+    if blend and os.path.exists(path) and os.path.samefile(path, blend):
+        return f"the report file '{path}' is the open .blend file; give another name"
+    return ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1254,6 +1281,11 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             )
             if not chains:
                 self.report({"ERROR"}, "No selected bone holds an enabled Reach IK chain")
+                return {"CANCELLED"}
+        if self.report_path:
+            problem = report_path_problem(bpy.path.abspath(self.report_path))
+            if problem:
+                self.report({"ERROR"}, problem)
                 return {"CANCELLED"}
         options = BakeOptions(
             frame_start=self.frame_start,

@@ -5,6 +5,7 @@ refused with a clear message (operator and API)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,27 @@ def test_memory_is_estimated_up_front(
     with pytest.raises(bake.BakeError, match=r"needs about .* GiB of memory"):
         bake.bake(arm, bake.BakeOptions(1, 1_000_000))
     assert bake.bake(arm, bake.BakeOptions(1, 50)).frames == 50
+
+
+def test_the_operator_refuses_a_report_over_the_blend_file(
+    clean_scene: Any, addon: Any, tmp_path: Path
+) -> None:
+    bpy = blender_module()
+    arm, _ = _arm_with_action("Arm")
+    blend = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    arm = bpy.data.objects["Arm"]
+    bpy.context.view_layer.objects.active = arm
+    before = blend.read_bytes()
+    for path, message in ((blend, "is the open .blend file"), (tmp_path, "is a folder")):
+        with pytest.raises(RuntimeError, match=message):
+            bpy.ops.reach_ik.bake("EXEC_DEFAULT", frame_start=1, frame_end=5, report_path=str(path))
+    assert blend.read_bytes() == before
+    assert arm.pose.bones["hand"].reach_ik.enabled, "refused before any work"
+    report = tmp_path / "report.json"
+    done = bpy.ops.reach_ik.bake(
+        "EXEC_DEFAULT", frame_start=1, frame_end=5, report_path=str(report)
+    )
+    assert done == {"FINISHED"}
+    assert json.loads(report.read_text())["frames"] == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "scene.blend"]
