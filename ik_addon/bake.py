@@ -54,7 +54,16 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 
 from ..core import ReachIKError
 from ..core import rotations as rot
-from . import constraints, dependencies, evaluate, handlers, key_reduction, keying, sampling
+from . import (
+    bake_memory,
+    constraints,
+    dependencies,
+    evaluate,
+    handlers,
+    key_reduction,
+    keying,
+    sampling,
+)
 from .operators import remove_chain
 from .quality import ChainQuality, chain_quality
 from .rig import RigChain, base_matrices
@@ -81,15 +90,9 @@ MINFRAME, MAXFRAME = -1048574, 1048574
 NEAR_FULL_REACH = 1e-3
 
 #: Frames sampled and solved at a time: the working memory of a bake is that of one block
-#: (the sampled inputs; about BLOCK_BYTES_PER_FRAME_AND_CHAIN per frame and chain,
-#: measured), whatever the range; the solved poses (~100 bytes per frame and chain) and the
-#: keys are kept for the whole range.
+#: (the sampled inputs), whatever the range; the solved poses (~100 bytes per frame and
+#: chain) and the keys are kept for the whole range (:mod:`.bake_memory`).
 BLOCK_FRAMES = 20_000
-BLOCK_BYTES_PER_FRAME_AND_CHAIN = 2_500
-
-#: Bytes Blender needs per key (a ``BezTriple``, rounded up) plus our arrays for it while
-#: writing, for the up-front estimate (:func:`estimated_bytes`).
-BYTES_PER_KEY = 170
 
 #: Settings of a chain that can be animated, read at every frame (the others once).
 ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
@@ -873,7 +876,10 @@ def bake(
     if not usable:
         raise BakeError("no chain can be baked: " + "; ".join(warnings))
     frames = options.frames()
-    _check_memory(obj, frames.size, [rigs[s.tip] for s in usable])
+    try:
+        bake_memory.check(obj, frames.size, [rigs[s.tip] for s in usable], BLOCK_FRAMES)
+    except bake_memory.BakeMemoryError as exc:
+        raise BakeError(str(exc)) from None
     frame_back = (scene.frame_current, scene.frame_subframe)
     parts: list[list[_Solved]] = []
     methods: list[str] = []
@@ -1082,43 +1088,6 @@ def _join_blocks(parts: list[list[_Solved]], warnings: list[str]) -> list[_Solve
             )
         )
     return joined
-
-
-def estimated_bytes(frames: int, bones: Sequence[int], channels: int) -> int:
-    """Memory a bake of ``frames`` frames needs at its peak (see :data:`BYTES_PER_KEY`):
-    the solved poses kept for every frame, one block's working set, and the keys Blender
-    stores. ``bones``: the bones of each chain; ``channels``: rotation channels keyed."""
-    kept = sum(32 * n + 33 for n in bones)  # rotations (n, 4), error, reachable, target
-    block = min(frames, BLOCK_FRAMES) * BLOCK_BYTES_PER_FRAME_AND_CHAIN * len(bones)
-    return frames * (kept + channels * BYTES_PER_KEY) + block
-
-
-def _available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def _check_memory(obj: Any, frames: int, rigs: Sequence[RigChain]) -> None:
-    """Refuse a bake that would need more memory than the machine has available."""
-    available = _available_bytes()
-    if available is None:
-        return
-    channels = 0
-    for rig in rigs:
-        for name in rig.bone_names:
-            channels += keying.rotation_path(obj.pose.bones[name].rotation_mode)[1]
-    need = estimated_bytes(frames, [len(r.bone_names) for r in rigs], channels)
-    if need > 0.8 * available:
-        raise BakeError(
-            f"baking {frames:,} frames needs about {need / 2**30:.1f} GiB of memory, more than "
-            f"the {available / 2**30:.1f} GiB available; bake a shorter range"
-        )
 
 
 def write_report(result: BakeResult, path: str) -> None:

@@ -184,9 +184,9 @@ def test_memory_is_estimated_up_front(
 ) -> None:
     arm, _ = _arm_with_action("Arm")
     bake = addon.bake
-    need = bake.estimated_bytes(1_000_000, [3], 10)
+    need = addon.bake_memory.estimated_bytes(1_000_000, [3], 10, bake.BLOCK_FRAMES)
     assert 1e9 < need < 4e9, "a million frames of one 3-bone chain: about 1.2 GB of keys"
-    monkeypatch.setattr(bake, "_available_bytes", lambda: 64 * 2**20)
+    monkeypatch.setattr(addon.bake_memory, "available_bytes", lambda: 64 * 2**20)
     with pytest.raises(bake.BakeError, match=r"needs about .* GiB of memory"):
         bake.bake(arm, bake.BakeOptions(1, 1_000_000))
     assert bake.bake(arm, bake.BakeOptions(1, 50)).frames == 50
