@@ -2,18 +2,26 @@
 """Reach IK's Blender layer: chain settings on pose bones, operators, panels, live solving.
 
 Modules: :mod:`.rig` (pose bones → core chain), :mod:`.evaluate` (solve and write poses; the
-API the bake uses), :mod:`.properties`, :mod:`.operators`, :mod:`.panels`, :mod:`.handlers`.
-``register`` registers every class, the ``PoseBone.reach_ik`` property and the handlers;
-``unregister`` removes them all, in reverse order.
+API the bake uses), :mod:`.properties`, :mod:`.operators`, :mod:`.panels`, :mod:`.shown`
+(the residual of the pose Blender shows), :mod:`.overlay` (the 3D View overlay),
+:mod:`.diagnostics` (timeline markers), :mod:`.keymap`, :mod:`.handlers`.
+``register`` registers every class, the properties, the handlers, the overlay's draw
+handler and the shortcuts; ``unregister`` removes them all, in reverse order.
 """
 
 from __future__ import annotations
 
 import bpy
 
-from . import bake, handlers, operators, panels, properties
+from . import bake, diagnostics, handlers, keymap, operators, overlay, panels, properties
 
-classes = (*properties.classes, *operators.classes, *bake.classes, *panels.classes)
+classes = (
+    *properties.classes,
+    *operators.classes,
+    *bake.classes,
+    *diagnostics.classes,
+    *panels.classes,
+)
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
@@ -22,9 +30,13 @@ def register() -> None:
     _register_classes()
     properties.register_properties()
     handlers.register_handlers()
+    overlay.register_overlay()
+    keymap.register_keymap()
 
 
 def unregister() -> None:
+    keymap.unregister_keymap()
+    overlay.unregister_overlay()
     handlers.unregister_handlers()
     properties.unregister_properties()
     _unregister_classes()

@@ -242,6 +242,12 @@ def quaternion_to_values(
 
 
 # ----------------------------------------------------------------------------- settings
+#: A chain's *Advanced* settings as :func:`_options` takes them: ``(bend_plane,
+#: delta_b_deg, damping, max_step_deg, posture_weight, sweep_steps)``; ``()`` = the
+#: core's defaults.
+Advanced = tuple[Any, ...]
+
+
 @dataclass(frozen=True)
 class ChainSpec:
     """A chain's settings as read (evaluated) from its tip pose bone."""
@@ -260,6 +266,7 @@ class ChainSpec:
     influence: float
     use_rotation: bool
     orient_weight: float
+    advanced: Advanced = ()
 
 
 def chain_tips(obj: Any) -> list[str]:
@@ -298,6 +305,18 @@ def armature_chains(obj: Any) -> tuple[str, ...]:
     return tips
 
 
+def advanced_settings(s: Any) -> Advanced:
+    """The *Advanced* settings of a chain's settings group ``s`` (see :data:`Advanced`)."""
+    return (
+        s.bend_plane,
+        float(s.delta_b),
+        float(s.damping),
+        float(s.max_step),
+        float(s.posture_weight),
+        int(s.sweep_steps),
+    )
+
+
 class _Fixed(NamedTuple):
     """The settings of a chain that cannot be animated."""
 
@@ -311,6 +330,7 @@ class _Fixed(NamedTuple):
     iterations: int
     tolerance: float
     use_rotation: bool
+    advanced: Advanced = ()
 
 
 def _fixed(s: Any) -> _Fixed:
@@ -325,6 +345,7 @@ def _fixed(s: Any) -> _Fixed:
         int(s.iterations),
         float(s.tolerance),
         bool(s.use_rotation),
+        advanced_settings(s),
     )
 
 
@@ -367,6 +388,7 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
         influence=min(max(float(s.influence), 0.0), 1.0),
         use_rotation=fixed.use_rotation,
         orient_weight=float(s.orient_weight),
+        advanced=fixed.advanced,
     )
 
 
@@ -508,12 +530,26 @@ def fk_rotations(pose_bones: Any, names: Iterable[str]) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _options(iterations: int, tolerance: float, pole_angle: float, weight: float) -> SolveOptions:
+def _options(
+    iterations: int, tolerance: float, pole_angle: float, weight: float, advanced: Advanced = ()
+) -> SolveOptions:
+    extra: dict[str, Any] = {}
+    if advanced:
+        bend_plane, delta_b, damping, max_step, posture, sweep = advanced
+        extra = {
+            "bend_plane": bend_plane,
+            "delta_b_deg": delta_b,
+            "damping": damping,
+            "max_step_deg": max_step,
+            "posture_weight": posture,
+            "sweep_steps": sweep,
+        }
     return SolveOptions(
         max_iterations=max(iterations, 1),
         tolerance=tolerance if tolerance > 0.0 else None,
         pole_angle=pole_angle,
         position_weight=weight,
+        **extra,
     )
 
 
@@ -808,7 +844,9 @@ def solve_chain_frames(
             method=spec.solver,
             pole=None if pole_b is None else pole_b[pick],
             target_rotation=None if goal is None else goal[pick],
-            options=_options(spec.iterations, spec.tolerance, float(angle), float(w)),
+            options=_options(
+                spec.iterations, spec.tolerance, float(angle), float(w), spec.advanced
+            ),
         )
         solved = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
         positions[idx] = np.asarray(result.positions).reshape(size, -1, 3)
@@ -887,6 +925,7 @@ def solve_frame(
             spec.iterations,
             spec.tolerance,
             spec.use_rotation,
+            spec.advanced,
         ),
         (spec.influence, spec.pole_angle, spec.orient_weight),
         Matrix(base),
@@ -933,7 +972,7 @@ def _solve_values(
         world_rot = goal_rotation / np.linalg.norm(goal_rotation, axis=0)
         goal = rot.from_matrix(base_rot.T @ world_rot)
         weight = 1.0 - orient_weight
-    options = _options(fixed.iterations, fixed.tolerance, pole_angle, weight)
+    options = _options(fixed.iterations, fixed.tolerance, pole_angle, weight, fixed.advanced)
     pose: list[Sequence[float]]
     if goal is not None:
         result = solve_one(
@@ -1129,11 +1168,13 @@ __all__ = [
     "ITERATIVE",
     "METHOD_LABELS",
     "METHOD_ORDER",
+    "Advanced",
     "ChainPose",
     "ChainSpec",
     "FrameSolution",
     "SolveReport",
     "Solved",
+    "advanced_settings",
     "aims_every_joint",
     "apply_poses",
     "armature_chains",

@@ -42,11 +42,16 @@ from . import constraints, evaluate
 
 
 class ChainStatus(NamedTuple):
-    """The last live solve of one chain: residual error (world metres) or a problem."""
+    """The last live solve of one chain: residual error (world metres) or a problem; for a
+    solved chain also its bones (root→tip), the target and the solved effector (world
+    mathutils vectors), which :mod:`.shown` compares with the pose Blender shows."""
 
     error: float | None
     reachable: bool
     message: str
+    bones: tuple[str, ...] = ()
+    target: Any = None
+    effector: Any = None
 
 
 #: ``(armature object name, tip bone name)`` → the chain's last live solve.
@@ -73,7 +78,9 @@ def solve_object(obj: Any, depsgraph: Any) -> None:
     for key_ in [k for k in status if k[0] == name]:
         del status[key_]
     for s in report.solved:
-        status[(name, s.tip)] = ChainStatus(s.error, s.reachable, "")
+        status[(name, s.tip)] = ChainStatus(
+            s.error, s.reachable, "", s.bone_names, s.target_world, s.effector_world
+        )
     for tip, message in report.problems.items():
         status[(name, tip)] = ChainStatus(None, False, message)
 

@@ -44,6 +44,12 @@ CHAIN_SETTINGS = (
     "use_rotation",
     "orient_weight",
     "source",
+    "bend_plane",
+    "delta_b",
+    "damping",
+    "max_step",
+    "posture_weight",
+    "sweep_steps",
 )
 
 

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Reach IK's UI: a panel in the Bone properties (pose mode) and a 3D View sidebar tab.
 
-* **Bone properties → Reach IK**: the active bone's chain settings (or an *Add* button),
-  its live residual error or why it cannot be solved, and *Apply to FK* / *Remove*.
-* **3D View sidebar → Reach IK**: every chain of the active armature with its solver,
-  target, influence and live residual error, the convert buttons, and *Bake* when the bake
-  operator (``reach_ik.bake``) is present.
+* **Bone properties → Reach IK** (placed by :data:`BONE_PANEL_ORDER`): the residual of
+  the pose Blender shows (:mod:`.shown`) or why the chain cannot be solved, the active
+  bone's chain settings (or an *Add* button), and *Apply to FK* / *Remove*; an
+  *Advanced* subpanel with the core's solver options.
+* **3D View sidebar → Reach IK**: the overlay switch, then every chain of the active armature
+  with its solver, target, pole, bone count, influence and shown residual error, the convert
+  buttons, *Diagnose* and *Bake* (when the bake operator ``reach_ik.bake`` is present).
+
+Labels are kept short so that they fit at the default widths of Blender 4.2–5.2.
 """
 
 from __future__ import annotations
@@ -15,6 +19,25 @@ from typing import Any
 import bpy
 
 from . import evaluate, handlers
+from .shown import shown_status
+
+#: ``bl_order`` of the Bone panel. Blender's own Bone-tab panels have order 0 (Custom
+#: Properties 1000) and are registered before any add-on; a panel goes after the last one
+#: of order <= its own, and orders start at 0, so no add-on panel can go above them: 0
+#: puts it right after Viewport Display, above Custom Properties. Blender's panels below
+#: Transform start closed, so its header is in view in the default layout; its first row
+#: is the chain's status.
+BONE_PANEL_ORDER = 0
+
+#: Solver options → the solvers that read them (others show them inactive).
+_READERS = {
+    "bend_plane": ("triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"),
+    "delta_b": ("triangulation",),
+    "damping": ("jacobian_dls",),
+    "max_step": ("jacobian_transpose", "jacobian_pinv", "jacobian_dls"),
+    "posture_weight": ("jacobian_transpose", "jacobian_pinv", "jacobian_dls"),
+    "sweep_steps": ("ccd",),
+}
 
 
 def format_length(metres: float) -> str:
@@ -29,25 +52,41 @@ def format_length(metres: float) -> str:
     return "< 1 µm"
 
 
-def _status_line(layout: Any, obj: Any, tip: str, enabled: bool, influence: float) -> None:
+def _depsgraph(context: Any) -> Any:
+    """The view layer's depsgraph as drawn (``evaluated_depsgraph_get`` would evaluate, and
+    run the handlers, from inside a draw)."""
+    return context.view_layer.depsgraph
+
+
+def status_lines(context: Any, obj: Any, tip: str, enabled: bool, influence: float) -> list[Any]:
+    """The status of a chain as ``(text, icon, alert)`` lines (what the panels show)."""
     if not enabled:
-        layout.label(text="Disabled: bones show their FK pose", icon="HIDE_ON")
-        return
+        return [("Disabled: FK pose", "HIDE_ON", False)]
     st = handlers.status.get((obj.name, tip))
     if st is None:
-        layout.label(text="Not solved yet", icon="TIME")
-    elif st.error is None:
+        return [("Not solved yet", "TIME", False)]
+    if st.error is None:
+        return [(st.message, "ERROR", True)]
+    shown = shown_status(obj, tip, _depsgraph(context))
+    if shown is None:
+        return [("Not solved yet", "TIME", False)]
+    error = format_length(shown.error)
+    if shown.warning:
+        return [(f"Shown {error} off", "ERROR", True), (shown.warning, "BLANK1", True)]
+    if not shown.reachable:
+        return [(f"Out of reach: {error}", "INFO", False)]
+    if influence < 1.0:
+        return [(f"{error} off (influence)", "INFO", False)]
+    if shown.missed:
+        return [(f"Missed by {error}", "INFO", False)]
+    return [(f"Error {error}", "CHECKMARK", False)]
+
+
+def _status(layout: Any, context: Any, obj: Any, tip: str, enabled: bool, influence: float) -> None:
+    for text, icon, alert in status_lines(context, obj, tip, enabled, influence):
         row = layout.row()
-        row.alert = True
-        row.label(text=st.message, icon="ERROR")
-    elif not st.reachable:
-        layout.label(text=f"Out of reach: {format_length(st.error)} short", icon="INFO")
-    elif influence < 1.0:
-        layout.label(
-            text=f"{format_length(st.error)} off at influence {influence:.2f}", icon="INFO"
-        )
-    else:
-        layout.label(text=f"Residual error {format_length(st.error)}", icon="CHECKMARK")
+        row.alert = alert
+        row.label(text=text, icon=icon)
 
 
 def _goal(layout: Any, s: Any, pointer: str, bone: str, label: str) -> None:
@@ -58,6 +97,10 @@ def _goal(layout: Any, s: Any, pointer: str, bone: str, label: str) -> None:
         col.prop_search(s, bone, ob.data, "bones", text="Bone")
 
 
+def _pose_bone(context: Any) -> Any:
+    return context.object.pose.bones.get(context.bone.name)
+
+
 class REACH_IK_PT_bone(bpy.types.Panel):
     """Reach IK chain settings of the active pose bone."""
 
@@ -65,17 +108,15 @@ class REACH_IK_PT_bone(bpy.types.Panel):
     bl_space_type = "PROPERTIES"
     bl_region_type = "WINDOW"
     bl_context = "bone"
+    bl_order = BONE_PANEL_ORDER
 
     @classmethod
     def poll(cls, context: Any) -> bool:
         ob = context.object
         return ob is not None and ob.type == "ARMATURE" and ob.mode == "POSE" and context.bone
 
-    def _pose_bone(self, context: Any) -> Any:
-        return context.object.pose.bones.get(context.bone.name)
-
     def draw_header(self, context: Any) -> None:
-        pb = self._pose_bone(context)
+        pb = _pose_bone(context)
         if pb is not None and pb.reach_ik.has_chain:
             layout: Any = self.layout
             layout.prop(pb.reach_ik, "enabled", text="")
@@ -85,39 +126,72 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         layout.use_property_split = True
         layout.use_property_decorate = True
         obj = context.object
-        pb = self._pose_bone(context)
+        pb = _pose_bone(context)
         if pb is None:
             return
         s = pb.reach_ik
         if not s.has_chain:
-            layout.label(text="No Reach IK chain ends at this bone")
-            layout.operator("reach_ik.add", icon="CON_KINEMATIC")
+            layout.label(text="No chain ends here", icon="INFO")
+            layout.operator("reach_ik.add", text="Add Reach IK", icon="CON_KINEMATIC")
             return
+        box = layout.box()
+        _status(box, context, obj, pb.name, s.enabled, s.influence)
         _goal(layout, s, "target", "target_bone", "Target")
         _goal(layout, s, "pole", "pole_bone", "Pole")
         row = layout.row()
         row.active = s.pole is not None
-        row.prop(s, "pole_angle")
+        row.prop(s, "pole_angle", text="Pole Angle")
         layout.separator()
         layout.prop(s, "solver")
         if s.solver in evaluate.ITERATIVE:
             col = layout.column(align=True)
             col.prop(s, "iterations")
             col.prop(s, "tolerance")
-        layout.prop(s, "chain_length")
-        layout.prop(s, "use_tail")
+        col = layout.column(align=True)
+        col.prop(s, "chain_length", text="Bones")
+        col.prop(s, "use_tail", text="Use Tail")
         layout.prop(s, "influence", slider=True)
         row = layout.row(heading="Rotation")
         row.prop(s, "use_rotation", text="")
         sub = row.row()
         sub.active = s.use_rotation
         sub.prop(s, "orient_weight", text="Weight", slider=True)
-        box = layout.box()
-        _status_line(box, obj, pb.name, s.enabled, s.influence)
-        box.label(text="Limits & stiffness: Inverse Kinematics panel", icon="CON_KINEMATIC")
+        layout.label(text="Limits: IK panel", icon="CON_KINEMATIC")
         row = layout.row(align=True)
-        row.operator("reach_ik.apply_to_fk", icon="KEYINGSET")
-        row.operator("reach_ik.remove", icon="X").tip = pb.name
+        row.operator("reach_ik.apply_to_fk", text="To FK", icon="KEYINGSET")
+        row.operator("reach_ik.remove", text="Remove", icon="X").tip = pb.name
+
+
+class REACH_IK_PT_bone_advanced(bpy.types.Panel):
+    """The core's solver options of the active bone's chain."""
+
+    bl_label = "Advanced"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "bone"
+    bl_parent_id = "REACH_IK_PT_bone"
+    bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 (Blender reads a plain set)
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        if not REACH_IK_PT_bone.poll(context):
+            return False
+        pb = context.object.pose.bones.get(context.bone.name)
+        return pb is not None and pb.reach_ik.has_chain
+
+    def draw(self, context: Any) -> None:
+        layout: Any = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        pb = _pose_bone(context)
+        if pb is None:
+            return
+        s = pb.reach_ik
+        active = s.solver if s.pole is None else ""
+        for name, readers in _READERS.items():
+            row = layout.row()
+            row.active = s.solver in readers and (name != "bend_plane" or bool(active))
+            row.prop(s, name)
 
 
 class REACH_IK_PT_sidebar(bpy.types.Panel):
@@ -130,6 +204,7 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
 
     def draw(self, context: Any) -> None:
         layout: Any = self.layout
+        layout.prop(context.scene, "reach_ik_overlay", text="Show Overlay", icon="OVERLAY")
         obj = context.object
         if obj is None or obj.type != "ARMATURE":
             layout.label(text="Select an armature", icon="ARMATURE_DATA")
@@ -138,21 +213,23 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         if not tips:
             layout.label(text=f"'{obj.name}' has no chains", icon="INFO")
         for tip in tips:
-            self._draw_chain(layout, obj, obj.pose.bones[tip])
+            self._draw_chain(layout, context, obj, obj.pose.bones[tip])
         col = layout.column(align=True)
         if context.mode == "POSE":
-            col.operator("reach_ik.add", icon="ADD")
-        op = col.operator("reach_ik.convert_constraints", text="IK Constraints → Reach IK")
+            col.operator("reach_ik.add", text="Add Reach IK", icon="ADD")
+        op = col.operator("reach_ik.convert_constraints", text="IK → Reach IK")
         op.direction = "TO_REACH_IK"
-        op = col.operator("reach_ik.convert_constraints", text="Reach IK → IK Constraints")
+        op = col.operator("reach_ik.convert_constraints", text="Reach IK → IK")
         op.direction = "TO_BLENDER"
         if tips:
-            col.operator("reach_ik.apply_to_fk", text="Apply All to FK").all_chains = True
+            col.operator("reach_ik.apply_to_fk", text="All to FK").all_chains = True
+            col = layout.column(align=True)
+            col.operator("reach_ik.diagnose", icon="MARKER_HLT")
             if hasattr(bpy.types, "REACH_IK_OT_bake"):
-                layout.operator("reach_ik.bake", icon="ACTION")
+                col.operator("reach_ik.bake", text="Bake", icon="ACTION")
 
     @staticmethod
-    def _draw_chain(layout: Any, obj: Any, pb: Any) -> None:
+    def _draw_chain(layout: Any, context: Any, obj: Any, pb: Any) -> None:
         s = pb.reach_ik
         box = layout.box()
         row = box.row(align=True)
@@ -162,12 +239,21 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         col = box.column(align=True)
         col.active = s.enabled
         col.prop(s, "solver", text="")
-        goal = s.target.name if s.target is not None else "no target"
-        if s.target is not None and s.target_bone:
-            goal += f" : {s.target_bone}"
-        col.label(text=goal, icon="EMPTY_AXIS" if s.target else "ERROR")
+        icon = "EMPTY_AXIS" if s.target else "ERROR"
+        col.label(text=_goal_name(s.target, s.target_bone), icon=icon)
+        if s.pole is not None:
+            col.label(text=_goal_name(s.pole, s.pole_bone), icon="ORIENTATION_GIMBAL")
+        else:
+            col.label(text="No pole", icon="BLANK1")
+        col.prop(s, "chain_length", text="Bones")
         col.prop(s, "influence", slider=True)
-        _status_line(box, obj, pb.name, s.enabled, s.influence)
+        _status(box, context, obj, pb.name, s.enabled, s.influence)
 
 
-classes = (REACH_IK_PT_bone, REACH_IK_PT_sidebar)
+def _goal_name(ob: Any, bone: str) -> str:
+    if ob is None:
+        return "No target"
+    return f"{ob.name} : {bone}" if bone else ob.name
+
+
+classes = (REACH_IK_PT_bone, REACH_IK_PT_bone_advanced, REACH_IK_PT_sidebar)

@@ -9,6 +9,8 @@ Every setting is library-overridable (``override={'LIBRARY_OVERRIDABLE'}``, on t
 properties and on ``PoseBone.reach_ik`` itself), so chain settings edited on an overridden
 rig are kept when the file is saved and opened again.
 
+The scene's ``reach_ik_overlay`` switches the 3D View overlay (:mod:`.overlay`) on and off.
+
 Joint limits and stiffness are not here: they are Blender's own per-bone IK settings
 (``lock_ik_*``, ``use_ik_limit_*``, ``ik_min/max_*``, ``ik_stiffness_*``), see :mod:`.rig`.
 """
@@ -242,6 +244,79 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         options=set(),
         override=OVERRIDABLE,
     )
+    # Advanced: the core's SolveOptions that the chain passes on (defaults as the core's).
+    bend_plane: EnumProperty(  # type: ignore[valid-type]
+        name="Bend Plane",
+        description="Which way the chain bends without a pole",
+        items=(
+            (
+                "rest",
+                "Rest Bend",
+                "Keep the rest pose's bend side, carried with the target (never flips)",
+                0,
+            ),
+            ("minimal", "Shortest Turn", "Each solver's own shortest-rotation bend", 1),
+        ),
+        default="rest",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    delta_b: EnumProperty(  # type: ignore[valid-type]
+        name="δb",
+        description=(
+            "Triangulation: the turn of a link when no triangle can be formed "
+            "(180°: the paper; 90°: its future-work variant)"
+        ),
+        items=(("180", "180°", "The paper's δb", 0), ("90", "90°", "The future-work δb", 1)),
+        default="180",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    damping: FloatProperty(  # type: ignore[valid-type]
+        name="Damping",
+        description="Jacobian DLS: the largest damping λ, used near singular poses",
+        default=0.1,
+        min=0.0,
+        soft_max=2.0,
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    max_step: FloatProperty(  # type: ignore[valid-type]
+        name="Step Clamp",
+        description="Jacobian solvers: the largest joint turn per update, degrees",
+        default=10.0,
+        min=0.01,
+        max=180.0,
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    posture_weight: FloatProperty(  # type: ignore[valid-type]
+        name="Posture Bias",
+        description=(
+            "Jacobian solvers: pull toward the rest pose in the null space (chains of "
+            "three or more bones keep natural poses); 0 = off"
+        ),
+        default=0.0,
+        min=0.0,
+        soft_max=1.0,
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    sweep_steps: IntProperty(  # type: ignore[valid-type]
+        name="CCD Sweep",
+        description="CCD: when stuck, sweep one joint over this many angles; 0 = off",
+        default=12,
+        min=0,
+        max=360,
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
     bake_report: StringProperty(  # type: ignore[valid-type]
         name="Last Bake",
         description="The chain's quality report from its last bake (JSON, see ik_addon.bake)",
@@ -253,11 +328,29 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
 classes = (ReachIKBoneSettings,)
 
 
+def _redraw_views(_self: Any, context: Any) -> None:
+    screen = getattr(context, "screen", None)
+    for area in screen.areas if screen is not None else ():
+        if area.type == "VIEW_3D":
+            area.tag_redraw()
+
+
 def register_properties() -> None:
     bpy.types.PoseBone.reach_ik = PointerProperty(  # type: ignore[attr-defined]
         type=ReachIKBoneSettings, override=OVERRIDABLE
     )
+    bpy.types.Scene.reach_ik_overlay = BoolProperty(  # type: ignore[attr-defined]
+        name="Overlay",
+        description=(
+            "Draw Reach IK chains in the 3D View: bones, target and pole lines, bend plane, "
+            "a red mark where the target is missed"
+        ),
+        default=True,
+        options=set(),
+        update=_redraw_views,
+    )
 
 
 def unregister_properties() -> None:
+    delattr(bpy.types.Scene, "reach_ik_overlay")
     delattr(bpy.types.PoseBone, "reach_ik")

@@ -77,18 +77,9 @@ def _solvers() -> tuple[str, ...]:
 
 
 def _frame_view() -> None:
-    """Split the 3D View: the rig (with the sidebar) on the left, a tall Properties editor
-    on the right; look at the rig from the front-left."""
+    """Keep Blender's default layout (window, sidebar and Properties widths as a new user
+    has them); look at the rig from the front-left in the 3D View."""
     window = bpy.context.window
-    view = next(a for a in window.screen.areas if a.type == "VIEW_3D")
-    region = next(r for r in view.regions if r.type == "WINDOW")
-    with bpy.context.temp_override(window=window, area=view, region=region):
-        # Which side keeps the old area differs between 4.x and 5.x; the editor made the
-        # Properties one below gets 40 % of the width in both.
-        factor = 0.4 if bpy.app.version >= (5, 0, 0) else 0.6
-        bpy.ops.screen.area_split(direction="VERTICAL", factor=factor)
-    views = sorted((a for a in window.screen.areas if a.type == "VIEW_3D"), key=lambda a: a.x)
-    views[0].type = "PROPERTIES"
     for area in window.screen.areas:
         if area.type != "VIEW_3D":
             continue

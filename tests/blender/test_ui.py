@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The UI layer in real Blender: the shown status follows the evaluated pose, diagnostics
+mark every injected pop and flip (and nothing on a smooth path), the shortcuts and the
+overlay's draw handler come and go with the extension, and the *Advanced* settings reach
+the solver on both the live and the bake path."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import EXTENSION
+from rigs import blender_module, head_world, select_only, tail_world
+
+ARM = ("upper_arm.L", "forearm.L")
+
+
+def _arm_chain(obj: Any, offset: tuple[float, float, float] = (0.2, -0.3, -0.15)) -> Any:
+    """A 2-bone chain on the metarig's left arm reaching for a new empty (returns it)."""
+    bpy = blender_module()
+    select_only(obj, ["forearm.L"], "forearm.L")
+    assert bpy.ops.reach_ik.add(new_target=True) == {"FINISHED"}
+    target = obj.pose.bones["forearm.L"].reach_ik.target
+    target.location = head_world(obj, "upper_arm.L") + np.array(offset)
+    bpy.context.scene.frame_set(1)
+    return target
+
+
+def _update() -> Any:
+    bpy = blender_module()
+    bpy.context.view_layer.update()
+    return bpy.context.evaluated_depsgraph_get()
+
+
+def test_status_follows_the_shown_pose(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    shown = importlib.import_module(f"{EXTENSION}.ik_addon.shown")
+    panels = importlib.import_module(f"{EXTENSION}.ik_addon.panels")
+    obj = metarig
+    target = _arm_chain(obj)
+    goal = np.array(target.matrix_world.translation)
+
+    st = shown.shown_status(obj, "forearm.L", _update())
+    assert st is not None
+    assert st.warning == ""
+    assert st.error < 1e-5
+    assert st.error == pytest.approx(np.linalg.norm(tail_world(obj, "forearm.L") - goal), abs=1e-6)
+
+    con = obj.pose.bones["forearm.L"].constraints["Reach IK"]
+    con.mute = True
+    bpy.context.scene.frame_set(1)
+    st = shown.shown_status(obj, "forearm.L", _update())
+    offset = float(np.linalg.norm(tail_world(obj, "forearm.L") - goal))
+    assert offset > 0.01  # the muted forearm shows its FK pose, off the target
+    assert st is not None
+    assert st.error == pytest.approx(offset, abs=1e-6)
+    assert "muted" in st.warning
+    assert "forearm.L" in st.warning
+    lines = panels.status_lines(bpy.context, obj, "forearm.L", True, 1.0)
+    assert lines[0][2]
+    assert "off" in lines[0][0]
+    assert any("muted" in text for text, _icon, _alert in lines)
+    con.mute = False
+
+    later = obj.pose.bones["upper_arm.L"].constraints.new("COPY_ROTATION")
+    later.target = target
+    bpy.context.scene.frame_set(1)
+    st = shown.shown_status(obj, "forearm.L", _update())
+    assert st is not None
+    assert "after Reach IK" in st.warning
+    assert "upper_arm.L" in st.warning
+    assert st.error == pytest.approx(np.linalg.norm(tail_world(obj, "forearm.L") - goal), abs=1e-6)
+    obj.pose.bones["upper_arm.L"].constraints.remove(later)
+    bpy.context.scene.frame_set(1)
+    st = shown.shown_status(obj, "forearm.L", _update())
+    assert st is not None
+    assert st.warning == ""
+    assert st.error < 1e-5
+
+
+def _key_path(obj: Any, points: np.ndarray, start: int = 1) -> None:
+    """Key ``obj.location`` at every frame (so no interpolation comes between)."""
+    for i, p in enumerate(points):
+        obj.location = p.tolist()
+        obj.keyframe_insert("location", frame=start + i)
+
+
+def _figure_eight(centre: np.ndarray, size: float, frames: int) -> np.ndarray:
+    t = np.linspace(0.0, 2.0 * math.pi, frames)
+    return centre + size * np.stack([np.sin(t), 0.3 * np.sin(t), np.sin(t) * np.cos(t)], axis=-1)
+
+
+def _our_markers(scene: Any) -> list[tuple[str, int]]:
+    return sorted((m.name, m.frame) for m in scene.timeline_markers if m.name != "keep")
+
+
+def test_diagnostics_mark_injected_pops_and_flips_only(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    diagnostics = importlib.import_module(f"{EXTENSION}.ik_addon.diagnostics")
+    obj = metarig
+    scene = bpy.context.scene
+    target = _arm_chain(obj)
+    frames = 48
+    centre = head_world(obj, "upper_arm.L") + np.array([0.15, -0.3, -0.2])
+    path = _figure_eight(centre, 0.08, frames)
+    _key_path(target, path)
+    scene.timeline_markers.new("keep", frame=5)
+    user = scene.timeline_markers.new("RIK pop forearm.L", frame=7)  # a user's, same name
+    found, skipped = diagnostics.mark(scene, obj, 1, frames)
+    assert skipped == {}
+    events = found["forearm.L"]
+    assert events["pop"] == []
+    assert events["flip"] == []
+    assert events["reach"] == []
+    assert events["missed"] == []
+    assert ("RIK pop forearm.L", 7) in _our_markers(scene)
+
+    # A pole that jumps to the other side at frame 20 flips the bend; a target that jumps
+    # across the figure at frame 35 pops the arm.
+    pole = bpy.data.objects.new("pole", None)
+    scene.collection.objects.link(pole)
+    side = np.array([0.0, 0.0, 0.6])
+    poles = np.array([centre + (side if f < 20 else -side) for f in range(1, frames + 1)])
+    _key_path(pole, poles)
+    jumped = path.copy()
+    jumped[34:] = centre + np.array([0.0, 0.25, 0.25])
+    target.animation_data_clear()
+    _key_path(target, jumped)
+    obj.pose.bones["forearm.L"].reach_ik.pole = pole
+    found, skipped = diagnostics.mark(scene, obj, 1, frames)
+    events = found["forearm.L"]
+    assert events["flip"] == [20]
+    assert events["pop"] == [20, 35]
+    markers = _our_markers(scene)
+    assert ("RIK flip forearm.L", 20) in markers
+    assert ("RIK pop forearm.L", 20) in markers
+    assert ("RIK pop forearm.L", 35) in markers
+    assert ("RIK pop forearm.L", 7) in markers  # the user's marker is left alone
+    assert any(m.name == "keep" for m in scene.timeline_markers)
+    assert user.name == "RIK pop forearm.L"
+
+    # Running again replaces its own markers, not adds to them.
+    before = len(scene.timeline_markers)
+    assert bpy.ops.reach_ik.diagnose(frame_start=1, frame_end=frames) == {"FINISHED"}
+    assert len(scene.timeline_markers) == before
+    assert scene.frame_current == 1
+
+
+def test_diagnostics_mark_out_of_reach_and_limit_runs(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    diagnostics = importlib.import_module(f"{EXTENSION}.ik_addon.diagnostics")
+    obj = metarig
+    scene = bpy.context.scene
+    target = _arm_chain(obj)
+    start = head_world(obj, "upper_arm.L")
+    near = start + np.array([0.15, -0.3, -0.2])
+    far = start + np.array([2.0, -0.3, -0.2])
+    _key_path(target, np.array([near] * 5 + [far] * 4 + [near] * 3))
+    fore = obj.pose.bones["forearm.L"]
+    fore.lock_ik_y = fore.lock_ik_z = True
+    limit = math.radians(30.0)
+    fore.use_ik_limit_x, fore.ik_min_x, fore.ik_max_x = True, -limit, limit
+    _update()  # the edit reaches the cached chains
+    found, _ = diagnostics.mark(scene, obj, 1, 12)
+    events = found["forearm.L"]
+    assert events["reach"] == [6]
+    # The elbow, limited to 30°, bends to its limit to reach the near target.
+    assert events["limit"]
+    assert events["limit"][0] == 1
+    bound = diagnostics.limit_bound(
+        diagnostics.evaluate.rig_chain(obj, "forearm.L", 2, True).chain.limits,
+        diagnostics.scan(scene, obj, "forearm.L", [1]).rotations,
+    )
+    assert bound.tolist() == [True]
+
+
+def test_shortcuts_and_draw_handler_come_and_go(clean_scene: Any, addon: Any) -> None:
+    import addon_utils
+
+    bpy = blender_module()
+    overlay = importlib.import_module(f"{EXTENSION}.ik_addon.overlay")
+
+    def items() -> list[tuple[str, str, bool, bool, bool]]:
+        km = bpy.context.window_manager.keyconfigs.addon.keymaps.get("Pose")
+        if km is None:
+            return []
+        return sorted(
+            (k.idname, k.type, k.shift, k.ctrl, k.alt)
+            for k in km.keymap_items
+            if k.idname.startswith("reach_ik.")
+        )
+
+    assert items() == [
+        ("reach_ik.add", "I", True, False, False),
+        ("reach_ik.remove", "I", False, True, True),
+    ]
+    handle = overlay._handle
+    assert handle is not None
+    addon_utils.disable(EXTENSION, default_set=True)
+    try:
+        assert items() == []
+        with pytest.raises(ValueError, match=r"removed|invalid|NULL"):  # gone with unregister
+            bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
+    finally:
+        addon_utils.enable(EXTENSION, default_set=True)
+    assert len(items()) == 2
+    overlay = importlib.import_module(f"{EXTENSION}.ik_addon.overlay")
+    assert overlay._handle is not None
+
+
+def test_overlay_geometry_follows_the_shown_pose(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    overlay = importlib.import_module(f"{EXTENSION}.ik_addon.overlay")
+    obj = metarig
+    target = _arm_chain(obj)
+    select_only(obj, ["shin.L"], "shin.L")
+    bpy.ops.reach_ik.add(new_target=True)
+    shin_target = obj.pose.bones["shin.L"].reach_ik.target
+    shin_target.location = head_world(obj, "thigh.L") + np.array([0.0, -0.3, -3.0])
+    bpy.context.scene.frame_set(1)
+    geo = overlay.geometry(bpy.context.scene, _update())
+    thick = np.array([tuple(v) for v in geo.thick[0]])
+    assert len(thick) == 8  # two bones per chain, a line pair each
+    joints = {tuple(np.round(p, 5)) for p in thick}
+    for bone in ("upper_arm.L", "forearm.L", "thigh.L", "shin.L"):
+        assert tuple(np.round(head_world(obj, bone), 5)) in joints
+    # Only the leg, out of reach, gets the red mark, on its shown effector.
+    marks = [tuple(v) for v in geo.points[0]]
+    assert len(marks) == 1
+    assert np.allclose(marks[0], tail_world(obj, "shin.L"), atol=1e-5)
+    assert len(geo.tris[0]) == 6  # one bend triangle per chain
+    del target
+
+
+def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    evaluate = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    core = importlib.import_module(f"{EXTENSION}.core")
+    obj = metarig
+    target = _arm_chain(obj)
+    s = obj.pose.bones["forearm.L"].reach_ik
+    s.solver, s.iterations = "jacobian_dls", 3
+    shown = {}
+    for step in (10.0, 0.5):  # three updates of at most 0.5° cannot get there
+        s.max_step = step
+        s.sweep_steps = 5
+        bpy.context.scene.frame_set(1)
+        spec = evaluate.read_spec(obj.pose.bones["forearm.L"])
+        assert spec.advanced[:2] == ("rest", 180.0)
+        assert spec.advanced[2:] == pytest.approx((0.1, step, 0.0, 5))
+        report = evaluate.solve_chains(obj, _update())
+        live = np.array(report.solved[0].rotations)
+        rig = evaluate.rig_chain(obj, "forearm.L", 2, True)
+        point = np.array(target.matrix_world.translation)
+        one = evaluate.solve_frame(rig, spec, np.eye(4), point).rotations[0]
+        batch = evaluate.solve_chain_frames(
+            rig,
+            spec,
+            np.eye(4)[None],
+            point[None],
+            None,
+            None,
+            None,
+            np.ones(1),
+            np.zeros(1),
+            np.full(1, 0.5),
+        ).rotations[0]
+        assert np.allclose(np.abs(np.sum(one * batch, axis=-1)), 1.0, atol=1e-8)
+        shown[step] = live
+        assert evaluate._options(3, 0.0, 0.0, 1.0, spec.advanced) == core.SolveOptions(
+            max_iterations=3,
+            max_step_deg=spec.advanced[3],
+            sweep_steps=5,
+            damping=spec.advanced[2],
+            position_weight=1.0,
+        )
+    gap = np.abs(np.sum(shown[10.0] * shown[0.5], axis=-1))
+    assert gap.min() < 1.0 - 1e-6  # the step clamp changes the live pose
