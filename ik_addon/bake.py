@@ -58,6 +58,7 @@ from . import (
     bake_memory,
     constraints,
     dependencies,
+    diagnostics,
     evaluate,
     handlers,
     key_reduction,
@@ -1218,6 +1219,14 @@ class REACH_IK_OT_bake(bpy.types.Operator):
         description="Save the quality report as JSON here (empty: do not save)",
         subtype="FILE_PATH",
     )
+    diagnose: BoolProperty(  # type: ignore[valid-type]
+        name="Diagnose",
+        description=(
+            "Afterwards, mark the baked chains' pops, bend flips, out-of-reach and "
+            "limit-bound frames as timeline markers (as Diagnose does)"
+        ),
+        default=False,
+    )
 
     @classmethod
     def poll(cls, context: Any) -> bool:
@@ -1256,6 +1265,9 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             if problem:
                 self.report({"ERROR"}, problem)
                 return {"CANCELLED"}
+        tips = chains or tuple(
+            t for t in evaluate.chain_tips(obj) if obj.pose.bones[t].reach_ik.enabled
+        )
         options = BakeOptions(
             frame_start=self.frame_start,
             frame_end=self.frame_end,
@@ -1291,6 +1303,8 @@ class REACH_IK_OT_bake(bpy.types.Operator):
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, result.summary())
+        if self.diagnose:
+            diagnostics.after_bake(self, context.scene, obj, tips, options)
         return {"FINISHED"}
 
 

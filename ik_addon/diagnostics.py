@@ -293,6 +293,17 @@ def summary(found: dict[str, dict[Kind, list[int]]], skipped: dict[str, str]) ->
     return text
 
 
+def after_bake(operator: Any, scene: Any, obj: Any, tips: Sequence[str], options: Any) -> None:
+    """The bake's *Diagnose* option: mark the baked chains over the baked range and report
+    (a removed chain has no settings left to solve, so it is skipped with a message)."""
+    kept = [t for t in tips if obj.pose.bones[t].reach_ik.has_chain]
+    if not kept:
+        operator.report({"WARNING"}, "Diagnose: the baked chains were removed; nothing to scan")
+        return
+    found, skipped = mark(scene, obj, options.frame_start, options.frame_end, kept)
+    operator.report({"WARNING"} if skipped else {"INFO"}, summary(found, skipped))
+
+
 class REACH_IK_OT_diagnose(bpy.types.Operator):
     """Scan a frame range and mark pops, bend flips, out-of-reach and limit-bound frames of
     the armature's enabled chains as timeline markers ("RIK …", replacing the last scan's)"""

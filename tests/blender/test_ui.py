@@ -279,3 +279,24 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
         )
     gap = np.abs(np.sum(shown[10.0] * shown[0.5], axis=-1))
     assert gap.min() < 1.0 - 1e-6  # the step clamp changes the live pose
+
+
+def test_bake_option_marks_the_baked_range(metarig: Any, addon: Any) -> None:
+    bpy = blender_module()
+    obj = metarig
+    scene = bpy.context.scene
+    target = _arm_chain(obj)
+    start = head_world(obj, "upper_arm.L")
+    near = start + np.array([0.15, -0.3, -0.2])
+    far = start + np.array([2.0, -0.3, -0.2])
+    _key_path(target, np.array([near] * 4 + [far] * 3 + [near] * 3))
+    result = bpy.ops.reach_ik.bake(frame_start=1, frame_end=10, diagnose=True)
+    assert result == {"FINISHED"}
+    assert not obj.pose.bones["forearm.L"].reach_ik.enabled  # the bake disabled it
+    markers = sorted((m.name, m.frame) for m in scene.timeline_markers)
+    # The target jumps out at frame 5 and back at 8: two pops, one out-of-reach run.
+    assert markers == [
+        ("RIK out of reach forearm.L", 5),
+        ("RIK pop forearm.L", 5),
+        ("RIK pop forearm.L", 8),
+    ]
