@@ -5,6 +5,7 @@
 #   make extension   build dist/reach_ik-<version>.zip with Blender's own extension builder
 #   make bench       run every benchmark in scripts/ (JSON + Markdown tables in out/bench/)
 #   make check-blender  install the zip in Debian's real Blender 5.2 and 4.3 (root; see README)
+#   make bench-overlay  time the 3D View overlay in Debian's real Blender 5.2 UI (root, Xvfb)
 
 PYTHON ?= python3.11
 VENV := .venv
@@ -15,7 +16,7 @@ ZIP := dist/reach_ik-$(VERSION).zip
 EXT_TOOL = $(VENV)/lib/python3.11/site-packages/bpy/$(shell $(PY) -c "import bpy, sys; print('%d.%d' % bpy.app.version[:2])" 2>/dev/null)/scripts/addons_core/bl_pkg/cli/blender_ext.py
 SOURCES := __init__.py blender_manifest.toml $(shell find core ik_addon -name '*.py' 2>/dev/null)
 
-.PHONY: setup demo test lint extension bench check-blender screenshots clean
+.PHONY: setup demo test lint extension bench bench-overlay check-blender screenshots clean
 
 setup: $(STAMP)
 
@@ -57,6 +58,10 @@ check-blender: $(ZIP)
 
 screenshots: $(ZIP)
 	bash scripts/screenshots.sh $(ZIP)
+
+bench-overlay: $(ZIP)
+	$(or $(REAL_BLENDER),../shared/tools/real-blender)/blender --xvfb -- --factory-startup \
+		--python scripts/bench_overlay.py -- --zip $(ZIP) --out out/bench
 
 clean:
 	rm -rf dist out .mypy_cache .ruff_cache .pytest_cache

@@ -9,7 +9,7 @@ of the scene's visible armatures, in world space and on top of the scene:
 * a dashed line from the effector to the target, as Blender draws an IK constraint's;
 * a line from the elbow/knee (the chain's middle joint) to the pole, when it has one;
 * the bend plane: a translucent fan of triangles root → joint → next joint;
-* a red dot on the effector when the target is out of reach or missed while within reach
+* a red cross on the effector when the target is out of reach or missed while within reach
   (joint limits: "unreachable within limits"; see :mod:`.shown`).
 
 The scene's ``reach_ik_overlay`` setting (sidebar header) switches it; nothing is drawn when
@@ -19,7 +19,7 @@ handler and the handlers below.
 **Cost.** Geometry is read only after a change: this module's own ``frame_change_post`` and
 ``depsgraph_update_post`` handlers mark the drawing out of date, and the next redraw reads
 the evaluated joints of each chain the live solve reported (:data:`.handlers.status`) and
-builds four batches (all chains together, colour per vertex). Other redraws (orbiting,
+builds three batches (all chains together, colour per vertex). Other redraws (orbiting,
 panning, UI) only bind shaders and draw the cached batches (``scripts/bench_overlay.py``).
 """
 
@@ -30,6 +30,7 @@ from typing import Any
 
 import bpy
 from bpy.app.handlers import persistent
+from mathutils import Vector
 
 from . import handlers
 from .shown import shown_status
@@ -40,16 +41,16 @@ TARGET_COLOUR = (1.0, 0.92, 0.55, 0.85)
 POLE_COLOUR = (0.45, 0.75, 1.0, 0.85)
 PLANE_COLOUR = (1.0, 0.78, 0.1, 0.14)
 MISS_COLOUR = (1.0, 0.12, 0.08, 1.0)
-#: Line widths and marker size, pixels.
-CHAIN_WIDTH, LINE_WIDTH, MARK_SIZE = 4.0, 1.5, 12.0
+#: Line widths (pixels) and the miss mark's half size (fraction of the chain's length).
+CHAIN_WIDTH, LINE_WIDTH, MARK_SIZE = 4.0, 1.5, 0.06
 #: Dashes per effector → target line (as long as the gaps).
 DASHES = 10
 
 _handle: Any = None
 _dirty = True
-#: The scene the cached batches were built for, and the batches: (kind, batch).
+#: The scene the cached draw steps were built for, and the steps (see :func:`_build`).
 _built_for = 0
-_batches: list[tuple[str, Any]] = []
+_batches: list[tuple[Any, Any, float]] = []
 _shaders: dict[str, Any] = {}
 
 
@@ -60,7 +61,6 @@ class Geometry:
         self.thick: tuple[list[Any], list[Any]] = ([], [])  # line pairs
         self.thin: tuple[list[Any], list[Any]] = ([], [])
         self.tris: tuple[list[Any], list[Any]] = ([], [])
-        self.points: tuple[list[Any], list[Any]] = ([], [])
 
     @staticmethod
     def _add(into: tuple[list[Any], list[Any]], points: list[Any], colour: Any) -> None:
@@ -81,8 +81,11 @@ class Geometry:
             self._add(self.thin, [joints[len(joints) // 2], pole], POLE_COLOUR)
         for a, b in itertools.pairwise(joints[1:]):
             self._add(self.tris, [joints[0], a, b], PLANE_COLOUR)
-        if miss:
-            self._add(self.points, [effector], MISS_COLOUR)
+        if miss:  # a cross of three thick lines on the effector
+            size = MARK_SIZE * sum((b - a).length for a, b in itertools.pairwise(joints))
+            for axis in ((size, 0.0, 0.0), (0.0, size, 0.0), (0.0, 0.0, size)):
+                arm = Vector(axis)
+                self._add(self.thick, [effector - arm, effector + arm], MISS_COLOUR)
 
 
 def _goal_point(ob: Any, bone: str, depsgraph: Any) -> Any:
@@ -127,21 +130,21 @@ def _shader(name: str) -> Any:
     return shader
 
 
-def _build(geo: Geometry) -> list[tuple[str, Any]]:
+def _build(geo: Geometry) -> list[tuple[Any, Any, float]]:
+    """The draw steps ``(shader, batch, line width or 0)``, steps sharing a shader together."""
     from gpu_extras.batch import batch_for_shader
 
     primitive: Any
-
     out = []
-    for kind, (coords, colours), shader, primitive in (
-        ("plane", geo.tris, "SMOOTH_COLOR", "TRIS"),
-        ("thin", geo.thin, "POLYLINE_SMOOTH_COLOR", "LINES"),
-        ("thick", geo.thick, "POLYLINE_SMOOTH_COLOR", "LINES"),
-        ("points", geo.points, "POINT_FLAT_COLOR", "POINTS"),
+    for (coords, colours), name, primitive, width in (
+        (geo.tris, "SMOOTH_COLOR", "TRIS", 0.0),
+        (geo.thin, "POLYLINE_SMOOTH_COLOR", "LINES", LINE_WIDTH),
+        (geo.thick, "POLYLINE_SMOOTH_COLOR", "LINES", CHAIN_WIDTH),
     ):
         if coords:
-            batch = batch_for_shader(_shader(shader), primitive, {"pos": coords, "color": colours})
-            out.append((kind, batch))
+            shader = _shader(name)
+            batch = batch_for_shader(shader, primitive, {"pos": coords, "color": colours})
+            out.append((shader, batch, width))
     return out
 
 
@@ -153,6 +156,8 @@ def _rendering() -> bool:
 def draw() -> None:
     """The draw handler (see the module docstring)."""
     global _dirty, _built_for, _batches
+    if not handlers.status:
+        return  # no chain solved anywhere
     context: Any = bpy.context
     scene = context.scene
     space = context.space_data
@@ -161,7 +166,6 @@ def draw() -> None:
         or not scene.reach_ik_overlay
         or space is None
         or not space.overlay.show_overlays
-        or not handlers.status
         or _rendering()
     ):
         return
@@ -177,19 +181,15 @@ def draw() -> None:
     size = (region.width, region.height)
     gpu.state.blend_set("ALPHA")
     gpu.state.depth_test_set("NONE")
-    for kind, batch in _batches:
-        if kind == "plane":
-            shader = _shader("SMOOTH_COLOR")
+    bound = None
+    for shader, batch, width in _batches:
+        if shader is not bound:
             shader.bind()
-        elif kind == "points":
-            shader = _shader("POINT_FLAT_COLOR")
-            shader.bind()
-            gpu.state.point_size_set(MARK_SIZE)
-        else:
-            shader = _shader("POLYLINE_SMOOTH_COLOR")
-            shader.bind()
-            shader.uniform_float("viewportSize", size)
-            shader.uniform_float("lineWidth", CHAIN_WIDTH if kind == "thick" else LINE_WIDTH)
+            bound = shader
+            if width:
+                shader.uniform_float("viewportSize", size)
+        if width:
+            shader.uniform_float("lineWidth", width)
         batch.draw(shader)
     gpu.state.blend_set("NONE")
 

@@ -18,7 +18,10 @@ redraws the 3D View's main region ``--redraws`` times (``wm.redraw_timer``) in e
 * **rebuild** — the geometry marked out of date before every redraw, as after each frame of
   playback: the evaluated joints of every chain read and the batches built again;
 * **overlays off** — the view's overlays off (the callback returns at once);
-* **empty** — no callback work at all: the timer's own cost, for calibration.
+* **empty** — no callback work at all: the timer's own cost, for calibration;
+* **cached, warm** — the cached case's callback called a second time in the same redraw.
+  The first call of a redraw meets caches that llvmpipe's rasterising (on the same two
+  CPU cores) has just evicted; the second shows the callback's own cost.
 
 The cases are interleaved redraw by redraw (one round = one redraw of each), so the load of
 a shared machine hits them alike. The ``gpu`` calls only queue work: the time is what the
@@ -98,7 +101,7 @@ def _measure(redraws: int) -> dict[str, Any]:
     area = next(a for a in window.screen.areas if a.type == "VIEW_3D")
     region = next(r for r in area.regions if r.type == "WINDOW")
     space = area.spaces.active
-    times: dict[str, list[float]] = {case: [] for case in CASES}
+    times: dict[str, list[float]] = {case: [] for case in (*CASES, "cached, warm")}
     current = {"case": "cached"}
     seen = {"batches": 0, "cached_rebuilt": 0}
 
@@ -115,6 +118,10 @@ def _measure(redraws: int) -> dict[str, Any]:
         start = time.perf_counter()
         overlay.draw()
         times[case].append(time.perf_counter() - start)
+        if case == "cached":  # once more in the same redraw: the interpreter's caches warm
+            start = time.perf_counter()
+            overlay.draw()
+            times["cached, warm"].append(time.perf_counter() - start)
         seen["batches"] = max(seen["batches"], len(overlay._batches))
 
     bpy.types.SpaceView3D.draw_handler_remove(overlay._handle, "WINDOW")
@@ -122,8 +129,8 @@ def _measure(redraws: int) -> dict[str, Any]:
     try:
         with bpy.context.temp_override(window=window, area=area, region=region):
             bpy.ops.wm.redraw_timer(type="DRAW", iterations=3)  # warm up, build once
-            for case in CASES:
-                times[case].clear()
+            for values in times.values():
+                values.clear()
             seen["cached_rebuilt"] = 0
             for _ in range(redraws):
                 for case in CASES:
@@ -142,7 +149,7 @@ def _measure(redraws: int) -> dict[str, Any]:
 def _report(measured: dict[str, Any], out: Path) -> None:
     times = measured["times"]
     rows = {}
-    for case in CASES:
+    for case in times:
         ms = [t * 1e3 for t in times[case]]
         rows[case] = {
             "median_ms": statistics.median(ms),
@@ -158,6 +165,7 @@ def _report(measured: dict[str, Any], out: Path) -> None:
         "bar_ms": BAR_MS,
         "cases": rows,
         "cached_meets_bar": rows["cached"]["median_ms"] <= BAR_MS,
+        "cached_warm_meets_bar": rows["cached, warm"]["median_ms"] <= BAR_MS,
     }
     lines = [
         f"Overlay draw callback per redraw, 4 chains on the metarig, Blender "
@@ -167,12 +175,14 @@ def _report(measured: dict[str, Any], out: Path) -> None:
         "| case | median ms | p90 ms |",
         "|---|---|---|",
     ]
-    for case in CASES:
+    for case in rows:
         r = rows[case]
         lines.append(f"| {case} | {r['median_ms']:.4f} | {r['p90_ms']:.4f} |")
     lines.append("")
     lines.append(
-        f"Bar: cached ≤ {BAR_MS} ms — {'met' if result['cached_meets_bar'] else 'not met'}."
+        f"Bar: cached ≤ {BAR_MS} ms — first call "
+        f"{'met' if result['cached_meets_bar'] else 'not met'}, warm "
+        f"{'met' if result['cached_warm_meets_bar'] else 'not met'}."
     )
     table = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,9 @@ the real-blender screenshot tool after the extension is installed.
 
 The Rigify human metarig in pose mode with four Reach IK chains added through the
 operators: the left arm reaching for a target with an elbow pole, the right arm with CCD
-and influence 0.75, the left leg reaching past its length (out of reach), the right leg
-disabled. The left forearm is the active bone, so the Bone properties show its chain.
+and influence 0.75, the left leg reaching past its length (out of reach, red cross in the
+overlay), the right leg reaching for a target behind it. The left forearm is the active
+bone, so the Bone properties show its chain.
 """
 
 from __future__ import annotations
@@ -58,8 +59,7 @@ def main() -> None:
     leg_l.target.location = _from_root(obj, "thigh.L", (0.05, -0.45, -0.95))  # too far
 
     leg_r = add_chain(obj, "shin.R")
-    leg_r.target.location = _from_root(obj, "thigh.R", (-0.05, -0.3, -0.7))
-    leg_r.enabled = False
+    leg_r.target.location = _from_root(obj, "thigh.R", (-0.05, 0.25, -0.72))
 
     select_only(obj, "forearm.L")
     bpy.context.scene.frame_set(1)
@@ -77,8 +77,9 @@ def _solvers() -> tuple[str, ...]:
 
 
 def _frame_view() -> None:
-    """Keep Blender's default layout (window, sidebar and Properties widths as a new user
-    has them); look at the rig from the front-left in the 3D View."""
+    """Keep Blender's default layout (window, sidebar and Properties editor sizes, where
+    labels could be cut); scroll the Bone tab to the Reach IK panel; look at the rig from
+    the front-left."""
     window = bpy.context.window
     for area in window.screen.areas:
         if area.type != "VIEW_3D":
@@ -91,6 +92,25 @@ def _frame_view() -> None:
         with bpy.context.temp_override(window=window, area=area, region=region):
             bpy.ops.view3d.view_all(center=False)
         r3d.view_distance *= 0.8
+    props = next(a for a in window.screen.areas if a.type == "PROPERTIES")
+    seen = [0]
+
+    def scroll() -> float | None:
+        # The Bone tab exists once the editor has drawn the pose-mode armature and the
+        # screenshot driver selected it; then scroll to its end (the view stops at the last
+        # panel, here Reach IK), again for a few seconds while the layout settles (4.3
+        # resets the first scrolls).
+        if props.spaces.active.context != "BONE":
+            seen[0] = 0
+            return 0.2
+        seen[0] += 1
+        region = next(r for r in props.regions if r.type == "WINDOW")
+        with bpy.context.temp_override(window=window, area=props, region=region):
+            bpy.ops.view2d.scroll_down(deltay=2000)
+        region.tag_redraw()
+        return 0.2 if seen[0] < 20 else None
+
+    bpy.app.timers.register(scroll, first_interval=0.2)
 
 
 def _quat_from_euler(x: float, y: float, z: float) -> Any:

@@ -223,14 +223,15 @@ def test_overlay_geometry_follows_the_shown_pose(metarig: Any, addon: Any) -> No
     bpy.context.scene.frame_set(1)
     geo = overlay.geometry(bpy.context.scene, _update())
     thick = np.array([tuple(v) for v in geo.thick[0]])
-    assert len(thick) == 8  # two bones per chain, a line pair each
-    joints = {tuple(np.round(p, 5)) for p in thick}
+    red = np.array([c == overlay.MISS_COLOUR for c in geo.thick[1]])
+    assert len(thick) == 8 + 6  # two bones per chain, a line pair each; a 3-line cross
+    joints = {tuple(np.round(p, 5)) for p in thick[~red]}
     for bone in ("upper_arm.L", "forearm.L", "thigh.L", "shin.L"):
         assert tuple(np.round(head_world(obj, bone), 5)) in joints
-    # Only the leg, out of reach, gets the red mark, on its shown effector.
-    marks = [tuple(v) for v in geo.points[0]]
-    assert len(marks) == 1
-    assert np.allclose(marks[0], tail_world(obj, "shin.L"), atol=1e-5)
+    # Only the leg, out of reach, gets the red cross, centred on its shown effector.
+    centres = (thick[red][0::2] + thick[red][1::2]) / 2.0
+    assert len(centres) == 3
+    assert np.allclose(centres, tail_world(obj, "shin.L"), atol=1e-5)
     assert len(geo.tris[0]) == 6  # one bend triangle per chain
     del target
 
