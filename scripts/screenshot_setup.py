@@ -5,8 +5,9 @@ the real-blender screenshot tool after the extension is installed.
 The Rigify human metarig in pose mode with four Reach IK chains added through the
 operators: the left arm reaching for a target with an elbow pole, the right arm with CCD
 and influence 0.75, the left leg reaching past its length (out of reach, red cross in the
-overlay), the right leg reaching for a target behind it. The left forearm is the active
-bone, so the Bone properties show its chain.
+overlay), the right leg reaching for a target behind it with its shin's *Reach IK*
+constraint muted by hand (the status warns that the shown pose is not the solved one).
+The left forearm is the active bone, so the Bone properties show its chain.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def main() -> None:
     leg_r.target.location = _from_root(obj, "thigh.R", (-0.05, 0.25, -0.72))
 
     select_only(obj, "forearm.L")
+    bpy.context.scene.frame_set(1)
+    # Muted by hand, the right shin's constraint shows its FK pose: the status says so.
+    obj.pose.bones["shin.R"].constraints["Reach IK"].mute = True
     bpy.context.scene.frame_set(1)
     _frame_view()
 
