@@ -29,7 +29,9 @@ import itertools
 from typing import Any
 
 import bpy
+import gpu
 from bpy.app.handlers import persistent
+from gpu_extras.batch import batch_for_shader
 from mathutils import Vector
 
 from . import handlers
@@ -124,16 +126,12 @@ def geometry(scene: Any, depsgraph: Any) -> Geometry:
 def _shader(name: str) -> Any:
     shader = _shaders.get(name)
     if shader is None:
-        import gpu
-
         shader = _shaders[name] = gpu.shader.from_builtin(name)
     return shader
 
 
 def _build(geo: Geometry) -> list[tuple[Any, Any, float]]:
     """The draw steps ``(shader, batch, line width or 0)``, steps sharing a shader together."""
-    from gpu_extras.batch import batch_for_shader
-
     primitive: Any
     out = []
     for (coords, colours), name, primitive, width in (
@@ -171,12 +169,13 @@ def draw() -> None:
         return
     key = scene.as_pointer()
     if _dirty or key != _built_for:
-        _batches = _build(geometry(scene, context.view_layer.depsgraph))
         _dirty, _built_for = False, key
+        try:
+            _batches = _build(geometry(scene, context.view_layer.depsgraph))
+        except (KeyError, ReferenceError, AttributeError):
+            _batches = []  # a chain changed under the last solve: the next one redraws it
     if not _batches:
         return
-    import gpu
-
     region = context.region
     size = (region.width, region.height)
     gpu.state.blend_set("ALPHA")
