@@ -11,7 +11,9 @@ It installs the extension zip, builds the Rigify human metarig with four Reach I
 (both arms and legs, one leg out of reach so the red mark is drawn, one arm with a pole),
 swaps the overlay's draw handler for one that times the same callback
 (``ik_addon.overlay.draw``, its Python and its ``gpu`` calls, ``time.perf_counter``), and
-redraws the 3D View's main region ``--redraws`` times (``wm.redraw_timer``) in each case:
+redraws the 3D View's main region ``--redraws`` times in each case — with
+``wm.redraw_timer`` (default), or with ``--event-loop`` as Blender's event loop does (a
+timer tags the region, the window manager draws it):
 
 * **cached** — nothing changed since the last redraw (orbiting, panning, UI redraws): shaders
   bound and the four cached batches drawn;
@@ -56,6 +58,11 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--zip", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
     parser.add_argument("--redraws", type=int, default=100)
+    parser.add_argument(
+        "--event-loop",
+        action="store_true",
+        help="let Blender's event loop redraw (tag_redraw from a timer) instead of wm.redraw_timer",
+    )
     return parser.parse_args(argv)
 
 
@@ -95,22 +102,37 @@ def _setup(zip_path: Path) -> Any:
     return obj
 
 
-def _measure(redraws: int) -> dict[str, Any]:
-    overlay: Any = importlib.import_module(f"{EXTENSION}.ik_addon.overlay")
-    window = bpy.context.window
-    area = next(a for a in window.screen.areas if a.type == "VIEW_3D")
-    region = next(r for r in area.regions if r.type == "WINDOW")
-    space = area.spaces.active
-    times: dict[str, list[float]] = {case: [] for case in (*CASES, "cached, warm")}
-    current = {"case": "cached"}
-    seen = {"batches": 0, "cached_rebuilt": 0}
+class _Probe:
+    """The overlay's draw handler swapped for a timed one; :meth:`close` swaps it back."""
 
-    def timed() -> None:
-        case = current["case"]
+    def __init__(self) -> None:
+        self.overlay: Any = importlib.import_module(f"{EXTENSION}.ik_addon.overlay")
+        window = bpy.context.window
+        self.window = window
+        self.area = next(a for a in window.screen.areas if a.type == "VIEW_3D")
+        self.region = next(r for r in self.area.regions if r.type == "WINDOW")
+        self.space = self.area.spaces.active
+        self.times: dict[str, list[float]] = {case: [] for case in (*CASES, "cached, warm")}
+        self.case = "cached"
+        self.seen = {"batches": 0, "cached_rebuilt": 0}
+        bpy.types.SpaceView3D.draw_handler_remove(self.overlay._handle, "WINDOW")
+        self.handle = bpy.types.SpaceView3D.draw_handler_add(self.timed, (), "WINDOW", "POST_VIEW")
+
+    def set_case(self, case: str) -> None:
+        self.case = case
+        self.space.overlay.show_overlays = case != "overlays off"
+
+    def reset(self) -> None:
+        for values in self.times.values():
+            values.clear()
+        self.seen["cached_rebuilt"] = 0
+
+    def timed(self) -> None:
+        overlay, case, times = self.overlay, self.case, self.times
         if case == "rebuild":
             overlay.mark_dirty()
         elif case == "cached" and overlay._dirty:
-            seen["cached_rebuilt"] += 1
+            self.seen["cached_rebuilt"] += 1
         if case == "empty":
             start = time.perf_counter()
             times[case].append(time.perf_counter() - start)
@@ -122,28 +144,60 @@ def _measure(redraws: int) -> dict[str, Any]:
             start = time.perf_counter()
             overlay.draw()
             times["cached, warm"].append(time.perf_counter() - start)
-        seen["batches"] = max(seen["batches"], len(overlay._batches))
+        self.seen["batches"] = max(self.seen["batches"], len(overlay._batches))
 
-    bpy.types.SpaceView3D.draw_handler_remove(overlay._handle, "WINDOW")
-    handle = bpy.types.SpaceView3D.draw_handler_add(timed, (), "WINDOW", "POST_VIEW")
+    def close(self) -> dict[str, Any]:
+        self.space.overlay.show_overlays = True
+        bpy.types.SpaceView3D.draw_handler_remove(self.handle, "WINDOW")
+        self.overlay._handle = bpy.types.SpaceView3D.draw_handler_add(
+            self.overlay.draw, (), "WINDOW", "POST_VIEW"
+        )
+        return {"times": self.times, **self.seen}
+
+
+def _measure(redraws: int) -> dict[str, Any]:
+    """Redraws forced by ``wm.redraw_timer`` (the region drawn at once, ``redraws`` rounds)."""
+    probe = _Probe()
     try:
-        with bpy.context.temp_override(window=window, area=area, region=region):
+        override = {"window": probe.window, "area": probe.area, "region": probe.region}
+        with bpy.context.temp_override(**override):
             bpy.ops.wm.redraw_timer(type="DRAW", iterations=3)  # warm up, build once
-            for values in times.values():
-                values.clear()
-            seen["cached_rebuilt"] = 0
+            probe.reset()
             for _ in range(redraws):
                 for case in CASES:
-                    current["case"] = case
-                    space.overlay.show_overlays = case != "overlays off"
+                    probe.set_case(case)
                     bpy.ops.wm.redraw_timer(type="DRAW", iterations=1)
     finally:
-        space.overlay.show_overlays = True
-        bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
-        overlay._handle = bpy.types.SpaceView3D.draw_handler_add(
-            overlay.draw, (), "WINDOW", "POST_VIEW"
-        )
-    return {"times": times, **seen}
+        measured = probe.close()
+    return measured
+
+
+def _measure_event_loop(redraws: int, done: Any) -> None:
+    """Redraws as Blender's event loop makes them: a timer tags the 3D View for redraw and
+    waits until it was drawn before the next case (no operator, no context override);
+    calls ``done(measured)`` at the end."""
+    probe = _Probe()
+    plan = [case for _ in range(redraws + 1) for case in CASES]
+    state = {"step": -1, "count": 0}
+
+    def tick() -> float | None:
+        step = state["step"]
+        if step >= 0 and sum(map(len, probe.times.values())) == state["count"]:
+            probe.region.tag_redraw()
+            return 0.01  # not drawn yet
+        if step == len(CASES) - 1:
+            probe.reset()  # the first round warms up
+        step += 1
+        if step == len(plan):
+            done(probe.close())
+            return None
+        state["step"] = step
+        probe.set_case(plan[step])
+        state["count"] = sum(map(len, probe.times.values()))
+        probe.region.tag_redraw()
+        return 0.01
+
+    bpy.app.timers.register(tick, first_interval=0.1)
 
 
 def _report(measured: dict[str, Any], out: Path) -> None:
@@ -160,6 +214,7 @@ def _report(measured: dict[str, Any], out: Path) -> None:
         "blender": bpy.app.version_string,
         "gpu_backend": _backend(),
         "chains": 4,
+        "redraws_by": measured["mode"],
         "batches": measured["batches"],
         "cached_redraws_that_rebuilt": measured["cached_rebuilt"],
         "bar_ms": BAR_MS,
@@ -170,7 +225,7 @@ def _report(measured: dict[str, Any], out: Path) -> None:
     lines = [
         f"Overlay draw callback per redraw, 4 chains on the metarig, Blender "
         f"{result['blender']} ({result['gpu_backend']}), {rows['cached']['redraws']} redraws "
-        "per case, interleaved",
+        f"per case, interleaved, redrawn by {measured['mode']}",
         "",
         "| case | median ms | p90 ms |",
         "|---|---|---|",
@@ -204,10 +259,13 @@ def main() -> None:
     args = _args()
     _setup(args.zip)
 
-    def run() -> None:
+    def finish(measured: dict[str, Any] | None) -> None:
         code = 0
         try:
-            _report(_measure(args.redraws), args.out)
+            if measured is None:
+                raise RuntimeError("no measurement")
+            measured["mode"] = "event loop" if args.event_loop else "wm.redraw_timer"
+            _report(measured, args.out)
         except Exception:
             traceback.print_exc()
             code = 1
@@ -215,6 +273,17 @@ def main() -> None:
         bpy.ops.wm.quit_blender()
         if code:
             sys.exit(code)
+
+    def run() -> None:
+        if args.event_loop:
+            _measure_event_loop(args.redraws, finish)
+            return
+        measured = None
+        try:
+            measured = _measure(args.redraws)
+        except Exception:
+            traceback.print_exc()
+        finish(measured)
 
     bpy.app.timers.register(run, first_interval=2.0)
 
