@@ -146,9 +146,12 @@ def _build(geo: Geometry) -> list[tuple[Any, Any, float]]:
     return out
 
 
+#: ``bpy.app.is_job_running`` (Blender 3.2+), looked up once.
+_job_running = getattr(bpy.app, "is_job_running", None)
+
+
 def _rendering() -> bool:
-    is_running = getattr(bpy.app, "is_job_running", None)
-    return bool(is_running is not None and is_running("RENDER"))
+    return bool(_job_running is not None and _job_running("RENDER"))
 
 
 def draw() -> None:
@@ -176,8 +179,7 @@ def draw() -> None:
             _batches = []  # a chain changed under the last solve: the next one redraws it
     if not _batches:
         return
-    region = context.region
-    size = (region.width, region.height)
+    size = gpu.state.viewport_get()[2:]  # the region's, in pixels
     gpu.state.blend_set("ALPHA")
     gpu.state.depth_test_set("NONE")
     bound = None
