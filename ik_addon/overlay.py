@@ -118,7 +118,8 @@ def geometry(scene: Any, depsgraph: Any) -> Geometry:
         joints = [world @ bones[n].head for n in st.bones]
         joints.append(world @ bones[st.bones[-1]].tail)
         s = obj.pose.bones[tip].reach_ik
-        pole = _goal_point(s.pole, s.pole_bone, depsgraph) if s.pole is not None else None
+        use_pole = s.pole is not None and s.use_pole
+        pole = _goal_point(s.pole, s.pole_bone, depsgraph) if use_pole else None
         geo.chain(joints, st.target, pole, (not shown.reachable) or shown.missed)
     return geo
 
