@@ -101,7 +101,9 @@ def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
     count = len(frames)
     bases = np.empty((count, 4, 4))
     goals = np.empty((count, 4, 4))
-    poles = np.empty((count, 3)) if spec.pole is not None else None
+    pole = obj.pose.bones[tip].reach_ik.pole  # as set; Use Pole may be animated
+    poles = np.empty((count, 3)) if pole is not None else None
+    use_pole = np.zeros(count, dtype=bool)
     fk = np.empty((count, len(names), 4))
     settings = np.empty((count, 3))
     for i, frame in enumerate(frames):
@@ -112,34 +114,44 @@ def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
         parent = bones[rig.parent].matrix if rig.parent is not None else None
         bases[i] = ev.matrix_world @ base_matrix(rig, parent, bones[names[0]].location)
         goals[i] = _goal_world(spec.target, spec.target_bone, depsgraph)
-        if poles is not None:
-            poles[i] = _goal_world(spec.pole, spec.pole_bone, depsgraph).translation
         s = bones[tip].reach_ik
+        if poles is not None:
+            poles[i] = _goal_world(pole, spec.pole_bone, depsgraph).translation
+            use_pole[i] = s.use_pole
         settings[i] = (s.influence, s.pole_angle, s.orient_weight)
         fk[i] = evaluate.fk_rotations(bones, names)
     targets = goals[:, :3, 3].copy()  # an object's origin, or a bone's head
-    solved = evaluate.solve_chain_frames(
-        rig,
-        spec,
-        bases,
-        targets,
-        poles,
-        goals[:, :3, :3] if spec.use_rotation else None,
-        fk,
-        settings[:, 0],
-        settings[:, 1],
-        settings[:, 2],
-    )
-    local = forward_kinematics(rig.chain, solved.rotations)[0]
+    rotations = np.empty((count, len(names), 4))
+    reachable = np.empty(count, dtype=bool)
+    # Frames with and without the pole (Use Pole animated) are solved apart.
+    for with_pole in (True, False):
+        idx = np.flatnonzero(use_pole == with_pole)
+        if idx.size == 0:
+            continue
+        solved = evaluate.solve_chain_frames(
+            rig,
+            spec,
+            bases[idx],
+            targets[idx],
+            poles[idx] if with_pole and poles is not None else None,
+            goals[idx, :3, :3] if spec.use_rotation else None,
+            fk[idx],
+            settings[idx, 0],
+            settings[idx, 1],
+            settings[idx, 2],
+        )
+        rotations[idx] = solved.rotations
+        reachable[idx] = solved.reachable
+    local = forward_kinematics(rig.chain, rotations)[0]
     joints = np.einsum("fij,fkj->fki", bases[:, :3, :3], local) + bases[:, None, :3, 3]
     scale = float(np.mean(np.linalg.norm(bases[0, :3, :3], axis=0)))
     length = float(np.sum(rig.chain.lengths)) * scale
     return Scan(
         frames=np.asarray(frames, dtype=np.int64),
-        rotations=solved.rotations,
+        rotations=rotations,
         joints=joints,
         targets=targets,
-        reachable=solved.reachable,
+        reachable=reachable,
         full=settings[:, 0] >= 1.0,
         tolerance=max(spec.tolerance * scale, MISS * length),
         limits=tuple(rig.chain.limits),
