@@ -96,7 +96,7 @@ NEAR_FULL_REACH = 1e-3
 BLOCK_FRAMES = 20_000
 
 #: Settings of a chain that can be animated, read at every frame (the others once).
-ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight")
+ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight", "use_pole")
 
 Progress = Callable[[float], None]
 
@@ -332,7 +332,7 @@ class _Samples:
         root_location: ``(F, 3)`` the root's location channels.
         target, target_space: the target's matrices (see :meth:`_Goal.arrays`).
         pole, pole_space: the pole's, or ``None``.
-        settings: ``(F, 4)`` the animatable settings (:data:`ANIMATED_SETTINGS`).
+        settings: ``(F, 5)`` the animatable settings (:data:`ANIMATED_SETTINGS`).
         fk: ``(F, n, 4)`` the FK pose on frames blended with it (else identity).
     """
 
@@ -352,7 +352,7 @@ class _Samples:
         it at this frame, or always with ``fk``."""
         pose_bones = obj_eval.pose.bones
         s = pose_bones[self.tip].reach_ik
-        settings = (s.enabled, s.influence, s.pole_angle, s.orient_weight)
+        settings = (s.enabled, s.influence, s.pole_angle, s.orient_weight, s.use_pole)
         self._settings.append(settings)
         self._locations.append(pose_bones[self.root].location[:])
         if self.rig.parent is not None:
@@ -421,18 +421,77 @@ class _Solved:
     near_full_reach: np.ndarray | None = None  # (F,) bool, see NEAR_FULL_REACH
 
 
+def _solve_pole_groups(
+    rig: RigChain,
+    spec: evaluate.ChainSpec,
+    poles: np.ndarray | None,
+    use_pole: np.ndarray,
+    base: np.ndarray,
+    targets: np.ndarray,
+    goals: np.ndarray | None,
+    fk: np.ndarray | None,
+    influence: np.ndarray,
+    pole_angle: np.ndarray,
+    orient_weight: np.ndarray,
+) -> evaluate.FrameSolution:
+    """:func:`.evaluate.solve_chain_frames` with the pole only on the frames where
+    ``use_pole (F,)`` is on (an animated or driven *Use Pole*, e.g. Rigify's pole switch):
+    the frames with and without it are solved as two groups and put back in frame order."""
+    if poles is None or use_pole.all():
+        return evaluate.solve_chain_frames(
+            rig, spec, base, targets, poles, goals, fk, influence, pole_angle, orient_weight
+        )
+    groups = [(~use_pole, None), (use_pole, poles)]
+    parts = []
+    for rows, group_poles in groups:
+        if not rows.any():
+            continue
+
+        def take(a: np.ndarray | None, rows: np.ndarray = rows) -> np.ndarray | None:
+            return None if a is None else a[rows]
+
+        part = evaluate.solve_chain_frames(
+            rig,
+            spec,
+            base[rows],
+            targets[rows],
+            take(group_poles),
+            take(goals),
+            take(fk),
+            influence[rows],
+            pole_angle[rows],
+            orient_weight[rows],
+        )
+        parts.append((rows, part))
+    count = targets.shape[0]
+    n = len(rig.bone_names)
+    out = evaluate.FrameSolution(
+        rotations=np.empty((count, n, 4)),
+        errors=np.empty(count),
+        reachable=np.empty(count, dtype=bool),
+        effectors=np.empty((count, 3)),
+    )
+    for rows, part in parts:
+        out.rotations[rows] = part.rotations
+        out.errors[rows] = part.errors
+        out.reachable[rows] = part.reachable
+        out.effectors[rows] = part.effectors
+    return out
+
+
 def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     """Every frame of one chain: its sampled inputs to :func:`.evaluate.solve_chain_frames`."""
     rig = s.rig
     base = world @ base_matrices(rig, s.parents, s.root_location)
     target_w = _points(s.target, s.target_space)
-    enabled, influence, pole_angle, orient_weight = s.settings.T
-    solved = evaluate.solve_chain_frames(
+    enabled, influence, pole_angle, orient_weight, use_pole = s.settings.T
+    solved = _solve_pole_groups(
         rig,
         s.spec,
+        None if s.pole is None else _points(s.pole, s.pole_space),
+        use_pole > 0.5,
         base,
         target_w,
-        None if s.pole is None else _points(s.pole, s.pole_space),
         _orientation(s.target, s.target_space) if s.spec.use_rotation else None,
         s.fk,
         np.where(enabled > 0.5, influence, 0.0),

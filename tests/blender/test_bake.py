@@ -513,3 +513,43 @@ def test_ten_thousand_frames_with_progress(clean_scene: Any, addon: Any) -> None
         assert growth < 256 * 2**20, f"the bake grew memory by {growth / 2**20:.0f} MiB"
     fcurves = _fcurves(human.animation_data.action)
     assert len(fcurves[('pose.bones["thigh.L"].rotation_quaternion', 2)].keyframe_points) == frames
+
+
+def test_an_animated_use_pole_is_baked_as_it_plays(
+    clean_scene: Any, addon: Any, tmp_path: Path
+) -> None:
+    """*Use Pole* switched by keys (as Rigify's pole switch drives it): the frames with the
+    pole off are baked without it, the others with it, each as the live pose shows it."""
+    import build_demo
+
+    bpy = blender_module()
+
+    arm = build_arm()
+    target = add_empty("arm_target", head_world(arm, "upper"))
+    _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.2, 24)
+    pole = add_empty("arm_pole", head_world(arm, "upper") + np.array([0.0, -0.6, 0.3]))
+    build_demo.set_chain(arm, "hand", 3, target, pole)
+    path = 'pose.bones["hand"].reach_ik.use_pole'
+    for frame, on in ((1, True), (9, False), (17, True)):
+        arm.pose.bones["hand"].reach_ik.use_pole = on
+        arm.keyframe_insert(path, frame=frame)
+    bones = [("Arm", n) for n in ("upper", "fore", "hand")]
+    frames = list(range(1, 25))
+    live = world_track(bones, frames)
+    result = addon.bake.bake(arm, addon.bake.BakeOptions(1, 24, reduce=False))
+    assert not result.warnings, result.warnings
+    saved = tmp_path / "use_pole.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(saved), copy=True)
+    baked = probe_without_addon(saved, bones, frames, tmp_path)
+    lengths = [arm.data.bones[b].length for _, b in bones]
+    assert_same_pose(live, baked, lengths, bones)
+    # the pole matters on the frames where it is off: with it the elbow sits elsewhere
+    bpy.ops.wm.open_mainfile(filepath=str(saved))
+    arm = bpy.data.objects["Arm"]
+    arm.animation_data_clear()
+    s = arm.pose.bones["hand"].reach_ik
+    s.enabled, s.use_pole = True, True
+    off = [f - 1 for f in range(9, 17)]
+    with_pole = world_track(bones, [frames[i] for i in off])
+    gap = np.linalg.norm(with_pole[:, 1, :3, 3] - live[off, 1, :3, 3], axis=-1)
+    assert gap.min() > 0.01, gap
