@@ -9,7 +9,12 @@ the batched functions of :mod:`core.rotations`.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 Num = Any
 Vec = tuple[Num, Num, Num]
@@ -103,3 +108,46 @@ def mapply(m: tuple[Num, ...], v: Vec) -> Vec:
         m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
         m[6] * v[0] + m[7] * v[1] + m[8] * v[2],
     )
+
+
+@dataclass(frozen=True)
+class Ops:
+    """The few operations whose spelling differs between floats and ``(N,)`` arrays, for
+    passes written once on components (:data:`FLOAT_OPS`, :data:`ARRAY_OPS`)."""
+
+    sqrt: Callable[[Any], Any]
+    where: Callable[[Any, Any, Any], Any]
+    atan2: Callable[[Any, Any], Any]
+    cos: Callable[[Any], Any]
+    sin: Callable[[Any], Any]
+    acos_clipped: Callable[[Any], Any]
+    any: Callable[[Any], bool]
+
+
+def _where_float(cond: Any, a: Any, b: Any) -> Any:
+    return a if cond else b
+
+
+FLOAT_OPS = Ops(
+    math.sqrt,
+    _where_float,
+    math.atan2,
+    math.cos,
+    math.sin,
+    lambda x: math.acos(-1.0 if x < -1.0 else 1.0 if x > 1.0 else x),
+    bool,
+)
+ARRAY_OPS = Ops(
+    np.sqrt,
+    np.where,
+    np.arctan2,
+    np.cos,
+    np.sin,
+    lambda x: np.arccos(np.clip(x, -1.0, 1.0)),
+    lambda x: bool(np.any(x)),
+)
+
+
+def pick(ops: Ops, cond: Any, a: tuple[Num, ...], b: tuple[Num, ...]) -> tuple[Any, ...]:
+    """``a`` where ``cond`` else ``b``, component by component."""
+    return tuple(ops.where(cond, x, y) for x, y in zip(a, b, strict=True))

@@ -18,6 +18,7 @@ from .errors import SolveInputError
 RotationParams = Literal["expmap", "euler"]
 BendPlane = Literal["rest", "minimal"]
 CcdStart = Literal["triangulation", "initial"]
+Distribution = Literal["root", "even"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ class SolveOptions:
             (goals with an orientation part always start from the start pose);
             ``"initial"`` starts from the start pose as given (the papers' protocol). See
             ``docs/ccd.md``.
+        distribution: triangulation on a chain without limits: ``"root"`` (the paper: each
+            joint bends as far as its triangle allows, root first, the rest stays
+            straight) or ``"even"`` (the bend spread over every joint, each keeping its
+            share of the start pose's bend, a uniform curl for a straight start; see
+            :mod:`core.spread`). Chains with limits always use ``"root"``.
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
             coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
         step: Jacobian methods: β, the fraction of the error to remove per update.
@@ -74,6 +80,7 @@ class SolveOptions:
     bend_plane: BendPlane = "rest"
     delta_b_deg: float = 180.0
     ccd_start: CcdStart = "triangulation"
+    distribution: Distribution = "root"
     sweep_steps: int = 12
     step: float = 0.5
     max_step_deg: float = 10.0
@@ -120,6 +127,10 @@ class SolveOptions:
         need(
             self.ccd_start in ("triangulation", "initial"),
             f"ccd_start must be 'triangulation' or 'initial', got {self.ccd_start!r}",
+        )
+        need(
+            self.distribution in ("root", "even"),
+            f"distribution must be 'root' or 'even', got {self.distribution!r}",
         )
         need(
             is_integer(self.sweep_steps) and self.sweep_steps >= 0,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import ccd, jacobian, rotations, triangulation
+from . import ccd, fabrik, jacobian, rotations, triangulation
 from .chain import Chain
 from .errors import SolveInputError
 from .kinematics import forward_kinematics
@@ -33,6 +33,7 @@ METHODS: dict[str, Method] = {
     "jacobian_transpose": jacobian.solve_jacobian_transpose,
     "jacobian_pinv": jacobian.solve_jacobian_pinv,
     "jacobian_dls": jacobian.solve_jacobian_dls,
+    "fabrik": fabrik.solve_fabrik,
 }
 """Method name → implementation; the names :func:`solve` accepts."""
 

@@ -112,6 +112,7 @@ from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
+from .spread import solve_spread
 
 #: A target closer than this fraction of the reach to a joint is "at" the joint.
 _NEAR = 1e-12
@@ -988,7 +989,7 @@ def solve_single(
     ``n + 1`` joint positions (3 floats each).
     """
     plan = _plan(chain)
-    if not plan.all_free:
+    if not plan.all_free or options.distribution == "even":
         return None
     return _single_pass(plan, chain, target, None, options, pole, True)
 
@@ -1018,7 +1019,7 @@ def solve_single_points(
         The ``n + 1`` joint positions (3 floats each, base frame), root first.
     """
     plan = _plan(chain)
-    if not plan.all_free:
+    if not plan.all_free or options.distribution == "even":
         return None
     if plan.n == 2:
         pos = _two_links(plan, target, options, pole)
@@ -1453,6 +1454,8 @@ def solve_triangulation(problem: Problem) -> Solution:
         A :class:`Solution` with ``iterations == 1`` for every target.
     """
     plan = _plan(problem.chain)
+    if plan.all_free and problem.options.distribution == "even":
+        return solve_spread(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)
     else:

@@ -86,7 +86,14 @@ from .rig import (
 )
 
 #: The solver methods in the order the UI lists them (those the core has implemented).
-METHOD_ORDER = ("triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls")
+METHOD_ORDER = (
+    "triangulation",
+    "ccd",
+    "jacobian_transpose",
+    "jacobian_pinv",
+    "jacobian_dls",
+    "fabrik",
+)
 
 METHOD_LABELS = {
     "triangulation": "Triangulation",
@@ -94,6 +101,7 @@ METHOD_LABELS = {
     "jacobian_transpose": "Jacobian Transpose",
     "jacobian_pinv": "Jacobian Pseudo-inverse",
     "jacobian_dls": "Jacobian DLS",
+    "fabrik": "FABRIK",
 }
 
 #: Methods that iterate (the iterations and tolerance settings apply to them).

@@ -42,6 +42,7 @@ _METHOD_HELP = {
     "jacobian_transpose": "Jacobian transpose steps, iterated",
     "jacobian_pinv": "Jacobian pseudo-inverse (SVD) steps, iterated",
     "jacobian_dls": "Damped least squares Jacobian steps, iterated; stable near singular poses",
+    "fabrik": "Forward and backward reaching on joint positions (Aristidou & Lasenby), iterated",
 }
 
 

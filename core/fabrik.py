@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""FABRIK: Forward And Backward Reaching Inverse Kinematics.
+
+Implements A. Aristidou and J. Lasenby, "FABRIK: A fast, iterative solver for the Inverse
+Kinematics problem", *Graphical Models* 73(5), 243–260 (2011), Algorithm 1, on joint
+positions, for general chains (:mod:`core.chain`). Equations are numbered as in the
+paper's Algorithm 1 (``d_i`` = link lengths, ``p_i`` = joint positions, ``t`` = target,
+``b`` = the root):
+
+* **Unreachable target** (``|t − p_0| ≥ Σ d_i`` on a chain without limits): every link
+  points at the target, ``p_{i+1} = (1 − λ_i) p_i + λ_i t`` with ``λ_i = d_i / |t − p_i|``.
+* **Stage 1, forward reaching** (tip to root): ``p_n ← t``, then for ``i = n−1 … 0``
+  ``p_i ← (1 − λ_i) p_{i+1} + λ_i p_i`` with ``λ_i = d_i / |p_{i+1} − p_i|`` — each joint
+  is pulled onto the line to the (moved) joint after it, at its link's length.
+* **Stage 2, backward reaching** (root to tip): ``p_0 ← b``, then
+  ``p_{i+1} ← (1 − λ_i) p_i + λ_i p_{i+1}`` — the same on the way back, which puts the root
+  back in place.
+* Repeat until ``|p_n − t| ≤ tolerance`` (``options.tolerance``) or ``options.max_iterations``
+  iterations, or until the effector stops moving (less than ``1e-13 × reach`` in an
+  iteration: a target the chain cannot reach within its limits).
+
+Rotations are derived from positions during stage 2, so the chain's rest frames, link
+offsets and limits are respected (the paper's § 4 constrains each joint by re-orienting
+and projecting the link within the allowed region of its parent's frame; here the region is
+:meth:`core.limits.JointLimits.project`'s):
+
+* Joint ``i``'s wanted link direction (toward the stage-1 position of joint ``i + 1``) is
+  taken into its parent's frame ``W_{i−1} · rest_i``; its local rotation is the **shortest
+  turn** from the rest link direction to it (no twist about the link, as
+  ``ik_addon.evaluate.untwist`` gives free joints), then the joint's limits project it:
+  a hinge first drops the part of the direction along its axis (so it turns as far as
+  the direction's projection into its plane), cones and ranges project the rotation.
+  Joint ``i + 1`` is then placed by forward kinematics, ``p_{i+1} = p_i + W_i · offset_i``.
+* **Twist for hinges.** A hinge (two IK locks, or an explicit axis) can only bend in the
+  plane its axis allows; a parent free to twist (Y not locked) is turned about its own link
+  so the child's hinge axis is perpendicular to the child's wanted direction (the two
+  solutions of ``A cos φ + B sin φ = C``), choosing the one whose bend has the child's
+  preferred sign: a one-sided range's, else the start pose's. With the hinge plane fixed
+  by the bend plane (below) the twist follows the target continuously.
+* **Seed.** Iterations start from ``problem.initial`` (the rest pose by default). A start
+  pose whose inner joints all lie on the root→effector line (a straight chain) gives
+  stage 1 no direction to bend in; every joint after the root is then curled by
+  ``_SEED_CURL`` about its local X axis toward −Z (a Blender bone's bend), and the bend
+  plane step turns the result.
+
+After the iterations the bend plane is oriented like the other methods'
+(:func:`core.bend_plane.orient_bend`: the pole, else ``options.bend_plane``). Orientation
+goals are not pursued (position only).
+
+Two paths, one pass: the arithmetic is written once on components
+(:mod:`core.components`) and runs on plain floats for one target (``problem.size == 1``)
+and on ``(N,)`` arrays for a batch; tests check that both give the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .aim import AimPlan, aim
+from .bend_plane import orient_bend
+from .components import Ops, Quat, Vec, pick, vadd, vdot, vscale, vsub
+from .problem import Problem
+from .result import Solution
+from .spread import spread_pose, stack
+
+#: The effector moved less than this fraction of the reach in an iteration: stop.
+_STALL = 1e-13
+#: Lengths below this fraction of the reach count as zero (directions undefined).
+_TINY = 1e-12
+#: Floor for divisors whose result is discarded where they vanish.
+_SAFE = 1e-300
+
+
+def _forward(ops: Ops, plan: AimPlan, pos: list[Vec], target: Vec) -> list[Vec]:
+    """Stage 1 (tip to root): ``p_n ← t``, each joint pulled onto the line to the next at
+    its link's length, ``p_i ← (1 − λ_i) p_{i+1} + λ_i p_i``; a joint on its successor
+    keeps its link's current direction."""
+    n = plan.n
+    out: list[Vec] = [target] * (n + 1)
+    nxt = target
+    tiny = _TINY * plan.reach
+    for i in range(n - 1, -1, -1):
+        v = vsub(pos[i], nxt)
+        r = ops.sqrt(vdot(v, v))
+        old = vsub(pos[i], pos[i + 1])
+        r_old = ops.sqrt(vdot(old, old))
+        use = r > tiny
+        v = pick(ops, use, v, old)
+        r = ops.where(use, r, r_old)
+        lam = plan.lengths[i] / ops.where(r > _SAFE, r, 1.0)
+        nxt = vadd(nxt, vscale(v, lam))
+        out[i] = nxt
+    return out
+
+
+def _iterate(
+    ops: Ops,
+    problem: Problem,
+    plan: AimPlan,
+    target: Vec,
+    seed: tuple[list[Quat], list[Vec]],
+    signs: list[Any],
+    hints: list[Vec | None],
+) -> tuple[list[Quat], list[Vec], Any]:
+    """Algorithm 1's loop from the seed; returns rotations, positions and iterations.
+
+    Stage 2 is :func:`core.aim.aim` toward stage 1's positions (root back in place, each
+    joint turned toward the next within its limits); a target is dropped from the loop
+    once reached or when its effector stops moving."""
+    chain = problem.chain
+    size = problem.size
+    rots, pos = seed
+    miss = vsub(pos[-1], target)
+    active = ops.sqrt(vdot(miss, miss)) > problem.tolerance
+    iterations: Any = ops.where(active, 0, 0)
+    for _ in range(problem.options.max_iterations):
+        if not ops.any(active):
+            break
+        wants = _forward(ops, plan, pos, target)
+        new_rots, new_pos = aim(ops, plan, chain, wants, signs, size, hints)
+        moved = vsub(new_pos[-1], pos[-1])
+        rots = [pick(ops, active, a, b) for a, b in zip(new_rots, rots, strict=True)]
+        pos = [pick(ops, active, a, b) for a, b in zip(new_pos, pos, strict=True)]
+        iterations = iterations + ops.where(active, 1, 0)
+        miss = vsub(pos[-1], target)
+        active = (
+            active
+            & (ops.sqrt(vdot(miss, miss)) > problem.tolerance)
+            & (ops.sqrt(vdot(moved, moved)) > _STALL * plan.reach)
+        )
+    return rots, pos, iterations
+
+
+def solve_fabrik(problem: Problem) -> Solution:
+    """FABRIK (Aristidou & Lasenby 2011, Algorithm 1) with joint limits and bend planes.
+
+    Args:
+        problem: ``N`` targets on one chain; reads ``options.max_iterations``, the
+            tolerance, ``options.bend_plane``, ``options.pole_angle``, the poles and the
+            start pose. Orientation goals are not pursued (position only).
+
+    Returns:
+        A :class:`Solution`; ``iterations`` counts stage 1 + stage 2 rounds per target
+        (``0`` where the seed already reaches).
+    """
+    if problem.size > 1 and not _shared(problem):
+        return _per_target(problem)
+    rots, pos, ops, plan, signs, hints = spread_pose(problem)
+    if problem.size == 1:
+        target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
+    else:
+        target = tuple(np.ascontiguousarray(problem.targets.T))
+    rots, pos, iterations = _iterate(ops, problem, plan, target, (rots, pos), signs, hints)
+    r, p = stack(rots, pos, problem.size)
+    its = np.broadcast_to(np.asarray(iterations, dtype=np.int64), (problem.size,)).copy()
+    if problem.poles is not None:
+        r, p = orient_bend(problem, r, p)
+    elif np.any(its):  # the seed's plane is carried already; iterations may have left it
+        turned_r, turned_p = orient_bend(problem, r, p)
+        moved = its > 0
+        r[moved], p[moved] = turned_r[moved], turned_p[moved]
+    r = np.where(r[..., :1] < 0.0, -r, r)
+    return Solution(r, p, its)
+
+
+def _shared(problem: Problem) -> bool:
+    init = problem.initial
+    return init.strides[0] == 0 or bool(np.all(init == init[:1]))
+
+
+def _per_target(problem: Problem) -> Solution:
+    """Start poses that differ per target: each solved on its own (each its own seed)."""
+    parts = [
+        solve_fabrik(
+            Problem(
+                problem.chain,
+                problem.targets[k : k + 1],
+                None,
+                None if problem.poles is None else problem.poles[k : k + 1],
+                problem.initial[k : k + 1],
+                problem.tolerance,
+                problem.options,
+            )
+        )
+        for k in range(problem.size)
+    ]
+    return Solution(
+        np.concatenate([s.rotations for s in parts]),
+        np.concatenate([s.positions for s in parts]),
+        np.concatenate([s.iterations for s in parts]),
+    )
+
+
+__all__ = ["solve_fabrik"]
