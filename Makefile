@@ -52,6 +52,7 @@ bench: $(STAMP) $(ZIP)
 	$(PY) scripts/bench_6r.py --out out/bench
 	$(PY) scripts/bench_bake.py --out out/bench
 	$(PY) scripts/bench_live.py --zip $(ZIP) --out out/bench
+	$(PY) scripts/bench_natural.py --zip $(ZIP) --out out/bench
 
 check-blender: $(ZIP)
 	bash scripts/check_blender.sh $(ZIP)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import drivers
+from .evaluate import default_method
 from .rig import RigError, chain_bones, pole_angle_from_blender, pole_angle_to_blender
 
 #: Format version of the ``source`` record.
@@ -296,7 +297,7 @@ def _set_values(
     total = weight + main.orient_weight
     s.orient_weight = main.orient_weight / total if total > 0.0 else 0.5
     if solver:
-        s.solver = solver
+        s.solver = default_method(len(names)) if solver == "AUTO" else solver
     s.enabled = True
 
 

@@ -108,6 +108,14 @@ METHOD_LABELS = {
 ITERATIVE = frozenset(m for m in METHOD_ORDER if m != "triangulation")
 
 
+def default_method(bones: int) -> str:
+    """The solver a new chain of ``bones`` bones gets: triangulation (exact, closed form)
+    for one or two bones, FABRIK for three or more — the method at or better than
+    Blender's IK on every rig of ``scripts/bench_natural.py`` (long chains bend evenly,
+    3-bone legs keep their rest zigzag; docs/natural.md)."""
+    return "fabrik" if bones >= 3 and "fabrik" in METHODS else "triangulation"
+
+
 @cache
 def available_methods() -> tuple[str, ...]:
     """The core's methods, those of :data:`METHOD_ORDER` first, in that order."""
@@ -1189,6 +1197,7 @@ __all__ = [
     "available_methods",
     "chain_tips",
     "clear_caches",
+    "default_method",
     "fk_rotations",
     "generation",
     "invalidate",

@@ -55,6 +55,13 @@ CHAIN_SETTINGS = (
 
 def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
     return [
+        (
+            "AUTO",
+            "Automatic",
+            "Triangulation for chains of 1–2 bones, FABRIK for 3 or more (measured best: "
+            "docs/natural.md)",
+        )
+    ] + [
         (m, evaluate.METHOD_LABELS.get(m, m), evaluate.METHOD_LABELS.get(m, m))
         for m in evaluate.available_methods()
     ]
@@ -186,8 +193,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
         s.use_tail = True
         s.target = target
         s.target_bone = target_bone
-        if self.solver:
-            s.solver = self.solver
+        s.solver = evaluate.default_method(length) if self.solver == "AUTO" else self.solver
         s.enabled = True
         s.has_chain = True
         solve_now(context, obj)
