@@ -13,9 +13,11 @@ follows the same smooth path for each (240 frames, keyed on every frame):
 
 * ``knee``: a 2-bone leg, the shin a hinge (Lock IK Y+Z) limited one-sided to 0°…140°,
   rest slightly bent, the foot on a walk cycle;
-* ``hinge_arm``: a Rigify-style arm (Lock IK Y+Z on the forearm, no range), rest slightly
-  bent in the forearm's hinge plane, the hand moving out to 115 % of the reach and back,
-  twice;
+* ``hinge_arm``: a Rigify-style arm (Lock IK Y+Z on the forearm, no range; bone rolls set
+  so both bones' X axes are normal to the arm's plane, as Rigify's limbs have them), rest
+  slightly bent in the forearm's hinge plane, the hand moving out to 115 % of the reach and
+  back, twice; ``hinge_arm_roll0``: the same with roll 0 on both bones, which leans the
+  forearm's hinge axis 1.3° on the upper arm's link (the arm cannot straighten exactly);
 * ``hind_leg``: a 3-bone quadruped hind leg (thigh, shin, hock; rest zigzag), no pole, the
   foot sweeping through 45–97 % of the reach;
 * ``tail``: 5 bones, straight at rest, the tip following a loop at 35–95 % of the reach;
@@ -132,7 +134,8 @@ def rigs() -> list[Rig]:
     neck_path = _loop(neck_pts[0], np.array([0.0, 0.0, 1.0]), 0.56, 0.4, 0.95, 1.2)
     return [
         Rig("knee", knee_pts, (None, (0.0, math.radians(140.0))), knee_pts[0] * 0 + walk),
-        Rig("hinge_arm", arm_pts, (None, True), arm_path),
+        Rig("hinge_arm", arm_pts, (None, True), arm_path, roll_up=True),
+        Rig("hinge_arm_roll0", arm_pts, (None, True), arm_path),
         Rig("hind_leg", hind_pts, (None, None, None), hind_path),
         Rig("tail", tail_pts, (None,) * 5, tail_path),
         Rig("neck", neck_pts, (None,) * 7, neck_path),
@@ -157,6 +160,8 @@ def build_armature(scene: Any, rig: Rig, name: str) -> Any:
             eb.head = rig.points[k].tolist()
             eb.tail = rig.points[k + 1].tolist()
             eb.roll = 0.0
+            if rig.roll_up:
+                eb.align_roll((0.0, 0.0, 1.0))
             if prev is not None:
                 eb.parent = prev
                 eb.use_connect = True
