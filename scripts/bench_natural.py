@@ -84,6 +84,7 @@ class Rig:
     points: np.ndarray
     hinges: tuple[tuple[float, float] | bool | None, ...]
     path: np.ndarray
+    roll_up: bool = False
 
     @property
     def reach(self) -> float:
