@@ -19,33 +19,29 @@ paper's Algorithm 1 (``d_i`` = link lengths, ``p_i`` = joint positions, ``t`` = 
   iterations, or until the effector stops moving (less than ``1e-13 × reach`` in an
   iteration: a target the chain cannot reach within its limits).
 
-Rotations are derived from positions during stage 2, so the chain's rest frames, link
-offsets and limits are respected (the paper's § 4 constrains each joint by re-orienting
-and projecting the link within the allowed region of its parent's frame; here the region is
-:meth:`core.limits.JointLimits.project`'s):
+Stage 2 here is :func:`core.aim.aim`: each joint turned toward the stage-1 position of the
+next by the shortest turn from its rest link direction, projected into its limits
+(:meth:`core.limits.JointLimits.project` — the paper's § 4 constrains each joint by
+re-orienting the link into the allowed region of its parent's frame), the next joint placed
+by forward kinematics; a hinge's parent twists so the hinge can bend toward its wanted
+direction, toward the seed's bend plane where the chain is straight (no spin as a hinge
+chain straightens). Positions are therefore always the forward kinematics of the rotations.
 
-* Joint ``i``'s wanted link direction (toward the stage-1 position of joint ``i + 1``) is
-  taken into its parent's frame ``W_{i−1} · rest_i``; its local rotation is the **shortest
-  turn** from the rest link direction to it (no twist about the link, as
-  ``ik_addon.evaluate.untwist`` gives free joints), then the joint's limits project it:
-  a hinge first drops the part of the direction along its axis (so it turns as far as
-  the direction's projection into its plane), cones and ranges project the rotation.
-  Joint ``i + 1`` is then placed by forward kinematics, ``p_{i+1} = p_i + W_i · offset_i``.
-* **Twist for hinges.** A hinge (two IK locks, or an explicit axis) can only bend in the
-  plane its axis allows; a parent free to twist (Y not locked) is turned about its own link
-  so the child's hinge axis is perpendicular to the child's wanted direction (the two
-  solutions of ``A cos φ + B sin φ = C``), choosing the one whose bend has the child's
-  preferred sign: a one-sided range's, else the start pose's. With the hinge plane fixed
-  by the bend plane (below) the twist follows the target continuously.
-* **Seed.** Iterations start from ``problem.initial`` (the rest pose by default). A start
-  pose whose inner joints all lie on the root→effector line (a straight chain) gives
-  stage 1 no direction to bend in; every joint after the root is then curled by
-  ``_SEED_CURL`` about its local X axis toward −Z (a Blender bone's bend), and the bend
-  plane step turns the result.
+* **Seed.** The iterations start from the even spread (:mod:`core.spread`): the start
+  pose's bends scaled to reach the target, a uniform curl for a straight start, turned onto
+  the target with the ``"rest"`` bend plane's carry. On a chain without limits it already
+  reaches every target of its range (0 iterations: it is the answer, and the paper's
+  unreachable case is its straight member); with limits, the projection moves it and the
+  passes iterate.
+* **Bend plane.** A pole turns the result like every method's
+  (:func:`core.bend_plane.orient_bend`), as does the ``"rest"`` rule where iterations moved
+  the seed.
+* **Stalls under limits.** Where the projected passes give back the same pose short of the
+  target (several hinges whose parents cannot twist, tight cones), CCD (:mod:`core.ccd`)
+  continues from FABRIK's pose for targets within the chain's length, one joint at a time within the limits, and its pose is kept
+  where it comes closer (:func:`_polish`); ``iterations`` then adds CCD's sweeps.
 
-After the iterations the bend plane is oriented like the other methods'
-(:func:`core.bend_plane.orient_bend`: the pole, else ``options.bend_plane``). Orientation
-goals are not pursued (position only).
+Orientation goals are not pursued (position only).
 
 Two paths, one pass: the arithmetic is written once on components
 (:mod:`core.components`) and runs on plain floats for one target (``problem.size == 1``)
@@ -60,6 +56,7 @@ import numpy as np
 
 from .aim import AimPlan, aim
 from .bend_plane import orient_bend
+from .ccd import solve_ccd
 from .components import Ops, Quat, Vec, pick, vadd, vdot, vscale, vsub
 from .problem import Problem
 from .result import Solution
@@ -162,7 +159,39 @@ def solve_fabrik(problem: Problem) -> Solution:
         moved = its > 0
         r[moved], p[moved] = turned_r[moved], turned_p[moved]
     r = np.where(r[..., :1] < 0.0, -r, r)
+    if not plan.all_free:
+        r, p, its = _polish(problem, r, p, its)
     return Solution(r, p, its)
+
+
+def _polish(
+    problem: Problem, r: np.ndarray, p: np.ndarray, its: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Targets within the chain's length the limited passes left unreached (FABRIK stalls where projecting the links
+    into their limits gives back the same pose): CCD (:mod:`core.ccd`) from FABRIK's pose,
+    one joint at a time within the limits, kept where it comes closer."""
+    miss = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
+    within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
+    left = np.flatnonzero((miss > problem.tolerance) & within)
+    if left.size == 0:
+        return r, p, its
+    sub = Problem(
+        problem.chain,
+        problem.targets[left],
+        None,
+        None if problem.poles is None else problem.poles[left],
+        r[left],
+        problem.tolerance,
+        problem.options,
+    )
+    sol = solve_ccd(sub)
+    better = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1) < miss[left]
+    take = left[better]
+    r, p, its = r.copy(), p.copy(), its.copy()
+    r[take] = sol.rotations[better]
+    p[take] = sol.positions[better]
+    its[take] += sol.iterations[better]
+    return r, p, its
 
 
 def _shared(problem: Problem) -> bool:

