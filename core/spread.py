@@ -16,8 +16,9 @@ The family (a shape per chain and start pose, :func:`shape`):
 * the start pose's joint positions give the link directions ``d_k`` and their signed
   bends ``β_k = ∠(d_{k−1}, d_k)`` about the plane normal ``N`` (the sum of the bends'
   axes; for a chain that is not planar this is its projection on that plane). A straight
-  start pose has no bends to scale: it gets a uniform curl, ``β_k = −1`` about the root's
-  local X axis (a Blender bone bends about X);
+  start pose has no bends to scale: it gets a uniform curl, ``β_k = 1`` about the root's
+  local X axis (a Blender bone bends about X), whose inner joints lie toward the root's −Z,
+  the side the ``"rest"`` bend plane gives a straight chain;
 * member ``λ ≥ 0`` bends joint ``k`` by ``λ β_k`` in that plane: ``λ = 0`` is the straight
   chain (full reach), ``λ = 1`` the start shape, larger ``λ`` folds it further, up to the
   first local minimum of the chord ``|E(λ)|`` (and no joint past 180°);
