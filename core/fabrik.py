@@ -36,10 +36,11 @@ chain straightens). Positions are therefore always the forward kinematics of the
 * **Bend plane.** A pole turns the result like every method's
   (:func:`core.bend_plane.orient_bend`), as does the ``"rest"`` rule where iterations moved
   the seed.
-* **Stalls under limits.** Where the projected passes give back the same pose short of the
-  target (several hinges whose parents cannot twist, tight cones), CCD (:mod:`core.ccd`)
-  continues from FABRIK's pose for targets within the chain's length, one joint at a time within the limits, and its pose is kept
-  where it comes closer (:func:`_polish`); ``iterations`` then adds CCD's sweeps.
+* **Stalls under limits.** Where the projected passes give back the same pose short of a
+  target within the chain's length (several hinges whose parents cannot twist, tight
+  cones), CCD (:mod:`core.ccd`) continues from FABRIK's pose, one joint at a time within
+  the limits, and its pose is kept where it comes closer (:func:`_polish`); ``iterations``
+  then adds CCD's sweeps.
 
 Orientation goals are not pursued (position only).
 
@@ -167,9 +168,10 @@ def solve_fabrik(problem: Problem) -> Solution:
 def _polish(
     problem: Problem, r: np.ndarray, p: np.ndarray, its: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Targets within the chain's length the limited passes left unreached (FABRIK stalls where projecting the links
-    into their limits gives back the same pose): CCD (:mod:`core.ccd`) from FABRIK's pose,
-    one joint at a time within the limits, kept where it comes closer."""
+    """Targets within the chain's length that the limited passes left unreached (FABRIK
+    stalls where projecting the links into their limits gives back the same pose): CCD
+    (:mod:`core.ccd`) from FABRIK's pose, one joint at a time within the limits, kept where
+    it comes closer."""
     miss = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     left = np.flatnonzero((miss > problem.tolerance) & within)
