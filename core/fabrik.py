@@ -184,7 +184,7 @@ def _polish(
         None if problem.poles is None else problem.poles[left],
         r[left],
         problem.tolerance,
-        problem.options,
+        problem.options.replace(ccd_start="initial"),
     )
     sol = solve_ccd(sub)
     better = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1) < miss[left]
