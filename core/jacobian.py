@@ -90,6 +90,9 @@ from .jacobian_matrix import (
     position_jacobian,
     twist_jacobian,
 )
+from .jacobian_seed import seeded, start_rotations
+from .jacobian_single import Rule as RuleName
+from .jacobian_single import solve_single
 from .jacobian_step import damped_step, dls_step, mean_gram, pinv_step, transpose_step
 from .parameterization import DofLayout
 from .problem import Problem
@@ -119,19 +122,40 @@ _CLAMPED = 1e-9
 
 def solve_jacobian_transpose(problem: Problem) -> Solution:
     """Jacobian-transpose IK (reference 002): ``ΔΦ = α Jᵀ Δe``."""
-    return _solve(problem, lambda J, de, z: transpose_step(J, de, z))
+    return _dispatch(problem, "transpose")
 
 
 def solve_jacobian_pinv(problem: Problem) -> Solution:
     """Pseudo-inverse IK by SVD (references 001, 002): ``ΔΦ = J⁺ Δe``, small σ cut."""
-    cutoff = problem.options.singular_cutoff
-    return _solve(problem, lambda J, de, z: pinv_step(J, de, cutoff, z))
+    return _dispatch(problem, "pinv")
 
 
 def solve_jacobian_dls(problem: Problem) -> Solution:
     """Damped-least-squares IK: ``ΔΦ = Jᵀ (J Jᵀ + λ² I)⁻¹ Δe``, fixed or adaptive ``λ``."""
+    return _dispatch(problem, "dls")
+
+
+def _dispatch(problem: Problem, rule: RuleName) -> Solution:
+    """One target without restarts: the float path (:mod:`core.jacobian_single`), the same
+    iteration as :func:`_batched` without numpy's per-call cost; otherwise the batch."""
+    start = start_rotations(problem)
+    if problem.size == 1 and problem.options.restarts == 0:
+        return solve_single(problem, rule, start)
+    return _batched(problem, rule, start)
+
+
+def _batched(problem: Problem, rule: RuleName, start: FloatArray) -> Solution:
+    """The batched iteration (module docstring) with the rule named ``rule``, from the
+    start pose ``start (N, n, 4)`` (:func:`core.jacobian_seed.start_rotations`)."""
     opts = problem.options
-    return _solve(problem, lambda J, de, z: dls_step(J, de, opts.damping, opts.adaptive_damping, z))
+    if rule == "transpose":
+        return _solve(problem, start, lambda J, de, z: transpose_step(J, de, z))
+    if rule == "pinv":
+        cutoff = opts.singular_cutoff
+        return _solve(problem, start, lambda J, de, z: pinv_step(J, de, cutoff, z))
+    return _solve(
+        problem, start, lambda J, de, z: dls_step(J, de, opts.damping, opts.adaptive_damping, z)
+    )
 
 
 # ---------------------------------------------------------------------- goals
@@ -265,6 +289,7 @@ class _Stepper:
     scale: FloatArray
     max_step: float
     joint_starts: NDArray[np.intp]
+    column_group: NDArray[np.intp]
 
     @property
     def unit(self) -> bool:
@@ -334,7 +359,7 @@ def _project(chain: Chain, limited: list[int], q: FloatArray) -> FloatArray:
     return out
 
 
-def _solve(problem: Problem, rule: Rule) -> Solution:
+def _solve(problem: Problem, start: FloatArray, rule: Rule) -> Solution:
     chain, opts = problem.chain, problem.options
     layout = DofLayout.for_chain(chain, opts.rotation_params)
     goal = _Goal.of(problem)
@@ -348,11 +373,14 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         np.sqrt(layout.weights),
         math.radians(opts.max_step_deg),
         starts.astype(np.intp),
+        (np.searchsorted(starts, np.arange(layout.size), side="right") - 1).astype(np.intp),
     )
     nudge = layout.nudge(min(_NUDGE, stepper.max_step))
 
-    q = _project(chain, limited, problem.initial)
-    posture = layout.params_of(q) if opts.posture_weight > 0.0 else None
+    q = _project(chain, limited, start)
+    posture = None
+    if opts.posture_weight > 0.0:
+        posture = layout.params_of(_project(chain, limited, problem.initial))
     size = problem.size
     iterations = np.zeros(size, dtype=np.int64)
     sigma_seen = np.full(size, np.inf)
@@ -366,6 +394,8 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
     restart_poses = _restart_poses(chain, layout, limited, opts.restarts)
     attempts = np.zeros(size, dtype=np.int64)
     since = np.zeros(size, dtype=np.int64)
+    beta = np.full(size, opts.step)
+    adapt = opts.adaptive_step and goal.kind == "position"
     window_merit = np.full(size, np.inf)
     reached = done.copy()
     restartable = goal.may_be_reachable(chain)
@@ -383,7 +413,7 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         if posture is not None:
             z = opts.posture_weight * layout.difference(posture[active], p)
 
-        lin = _Linear(p, J, opts.step * err, z, axes)
+        lin = _Linear(p, J, beta[active, None] * err, z, axes)
         new_q, sigma = stepper.propose(lin, np.arange(active.size), 0)
         kick = _stationary(J if stepper.unit else J * stepper.scale, err)
         kick &= goal.pushes_inward(current, active)
@@ -394,6 +424,9 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         merit = np.sum(err * err, axis=-1)
         worse = (np.sum(new_err * new_err, axis=-1) > merit) & ~new_done & ~kick
         worse &= goal.kind == "position"
+        if adapt:  # step 6: β doubles after a first-try success, halves after a retry
+            grown = np.minimum(1.0, 2.0 * beta[active])
+            beta[active] = np.where(worse, np.maximum(opts.step, 0.5 * beta[active]), grown)
         for retry in range(1, _RETRIES + 1):
             if not np.any(worse):
                 break
@@ -452,6 +485,11 @@ def _solve(problem: Problem, rule: Rule) -> Solution:
         sigma_seen[fresh] = _sigma_min(J * stepper.scale)
     sigma_seen = np.where(np.isfinite(sigma_seen), sigma_seen, 0.0)
     rotations, positions = orient_bend(problem, q, state.positions)
+    if seeded(problem):
+        # A seed that needed no update is triangulation's pose, already oriented.
+        untouched = iterations == 0
+        rotations = np.where(untouched[:, None, None], q, rotations)
+        positions = np.where(untouched[:, None, None], state.positions, positions)
     return Solution(
         rotations=rotations,
         positions=positions,
@@ -506,8 +544,11 @@ def _enforce_limits(
 ) -> FloatArray:
     """Project ``proposal (A, n, 4)`` onto the limits; re-solve around clamped joints.
 
-    Clamped joints keep their projected rotation; their change (in parameters) is taken
-    out of ``de`` and their columns out of ``J``, and the remaining joints are solved again
+    A clamped joint starts from its projected rotation; that change (in parameters) is
+    taken out of ``de``. It may still move *along* its limit: its columns are restricted
+    to parameter changes whose angular velocity is orthogonal to the axis of the rotation
+    the projection removed (a hinge is frozen, a ball joint at a cone or a range keeps
+    two directions). The joints are solved again for the rest and projected once more
     (step 4 of the module docstring).
     """
     chain, limited, layout = stepper.chain, stepper.limited, stepper.layout
@@ -521,13 +562,19 @@ def _enforce_limits(
     frozen = clamped[redo][:, layout.column_joint]
     done = layout.difference(layout.params_of(projected[redo]), p[redo]) * frozen
     de2 = de[redo] - np.einsum("amk,ak->am", J[redo], done)
-    free = ~frozen
-    J2 = J[redo] * free[:, None, :]
-    z2 = None if z is None else z[redo] * free
+    # The removed rotation's axis (joint frame F_i), against each column's local ω_k.
+    removed = rot.multiply(proposal[redo], rot.conjugate(projected[redo]))[..., 1:]
+    local = layout.local_axes(p[redo])
+    u = np.sum(local * removed[:, layout.column_joint, :], axis=-1) * frozen
+    group = stepper.column_group
+    norm = np.sqrt(np.add.reduceat(u * u, stepper.joint_starts, axis=1))[:, group]
+    u = np.divide(u, norm, out=np.zeros_like(u), where=norm > 0.0)
+    Ju = np.add.reduceat(J[redo] * u[:, None, :], stepper.joint_starts, axis=2)
+    J2 = J[redo] - Ju[:, :, group] * u[:, None, :]
+    z2 = None if z is None else z[redo] * ~frozen
     dp2, _ = stepper.step(J2, de2, z2, axes[redo], retry)
-    second = layout.rotations_of(p[redo] + dp2)
-    keep = clamped[redo]
-    second[keep] = projected[redo][keep]
+    dp2 = dp2 - np.add.reduceat(u * dp2, stepper.joint_starts, axis=1)[:, group] * u
+    second = layout.rotations_of(p[redo] + done + dp2)
     projected[redo] = _project(chain, limited, second)
     return projected
 

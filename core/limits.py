@@ -291,6 +291,65 @@ class JointLimits:
         out = (cw * pw, cx * pw - cz * py, cw * py, cz * pw + cx * py)
         return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
 
+    def project_floats(self, q: tuple[float, float, float, float]) -> tuple[float, ...]:
+        """:meth:`project` for one rotation in plain floats (wxyz in, wxyz out).
+
+        The same rules and the same arithmetic, without numpy's per-call cost: for the
+        solvers' single-target paths (tested against :meth:`project`).
+        """
+        w, x, y, z = q
+        if w < 0.0:
+            w, x, y, z = -w, -x, -y, -z
+        if self.is_free:
+            return (w, x, y, z)
+        kind = self.kind
+        if kind == "fixed":
+            return (1.0, 0.0, 0.0, 0.0)
+        if kind == "hinge":
+            axis, limits = self.hinge
+            ax, ay, az = float(axis[0]), float(axis[1]), float(axis[2])
+            phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
+            if limits is not None:
+                phi = _clamp_one(phi, limits[0], limits[1])
+            norm = math.sqrt(ax * ax + ay * ay + az * az)
+            s = math.sin(0.5 * phi)
+            return (math.cos(0.5 * phi), s * (ax / norm), s * (ay / norm), s * (az / norm))
+        # swing–twist about +Y: twist = normalize(w, 0, y, 0), swing = q · twist*
+        tn = math.sqrt(w * w + y * y)
+        tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+        sw, sx, sy, sz = w * tw + y * ty, x * tw + z * ty, y * tw - w * ty, z * tw - x * ty
+        psi = _wrap_one(2.0 * math.atan2(y, w))
+        # swing rotation vector (rotations.to_rotvec: w >= 0, then 2 log)
+        if sw < 0.0:
+            sw, sx, sy, sz = -sw, -sx, -sy, -sz
+        sn = math.sqrt(sx * sx + sy * sy + sz * sz)
+        theta = math.atan2(sn, sw)
+        factor = 2.0 * (1.0 + theta * theta / 6.0 if theta < rot.SMALL_ANGLE else theta / sn)
+        angles = [factor * sx, psi, factor * sz]
+        for k in range(3):
+            r = self.ranges[k]
+            if self.lock[k]:
+                angles[k] = 0.0
+            elif r is not None:
+                a = angles[k]
+                angles[k] = _clamp_one(a, r[0], r[1]) if k == 1 else min(max(a, r[0]), r[1])
+        vx, psi, vz = angles
+        if self.cone is not None:
+            bend = math.sqrt(vx * vx + vz * vz)
+            if bend > 0.0 and self.cone < bend:
+                scale = self.cone / bend
+                vx, vz = vx * scale, vz * scale
+        # from_rotvec(swing) · from_axis_angle(Y, psi)
+        hx, hz = 0.5 * vx, 0.5 * vz
+        theta = math.sqrt(hx * hx + hz * hz)
+        sinc = 1.0 - theta * theta / 6.0 if theta < rot.SMALL_ANGLE else math.sin(theta) / theta
+        aw, ax_, az_ = math.cos(theta), sinc * hx, sinc * hz
+        bw, by = math.cos(0.5 * psi), math.sin(0.5 * psi)
+        rw, rx, ry, rz = aw * bw, ax_ * bw - az_ * by, aw * by, az_ * bw + ax_ * by
+        if rw < 0.0:
+            return (-rw, -rx, -ry, -rz)
+        return (rw, rx, ry, rz)
+
     def violation(self, q: ArrayLike) -> FloatArray:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""
         q = np.asarray(q, dtype=float)

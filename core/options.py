@@ -19,6 +19,7 @@ RotationParams = Literal["expmap", "euler"]
 BendPlane = Literal["rest", "minimal"]
 CcdStart = Literal["triangulation", "initial"]
 Distribution = Literal["root", "even"]
+Start = Literal["seeded", "given"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,13 @@ class SolveOptions:
             singular trap), start again from up to this many fixed, spread-out poses; the
             iteration cap is shared evenly between the attempts and the best pose found is
             returned. ``0`` disables (every update then continues from the last pose).
+        adaptive_step: Jacobian methods, position goals: β starts at ``step``, doubles (up
+            to 1) after each update that lowers the error at the first try and halves (not
+            below ``step``) after one that had to be retried; ``False`` keeps β = ``step``.
+        start: Jacobian methods, position goals: ``"seeded"`` starts the iteration from
+            the triangulation solution of the chain without limits, projected onto the
+            limits (see :mod:`core.jacobian_seed`); ``"given"`` from the start pose
+            (``initial``, else the rest pose), the references' protocol.
     """
 
     max_iterations: int = 100
@@ -90,6 +98,8 @@ class SolveOptions:
     rotation_params: RotationParams = "expmap"
     posture_weight: float = 0.0
     restarts: int = 0
+    start: Start = "seeded"
+    adaptive_step: bool = True
 
     def __post_init__(self) -> None:
         def need(ok: bool, what: str) -> None:
@@ -160,6 +170,11 @@ class SolveOptions:
         need(
             is_integer(self.restarts) and self.restarts >= 0,
             f"restarts must be an integer >= 0, got {self.restarts!r}",
+        )
+
+        need(
+            self.start in ("seeded", "given"),
+            f"start must be 'seeded' or 'given', got {self.start!r}",
         )
 
     def replace(self, **changes: Any) -> SolveOptions:

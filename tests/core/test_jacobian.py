@@ -74,7 +74,7 @@ def test_reaches_reachable_targets(method: str, params: str) -> None:
 def test_already_at_target_takes_no_update(method: str) -> None:
     q = _random_poses(ARM, 3, seed=2)
     targets = forward_kinematics(ARM, q)[0][:, -1]
-    result = _solve(ARM, targets, method, initial=q, bend_plane="minimal")
+    result = _solve(ARM, targets, method, initial=q, bend_plane="minimal", start="given")
     np.testing.assert_array_equal(result.iterations, 0)
     np.testing.assert_allclose(result.rotations, q)
 
@@ -84,7 +84,12 @@ def test_methods_agree_with_their_equations_on_one_step() -> None:
     target = np.array([2.0, 1.0, 5.0])
     start = _random_poses(ARM, 1, seed=10, scale=0.5)[0]
     kw: dict[str, Any] = dict(
-        max_iterations=1, step=0.5, max_step_deg=180.0, bend_plane="minimal", initial=start
+        max_iterations=1,
+        step=0.5,
+        max_step_deg=180.0,
+        bend_plane="minimal",
+        initial=start,
+        start="given",
     )
     pinv = solve(ARM, target, method="jacobian_pinv", singular_cutoff=1e-12, **kw)
     dls = solve(ARM, target, method="jacobian_dls", damping=0.0, **kw)
@@ -240,7 +245,12 @@ SINGULAR_TARGETS = [
 @pytest.mark.parametrize("method", METHODS)
 def test_no_nan_at_singular_poses_and_extreme_targets(method: str, params: str) -> None:
     result = _solve(
-        ARM, np.array(SINGULAR_TARGETS), method, rotation_params=params, max_iterations=200
+        ARM,
+        np.array(SINGULAR_TARGETS),
+        method,
+        rotation_params=params,
+        max_iterations=200,
+        start="given",
     )
     # The straight start is exactly singular.
     assert result.min_singular_value is not None
