@@ -71,8 +71,9 @@ Afterwards the bend is oriented by the pole or the default bend plane
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -116,6 +117,9 @@ _RETRIES = 4
 #: factor below, else the attempt counts as trapped (a crawl near a singular pose).
 _WINDOW = 20
 _PROGRESS = 0.5
+#: Chains longer than this are solved at unit reach (:func:`_at_unit_reach`).
+_LARGE = 1e8
+_UNIT_CHAINS: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
 #: A joint counts as clamped when the projection moved it by more than this (radians).
 _CLAMPED = 1e-9
 
@@ -138,10 +142,40 @@ def solve_jacobian_dls(problem: Problem) -> Solution:
 def _dispatch(problem: Problem, rule: RuleName) -> Solution:
     """One target without restarts: the float path (:mod:`core.jacobian_single`), the same
     iteration as :func:`_batched` without numpy's per-call cost; otherwise the batch."""
+    if problem.chain.reach > _LARGE:
+        return _at_unit_reach(problem, rule)
     start = start_rotations(problem)
     if problem.size == 1 and problem.options.restarts == 0:
         return solve_single(problem, rule, start)
     return _batched(problem, rule, start)
+
+
+def _at_unit_reach(problem: Problem, rule: RuleName) -> Solution:
+    """Solve ``problem`` scaled to unit reach and scale the answer back.
+
+    Products of lengths (Gram matrices, their determinants) overflow for chains longer
+    than about ``1e50``; rotations do not depend on the scale, positions scale with it.
+    """
+    chain, reach = problem.chain, problem.chain.reach
+    unit = _UNIT_CHAINS.get(chain)
+    if unit is None:
+        unit = Chain(chain.offsets / reach, chain.rest_rotations, chain.limits, chain.names)
+        _UNIT_CHAINS[chain] = unit
+    scaled = replace(
+        problem,
+        chain=unit,
+        targets=problem.targets / reach,
+        poles=None if problem.poles is None else problem.poles / reach,
+        tolerance=problem.tolerance / reach,
+        options=problem.options.replace(damping=problem.options.damping / reach),
+    )
+    sol = _dispatch(scaled, rule)
+    sigma = sol.min_singular_value
+    return replace(
+        sol,
+        positions=sol.positions * reach,
+        min_singular_value=None if sigma is None else sigma * reach,
+    )
 
 
 def _batched(problem: Problem, rule: RuleName, start: FloatArray) -> Solution:
