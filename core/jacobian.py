@@ -146,8 +146,57 @@ def _dispatch(problem: Problem, rule: RuleName) -> Solution:
         return _at_unit_reach(problem, rule)
     start = start_rotations(problem)
     if problem.size == 1 and problem.options.restarts == 0:
-        return solve_single(problem, rule, start)
-    return _batched(problem, rule, start)
+        sol = solve_single(problem, rule, start)
+    else:
+        sol = _batched(problem, rule, start)
+    if seeded(problem):
+        sol = _second_attempt(problem, rule, sol)
+    return sol
+
+
+def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
+    """Targets within reach that the seeded start left unreached (a local minimum under
+    limits) are solved again from the given start; the closer pose of the two is kept."""
+    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    missed = (error > problem.tolerance) & (
+        np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
+    )
+    if not np.any(missed):
+        return sol
+    rows = np.flatnonzero(missed)
+    again = replace(
+        problem,
+        targets=problem.targets[rows],
+        poles=None if problem.poles is None else problem.poles[rows],
+        initial=problem.initial[rows],
+        options=problem.options.replace(start="given"),
+    )
+    other = _dispatch(again, rule)
+    better = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1) < error[rows]
+    if not np.any(better):
+        return sol
+    take = rows[better]
+    rotations, positions = sol.rotations.copy(), sol.positions.copy()
+    rotations[take] = other.rotations[better]
+    positions[take] = other.positions[better]
+    iterations = sol.iterations.copy()
+    iterations[rows] += other.iterations
+    sigma = sol.min_singular_value
+    if sigma is not None and other.min_singular_value is not None:
+        sigma = sigma.copy()
+        sigma[take] = other.min_singular_value[better]
+    effector = sol.effector_rotation
+    if effector is not None and other.effector_rotation is not None:
+        effector = effector.copy()
+        effector[take] = other.effector_rotation[better]
+    return replace(
+        sol,
+        rotations=rotations,
+        positions=positions,
+        iterations=iterations,
+        effector_rotation=effector,
+        min_singular_value=sigma,
+    )
 
 
 def _at_unit_reach(problem: Problem, rule: RuleName) -> Solution:

@@ -123,7 +123,8 @@ def test_float_path_updates_equal_the_batched_path(rule: str, updates: int) -> N
         np.testing.assert_allclose(fast.rotations, reference.rotations, atol=1e-9, rtol=0)
         np.testing.assert_allclose(fast.positions, reference.positions, atol=1e-9, rtol=0)
         np.testing.assert_array_equal(fast.iterations, reference.iterations)
-        assert fast.min_singular_value is not None and reference.min_singular_value is not None
+        assert fast.min_singular_value is not None
+        assert reference.min_singular_value is not None
         # σ_min from the Gram matrix: exact to about √ε · σ_max.
         np.testing.assert_allclose(fast.min_singular_value, reference.min_singular_value, atol=1e-6)
 
@@ -191,7 +192,8 @@ def test_adaptive_step_needs_far_fewer_updates(method: str) -> None:
     targets = forward_kinematics(chain, rot.normalize(rng.normal(size=(200, 3, 4))))[0][:, -1]
     fixed = solve(chain, targets, method=method, start="given", adaptive_step=False)
     adaptive = solve(chain, targets, method=method, start="given")
-    assert fixed.converged.all() and adaptive.converged.all()
+    assert fixed.converged.all()
+    assert adaptive.converged.all()
     assert np.mean(adaptive.iterations) < 0.7 * np.mean(fixed.iterations)
 
 
@@ -225,7 +227,8 @@ def test_huge_chains_are_solved_at_unit_reach(method: str, length: float) -> Non
     for start in ("seeded", "given"):
         big = solve(chain, targets * length, method=method, start=start)
         unit = solve(small, targets, method=method, start=start)
-        assert np.all(np.isfinite(big.rotations)) and np.all(np.isfinite(big.positions))
+        assert np.all(np.isfinite(big.rotations))
+        assert np.all(np.isfinite(big.positions))
         np.testing.assert_allclose(big.rotations, unit.rotations, atol=1e-5)
         np.testing.assert_allclose(big.positions / length, unit.positions, atol=1e-5)
         np.testing.assert_array_equal(big.converged, unit.converged)
