@@ -169,7 +169,7 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
         targets=problem.targets[rows],
         poles=None if problem.poles is None else problem.poles[rows],
         initial=problem.initial[rows],
-        options=problem.options.replace(start="given"),
+        options=problem.options.replace(jacobian_start="initial"),
     )
     other = _dispatch(again, rule)
     better = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1) < error[rows]

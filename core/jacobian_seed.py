@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Start poses of the Jacobian methods: the given pose, or a seed from triangulation.
 
-``SolveOptions.start`` chooses where the iteration of :mod:`core.jacobian` begins:
+``SolveOptions.jacobian_start`` chooses where the iteration of :mod:`core.jacobian` begins:
 
-* ``"given"`` — the start pose ``problem.initial`` (the rest pose unless ``initial`` was
+* ``"initial"`` — the start pose ``problem.initial`` (the rest pose unless ``initial`` was
   passed), projected onto the limits: the protocol of the references and of the paper
   benchmarks.
-* ``"seeded"`` (default) — for position goals, the triangulation solution
+* ``"triangulation"`` (default) — for position goals, the triangulation solution
   (:func:`core.triangulation.solve_triangulation`, one closed-form pass from the same start
   pose, bend plane and pole) of the chain *without its limits*, projected onto the limits.
   On a free chain it already reaches every reachable target, so the iteration takes no
@@ -45,7 +45,7 @@ def seeded(problem: Problem) -> bool:
     """True when ``problem`` starts from the triangulation seed (module docstring)."""
     opts = problem.options
     return (
-        opts.start == "seeded"
+        opts.jacobian_start == "triangulation"
         and (problem.target_rotations is None or opts.position_weight == 1.0)
         and opts.posture_weight == 0.0
         and not _stiff(problem.chain)

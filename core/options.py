@@ -19,7 +19,7 @@ RotationParams = Literal["expmap", "euler"]
 BendPlane = Literal["rest", "minimal"]
 CcdStart = Literal["triangulation", "initial"]
 Distribution = Literal["root", "even"]
-Start = Literal["seeded", "given"]
+JacobianStart = Literal["triangulation", "initial"]
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,10 @@ class SolveOptions:
         adaptive_step: Jacobian methods, position goals: β starts at ``step``, doubles (up
             to 1) after each update that lowers the error at the first try and halves (not
             below ``step``) after one that had to be retried; ``False`` keeps β = ``step``.
-        start: Jacobian methods, position goals: ``"seeded"`` starts the iteration from
-            the triangulation solution of the chain without limits, projected onto the
-            limits (see :mod:`core.jacobian_seed`); ``"given"`` from the start pose
-            (``initial``, else the rest pose), the references' protocol.
+        jacobian_start: Jacobian methods, position goals: ``"triangulation"`` starts the
+            iteration from the triangulation solution of the chain without limits,
+            projected onto the limits (see :mod:`core.jacobian_seed`); ``"initial"`` from
+            the start pose (``initial``, else the rest pose), the references' protocol.
     """
 
     max_iterations: int = 100
@@ -98,7 +98,7 @@ class SolveOptions:
     rotation_params: RotationParams = "expmap"
     posture_weight: float = 0.0
     restarts: int = 0
-    start: Start = "seeded"
+    jacobian_start: JacobianStart = "triangulation"
     adaptive_step: bool = True
 
     def __post_init__(self) -> None:
@@ -173,8 +173,8 @@ class SolveOptions:
         )
 
         need(
-            self.start in ("seeded", "given"),
-            f"start must be 'seeded' or 'given', got {self.start!r}",
+            self.jacobian_start in ("triangulation", "initial"),
+            f"jacobian_start must be 'triangulation' or 'initial', got {self.jacobian_start!r}",
         )
 
     def replace(self, **changes: Any) -> SolveOptions:

@@ -8,7 +8,7 @@ the same 10,000 seeded targets in a box of side 60 centred on the root; reached 
 triangulation and CCD with the paper's options, and the Jacobian methods (transpose, SVD
 pseudo-inverse, damped least squares with expmap and with Euler parameters) with the same
 tolerance, the paper's CCD cap of 99 updates, the straight start pose with a fixed step
-(the references' protocol: ``start="given", adaptive_step=False``) and no bend-plane
+(the references' protocol: ``jacobian_start="initial", adaptive_step=False``) and no bend-plane
 turn (``bend_plane="minimal"``), otherwise default options; three more rows show the
 adaptive step from the straight start and the default seeded start.
 
@@ -57,7 +57,7 @@ from bench_triangulation import (  # noqa: E402
 from core import Chain, IKResult, solve  # noqa: E402
 
 #: The references' protocol: start from the straight rest pose, fixed β.
-PAPER_PROTOCOL: dict[str, Any] = {"start": "given", "adaptive_step": False}
+PAPER_PROTOCOL: dict[str, Any] = {"jacobian_start": "initial", "adaptive_step": False}
 JACOBIAN_OPTIONS: dict[str, Any] = {
     "tolerance": TOLERANCE,
     "max_iterations": MAX_ITERATIONS,
@@ -72,9 +72,15 @@ ROWS: dict[str, dict[str, Any]] = {
     "jacobian_dls": {"method": "jacobian_dls"} | JACOBIAN_OPTIONS,
     "jacobian_dls, euler": {"method": "jacobian_dls", "rotation_params": "euler"}
     | JACOBIAN_OPTIONS,
-    "jacobian_pinv, given start, adaptive step": {"method": "jacobian_pinv", "start": "given"}
+    "jacobian_pinv, given start, adaptive step": {
+        "method": "jacobian_pinv",
+        "jacobian_start": "initial",
+    }
     | {k: v for k, v in JACOBIAN_OPTIONS.items() if k not in PAPER_PROTOCOL},
-    "jacobian_dls, given start, adaptive step": {"method": "jacobian_dls", "start": "given"}
+    "jacobian_dls, given start, adaptive step": {
+        "method": "jacobian_dls",
+        "jacobian_start": "initial",
+    }
     | {k: v for k, v in JACOBIAN_OPTIONS.items() if k not in PAPER_PROTOCOL},
     "jacobian_dls, defaults (seeded)": {"method": "jacobian_dls"}
     | {k: v for k, v in JACOBIAN_OPTIONS.items() if k not in PAPER_PROTOCOL},
@@ -84,7 +90,7 @@ DLS_SPEED: dict[str, dict[str, Any]] = {
     "given start, adaptive step": {
         "method": "jacobian_dls",
         "tolerance": TOLERANCE,
-        "start": "given",
+        "jacobian_start": "initial",
     },
     "paper protocol (given start, β = 0.5, 10° clamp)": {
         "method": "jacobian_dls",

@@ -74,7 +74,7 @@ def test_reaches_reachable_targets(method: str, params: str) -> None:
 def test_already_at_target_takes_no_update(method: str) -> None:
     q = _random_poses(ARM, 3, seed=2)
     targets = forward_kinematics(ARM, q)[0][:, -1]
-    result = _solve(ARM, targets, method, initial=q, bend_plane="minimal", start="given")
+    result = _solve(ARM, targets, method, initial=q, bend_plane="minimal", jacobian_start="initial")
     np.testing.assert_array_equal(result.iterations, 0)
     np.testing.assert_allclose(result.rotations, q)
 
@@ -89,7 +89,7 @@ def test_methods_agree_with_their_equations_on_one_step() -> None:
         max_step_deg=180.0,
         bend_plane="minimal",
         initial=start,
-        start="given",
+        jacobian_start="initial",
     )
     pinv = solve(ARM, target, method="jacobian_pinv", singular_cutoff=1e-12, **kw)
     dls = solve(ARM, target, method="jacobian_dls", damping=0.0, **kw)
@@ -250,7 +250,7 @@ def test_no_nan_at_singular_poses_and_extreme_targets(method: str, params: str) 
         method,
         rotation_params=params,
         max_iterations=200,
-        start="given",
+        jacobian_start="initial",
     )
     # The straight start is exactly singular.
     assert result.min_singular_value is not None

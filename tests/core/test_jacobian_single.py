@@ -83,7 +83,7 @@ def _problem(seed: int, **options: object) -> Problem:
         rotation_params="euler" if seed % 3 == 0 else "expmap",
         posture_weight=0.3 if seed % 5 == 0 else 0.0,
         position_weight=weight,
-        start="given",
+        jacobian_start="initial",
         **options,  # type: ignore[arg-type]
     )
     return Problem(
@@ -158,7 +158,7 @@ def test_float_path_solves_equal_the_batched_path(rule: str) -> None:
 def test_float_path_is_what_solve_one_and_solve_use() -> None:
     chain = Chain.from_lengths([1.0, 0.8, 0.6], limits=[JointLimits(cone=1.0)] * 3)
     target = np.array([0.4, 1.5, 0.5])
-    options = SolveOptions(start="given")
+    options = SolveOptions(jacobian_start="initial")
     one = solve_one(chain, target, method="jacobian_dls", options=options)
     full = solve(chain, target, method="jacobian_dls", options=options)
     batch = solve(chain, np.stack([target, target]), method="jacobian_dls", options=options)
@@ -177,7 +177,7 @@ def test_seeded_start_on_a_free_chain_is_triangulation_without_updates(method: s
     assert seeded.converged.all()
     np.testing.assert_array_equal(seeded.iterations, 0)
     np.testing.assert_allclose(seeded.rotations, tri.rotations, atol=1e-12)
-    given = solve(chain, targets, method=method, start="given", max_iterations=300)
+    given = solve(chain, targets, method=method, jacobian_start="initial", max_iterations=300)
     assert np.all(given.iterations > 0)
     assert given.converged.mean() >= 0.9
     for t in targets[:4]:
@@ -190,8 +190,8 @@ def test_adaptive_step_needs_far_fewer_updates(method: str) -> None:
     chain = Chain.from_lengths([18.0, 18.0, 4.0])
     rng = np.random.default_rng(4)
     targets = forward_kinematics(chain, rot.normalize(rng.normal(size=(200, 3, 4))))[0][:, -1]
-    fixed = solve(chain, targets, method=method, start="given", adaptive_step=False)
-    adaptive = solve(chain, targets, method=method, start="given")
+    fixed = solve(chain, targets, method=method, jacobian_start="initial", adaptive_step=False)
+    adaptive = solve(chain, targets, method=method, jacobian_start="initial")
     assert fixed.converged.all()
     assert adaptive.converged.all()
     assert np.mean(adaptive.iterations) < 0.7 * np.mean(fixed.iterations)
@@ -224,9 +224,9 @@ def test_huge_chains_are_solved_at_unit_reach(method: str, length: float) -> Non
     chain = Chain.from_lengths([length, length, length])
     small = Chain.from_lengths([1.0, 1.0, 1.0])
     targets = np.array([[0.5, 1.2, 0.3], [0.0, 2.0, 0.1], [3.0, 3.0, 3.0]])
-    for start in ("seeded", "given"):
-        big = solve(chain, targets * length, method=method, start=start)
-        unit = solve(small, targets, method=method, start=start)
+    for start in ("triangulation", "initial"):
+        big = solve(chain, targets * length, method=method, jacobian_start=start)
+        unit = solve(small, targets, method=method, jacobian_start=start)
         assert np.all(np.isfinite(big.rotations))
         assert np.all(np.isfinite(big.positions))
         np.testing.assert_allclose(big.rotations, unit.rotations, atol=1e-5)
