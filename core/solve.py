@@ -345,11 +345,46 @@ def solve_points(
         SolveInputError: unknown method, malformed or non-finite inputs.
     """
     _, opts = _method_and_options(method, options)
-    if method == "triangulation":
-        out = triangulation.solve_single_points(chain, *_single_inputs(chain, target, pole), opts)
-        if out is not None:
+    seeded = _returns_its_seed(method, chain, opts)
+    if method == "triangulation" or seeded:
+        t, p = _single_inputs(chain, target, pole)
+        out = triangulation.solve_single_points(chain, t, p, opts)
+        if out is not None and (not seeded or _meets(out[-1], t, chain, opts)):
             return out
     return solve_floats(chain, target, method=method, pole=pole, options=opts)[1]
+
+
+#: The methods whose default start is triangulation's pose on the chain without its limits,
+#: and the option that chooses it (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`). On a
+#: free chain without stiffness or posture bias, that seed is their answer wherever it meets
+#: the goal (CCD keeps it with 0 sweeps, the Jacobian methods take 0 updates).
+_TRIANGULATION_SEEDED = {
+    "ccd": "ccd_start",
+    "jacobian_transpose": "jacobian_start",
+    "jacobian_pinv": "jacobian_start",
+    "jacobian_dls": "jacobian_start",
+}
+
+
+def _returns_its_seed(method: str, chain: Chain, opts: SolveOptions) -> bool:
+    """True when ``method`` answers a position goal on ``chain`` with triangulation's pose
+    wherever that pose meets the goal (see :data:`_TRIANGULATION_SEEDED`)."""
+    start = _TRIANGULATION_SEEDED.get(method)
+    return (
+        start is not None
+        and getattr(opts, start) == "triangulation"
+        and opts.posture_weight == 0.0
+        and chain.is_free
+        and not any(any(lim.stiffness) for lim in chain.limits)
+    )
+
+
+def _meets(
+    effector: Any, target: tuple[float, float, float], chain: Chain, opts: SolveOptions
+) -> bool:
+    """Whether ``effector`` (3 floats) is within the problem's tolerance of ``target``."""
+    tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
+    return math.dist(effector, target) <= tolerance
 
 
 def _message(method: str, reached: int, size: int, beyond: int, reach: float) -> str:

@@ -388,9 +388,34 @@ def test_solve_points_beyond_a_tiny_last_link_takes_the_full_pass() -> None:
         np.testing.assert_array_equal(np.array(points), solve_one(chain, target).positions[0])
 
 
+SEEDED = ("ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls")
+
+
+@pytest.mark.parametrize("method", SEEDED)
+@pytest.mark.parametrize("where", ["inside", "beyond", "near the root", "root"])
+def test_solve_points_of_seeded_methods_on_free_chains_give_solve_one_positions(
+    method: str, where: str
+) -> None:
+    """CCD and the Jacobian methods start from triangulation's pose and keep it where it
+    meets the goal: solve_points then takes triangulation's positions-only pass. Oracle:
+    solve_one's joint positions (the methods' own iteration), inside and beyond the reach."""
+    rng = np.random.default_rng(11)
+    scale = {"inside": 0.6, "beyond": 1.5, "near the root": 0.05, "root": 0.0}
+    for n in (1, 2, 3, 5):
+        for _ in range(15):
+            chain = _random_chain(rng, n)
+            target = rng.normal(size=3) * scale[where] * chain.reach
+            pole = (rng.normal(size=3) * chain.reach).tolist() if rng.uniform() < 0.5 else None
+            expected = solve_one(chain, target, method=method, pole=pole).positions[0]
+            points = solve_points(chain, target.tolist(), method=method, pole=pole)
+            np.testing.assert_allclose(np.array(points), expected, atol=1e-7 * chain.reach)
+
+
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_solve_points_of_other_chains_and_methods_are_solve_floats_positions(method: str) -> None:
-    options = SolveOptions(max_iterations=15)
+    """Chains, methods and starts that do not take triangulation's positions-only pass give
+    solve_floats' positions exactly."""
+    options = SolveOptions(max_iterations=15, ccd_start="initial", jacobian_start="initial")
     for chain in (CHAIN, LIMITED):
         points = solve_points(chain, [10.0, 5.0, 12.0], method=method, options=options)
         _, positions = solve_floats(chain, [10.0, 5.0, 12.0], method=method, options=options)
