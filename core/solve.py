@@ -122,7 +122,7 @@ def solve(
         chain: the chain (see :class:`~core.chain.Chain`).
         target: effector goal ``(3,)`` or a batch ``(..., 3)`` in the base frame.
         method: one of ``"triangulation"``, ``"ccd"``, ``"jacobian_transpose"``,
-            ``"jacobian_pinv"``, ``"jacobian_dls"``.
+            ``"jacobian_pinv"``, ``"jacobian_dls"``, ``"fabrik"``.
         pole: a point ``(3,)`` or ``(..., 3)`` in the base frame; the chain bends in the
             plane through its root, the target and the pole. Without one, the bend plane
             follows the start pose's bend and never flips as the target moves smoothly.

@@ -3,7 +3,7 @@
 
 Run with the ``bpy`` module (``make bench``)::
 
-    .venv/bin/python scripts/bench_live.py [--zip dist/reach_ik-0.1.0.zip] [--out out/bench]
+    .venv/bin/python scripts/bench_live.py [--zip dist/reach_ik-<version>.zip] [--out out/bench]
 
 It installs the extension zip (built with ``make extension`` when not given) into a
 temporary Blender user folder, as a user's *Install from Disk* does, then measures:

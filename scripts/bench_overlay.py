@@ -5,7 +5,7 @@ The ``gpu`` module cannot draw in background mode, so this runs inside a real Bl
 under a virtual display (root; Debian's Blender 5.2 by default, ``--suite trixie`` for 4.3)::
 
     /work/shared/tools/real-blender/blender --xvfb -- --factory-startup \\
-        --python scripts/bench_overlay.py -- --zip dist/reach_ik-0.1.0.zip --out out/bench
+        --python scripts/bench_overlay.py -- --zip dist/reach_ik-<version>.zip --out out/bench
 
 It installs the extension zip, builds the Rigify human metarig with four Reach IK chains
 (both arms and legs, one leg out of reach so the red mark is drawn, one arm with a pole),

@@ -3,7 +3,7 @@
 
 Run with the ``bpy`` module (``make bench``)::
 
-    .venv/bin/python scripts/bench_solvers.py [--zip dist/reach_ik-0.1.0.zip] [--out DIR]
+    .venv/bin/python scripts/bench_solvers.py [--zip dist/reach_ik-<version>.zip] [--out DIR]
                                               [--quick] [--seed N]
 
 It installs the extension zip (built with ``make extension`` when not given) into a
