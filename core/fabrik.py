@@ -143,8 +143,8 @@ def solve_fabrik(problem: Problem) -> Solution:
         A :class:`Solution`; ``iterations`` counts stage 1 + stage 2 rounds per target
         (``0`` where the seed already reaches).
     """
-    if problem.size > 1 and not _shared(problem):
-        return _per_target(problem)
+    if not problem.shares_start:  # each target its own seed
+        return Solution.concatenate([solve_fabrik(problem.row(k)) for k in range(problem.size)])
     rots, pos, ops, plan, signs, hints = spread_pose(problem)
     if problem.size == 1:
         target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
@@ -194,34 +194,6 @@ def _polish(
     p[take] = sol.positions[better]
     its[take] += sol.iterations[better]
     return r, p, its
-
-
-def _shared(problem: Problem) -> bool:
-    init = problem.initial
-    return init.strides[0] == 0 or bool(np.all(init == init[:1]))
-
-
-def _per_target(problem: Problem) -> Solution:
-    """Start poses that differ per target: each solved on its own (each its own seed)."""
-    parts = [
-        solve_fabrik(
-            Problem(
-                problem.chain,
-                problem.targets[k : k + 1],
-                None,
-                None if problem.poles is None else problem.poles[k : k + 1],
-                problem.initial[k : k + 1],
-                problem.tolerance,
-                problem.options,
-            )
-        )
-        for k in range(problem.size)
-    ]
-    return Solution(
-        np.concatenate([s.rotations for s in parts]),
-        np.concatenate([s.positions for s in parts]),
-        np.concatenate([s.iterations for s in parts]),
-    )
 
 
 __all__ = ["solve_fabrik"]

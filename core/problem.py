@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .chain import Chain
 from .options import SolveOptions
 from .rotations import FloatArray
@@ -35,3 +37,21 @@ class Problem:
     @property
     def size(self) -> int:
         return int(self.targets.shape[0])
+
+    @property
+    def shares_start(self) -> bool:
+        """True when every target starts from the same pose (one seed serves the batch)."""
+        init = self.initial
+        return self.size == 1 or init.strides[0] == 0 or bool(np.all(init == init[:1]))
+
+    def row(self, k: int) -> Problem:
+        """The one-target problem of target ``k``."""
+        return Problem(
+            self.chain,
+            self.targets[k : k + 1],
+            None if self.target_rotations is None else self.target_rotations[k : k + 1],
+            None if self.poles is None else self.poles[k : k + 1],
+            self.initial[k : k + 1],
+            self.tolerance,
+            self.options,
+        )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,15 @@ class Solution:
     iterations: NDArray[np.int64]
     effector_rotation: FloatArray | None = None
     min_singular_value: FloatArray | None = None
+
+    @staticmethod
+    def concatenate(parts: Sequence[Solution]) -> Solution:
+        """The solutions of consecutive batches as one (rotations, positions, iterations)."""
+        return Solution(
+            np.concatenate([s.rotations for s in parts]),
+            np.concatenate([s.positions for s in parts]),
+            np.concatenate([s.iterations for s in parts]),
+        )
 
 
 @dataclass(frozen=True)

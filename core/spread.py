@@ -281,11 +281,6 @@ def spread_points(
     return [qrotate(q, p) for p in pts], hints
 
 
-def _shared_start(problem: Problem) -> bool:
-    init = problem.initial
-    return problem.size == 1 or init.strides[0] == 0 or bool(np.all(init == init[:1]))
-
-
 def spread_pose(
     problem: Problem,
 ) -> tuple[list[Quat], list[Vec], Ops, AimPlan, list[Any], list[Vec | None]]:
@@ -326,26 +321,8 @@ def solve_spread(problem: Problem) -> Solution:
 
     A batch whose start poses differ is solved target by target (each its own family).
     """
-    if not _shared_start(problem):
-        parts = [
-            solve_spread(
-                Problem(
-                    problem.chain,
-                    problem.targets[k : k + 1],
-                    None,
-                    None if problem.poles is None else problem.poles[k : k + 1],
-                    problem.initial[k : k + 1],
-                    problem.tolerance,
-                    problem.options,
-                )
-            )
-            for k in range(problem.size)
-        ]
-        return Solution(
-            np.concatenate([s.rotations for s in parts]),
-            np.concatenate([s.positions for s in parts]),
-            np.ones(problem.size, dtype=np.int64),
-        )
+    if not problem.shares_start:  # each target its own family
+        return Solution.concatenate([solve_spread(problem.row(k)) for k in range(problem.size)])
     rots, pos, *_ = spread_pose(problem)
     r, p = stack(rots, pos, problem.size)
     if problem.poles is not None:  # (the "rest" plane is already carried: no turn left)

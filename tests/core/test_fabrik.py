@@ -241,3 +241,28 @@ def test_pole_turns_the_bend_toward_it() -> None:
         want = poles - np.sum(poles * axis, axis=1)[:, None] * axis
         cos = np.sum(bend * want, 1) / np.linalg.norm(bend, axis=1) / np.linalg.norm(want, axis=1)
         np.testing.assert_allclose(cos, 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["fabrik", "spread"])
+def test_start_poses_that_differ_per_target_solve_each_on_its_own(method: str) -> None:
+    """A batch whose start poses differ: every target gets the answer it gets alone (its own
+    seed), poses being the forward kinematics of their rotations."""
+    rng = np.random.default_rng(5)
+    chain = Chain.from_lengths([1.0, 0.8, 0.6, 0.4])
+    initial = rot.normalize(np.array([1.0, 0.0, 0.0, 0.0]) + 0.3 * rng.normal(size=(6, 4, 4)))
+    targets = forward_kinematics(chain, rot.normalize(rng.normal(size=(6, 4, 4))))[0][:, -1]
+    if method == "fabrik":
+        batch = solve(chain, targets, method="fabrik", initial=initial)
+        alone = [
+            solve(chain, t, method="fabrik", initial=q)
+            for t, q in zip(targets, initial, strict=True)
+        ]
+        rotations = batch.rotations
+        expected = np.array([a.rotations for a in alone])
+    else:
+        options = SolveOptions(distribution="even")
+        problem = Problem(chain, targets, None, None, initial, 1e-6, options)
+        rotations = solve_spread(problem).rotations
+        expected = np.array([solve_spread(problem.row(k)).rotations[0] for k in range(6)])
+    np.testing.assert_allclose(rotations, expected, atol=1e-12)
+    assert not np.allclose(expected[0], expected[1])  # the starts do matter
