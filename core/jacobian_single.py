@@ -31,6 +31,7 @@ import numpy as np
 
 from .bend_plane import orient_bend
 from .chain import Chain
+from .components import qmul
 from .jacobian_seed import seeded
 from .limits import JointLimits
 from .problem import Problem
@@ -56,17 +57,6 @@ _UNIT = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 
 # ---------------------------------------------------------------------- quaternion floats
-def _mul(p: Quat, q: Quat) -> Quat:
-    pw, px, py, pz = p
-    qw, qx, qy, qz = q
-    return (
-        pw * qw - px * qx - py * qy - pz * qz,
-        pw * qx + px * qw + py * qz - pz * qy,
-        pw * qy - px * qz + py * qw + pz * qx,
-        pw * qz + px * qy - py * qx + pz * qw,
-    )
-
-
 def _rotate(q: Quat, v: Vec) -> Vec:
     """``v + w t + u × t``, ``t = 2 u × v`` (as :func:`core.jacobian_matrix.rotate`)."""
     w, ux, uy, uz = q
@@ -118,7 +108,7 @@ def _from_euler(angles: Vec, order: str) -> Quat:
         half = 0.5 * angles[k]
         s = math.sin(half)
         step = (math.cos(half), s if k == 0 else 0.0, s if k == 1 else 0.0, s if k == 2 else 0.0)
-        q = _mul(step, q)
+        q = qmul(step, q)
     return q
 
 
@@ -187,7 +177,7 @@ def _euler_columns(angles: Vec, order: str) -> list[Vec]:
     out: list[Vec] = [_UNIT[0], _UNIT[0], _UNIT[0]]
     out[kc] = _UNIT[kc]
     out[kb] = _rotate(qc, _UNIT[kb])
-    out[ka] = _rotate(_mul(qc, qb), _UNIT[ka])
+    out[ka] = _rotate(qmul(qc, qb), _UNIT[ka])
     return out
 
 
@@ -299,8 +289,8 @@ def _fk(plan: _Plan, q: list[Quat]) -> _State:
         elif plan.rest_identity[i]:
             frame = world
         else:
-            frame = _mul(world, plan.rests[i])
-        world = _mul(frame, q[i])
+            frame = qmul(world, plan.rests[i])
+        world = qmul(frame, q[i])
         parents.append(frame)
         worlds.append(world)
         ox, oy, oz = _rotate(world, plan.offsets[i])
@@ -404,9 +394,9 @@ class _Goal:
         assert g is not None
         e = state.worlds[-1]
         gw, gx, gy, gz = g
-        rel = _mul((gw, -gx, -gy, -gz), e)
+        rel = qmul((gw, -gx, -gy, -gz), e)
         converged = converged and _angle(rel) <= self.angle_tolerance
-        r = _mul(g, (e[0], -e[1], -e[2], -e[3]))
+        r = qmul(g, (e[0], -e[1], -e[2], -e[3]))
         if self.kind == "orientation":
             lx, ly, lz = _log(r)
             return [2.0 * lx, 2.0 * ly, 2.0 * lz], converged

@@ -65,7 +65,7 @@ from . import (
     keying,
     sampling,
 )
-from .operators import remove_chain
+from .operators import poll_chains, remove_chain
 from .quality import ChainQuality, chain_quality
 from .rig import RigChain, base_matrices
 
@@ -1289,14 +1289,7 @@ class REACH_IK_OT_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: Any) -> bool:
-        obj = context.object
-        if obj is None or obj.type != "ARMATURE":
-            cls.poll_message_set("Needs an active armature object")
-            return False
-        if not any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj)):
-            cls.poll_message_set("The armature has no enabled Reach IK chain")
-            return False
-        return True
+        return poll_chains(cls, context, writes_armature=True)
 
     def invoke(self, context: Any, event: Any) -> Result:
         scene = context.scene

@@ -40,6 +40,7 @@ from ..core import forward_kinematics
 from ..core import rotations as rot
 from ..core.errors import ReachIKError
 from . import evaluate
+from .operators import poll_chains
 from .rig import RigChain, base_matrix
 from .shown import MISS
 
@@ -336,14 +337,7 @@ class REACH_IK_OT_diagnose(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: Any) -> bool:
-        obj = context.object
-        if obj is None or obj.type != "ARMATURE":
-            cls.poll_message_set("Needs an active armature object")
-            return False
-        if not any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj)):
-            cls.poll_message_set("The armature has no enabled Reach IK chain")
-            return False
-        return True
+        return poll_chains(cls, context, writes_armature=False)
 
     def invoke(self, context: Any, event: Any) -> Any:
         scene = context.scene

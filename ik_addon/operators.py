@@ -98,6 +98,25 @@ def _poll_armature(cls: Any, context: Any) -> bool:
     return True
 
 
+def poll_chains(cls: Any, context: Any, *, writes_armature: bool) -> bool:
+    """``poll`` of operators that work on an armature's enabled chains (bake, diagnose):
+    an active armature, editable when the operator ``writes_armature``, with a chain."""
+    if not (_poll_armature if writes_armature else _poll_any_armature)(cls, context):
+        return False
+    obj = context.object
+    if not any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj)):
+        cls.poll_message_set("The armature has no enabled Reach IK chain")
+        return False
+    return True
+
+
+def _poll_any_armature(cls: Any, context: Any) -> bool:
+    if _armature(context) is None:
+        cls.poll_message_set("Needs an active armature object")
+        return False
+    return True
+
+
 def _poll_pose_bone(cls: Any, context: Any) -> bool:
     if not _poll_armature(cls, context):
         return False

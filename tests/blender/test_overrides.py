@@ -194,6 +194,7 @@ def test_linked_armature_is_refused(library: Path) -> None:
         (bpy.ops.reach_ik.remove, {"tip": "hand"}),
         (bpy.ops.reach_ik.convert_constraints, {"direction": "TO_BLENDER"}),
         (bpy.ops.reach_ik.apply_to_fk, {"all_chains": True}),
+        (bpy.ops.reach_ik.bake, {}),
     ):
         assert not op.poll()
         with pytest.raises(RuntimeError, match="linked from a library"):
