@@ -7,21 +7,35 @@ Blender. Limits are defined through the swing–twist split ``q = swing · twist
 
 * **twist** is the rotation about the bone axis; its signed angle ``ψ ∈ (-π, π]`` is the
   Y angle;
-* **swing** rotates about an axis in the local XZ plane; its rotation vector
-  ``(s_x, 0, s_z)`` gives the X and Z angles, and its length is the **bend** angle
-  between the rest and posed bone axis.
+* **swing** rotates about an axis in the local XZ plane; as a quaternion it is
+  ``(w, x, 0, z)`` with ``w ≥ 0``, and ``2·asin(√(x² + z²))`` is the **bend** angle between
+  the rest and posed bone axis. Its X and Z components ``x, z`` are what per-axis X/Z
+  limits bound, as in Blender's IK (``intern/iksolver``: ``IK_QSphericalSegment`` turns a
+  limit ``[min, max]`` radians into ``[sin(min/2), sin(max/2)]``).
 
 A joint may then be:
 
 * a free **ball** joint (3 DOF),
 * **locked** per axis (``lock=(x, y, z)``; a locked axis's angle is held at zero, and two
   locked axes leave a hinge about the third, as Blender's ``lock_ik_*`` do),
-* limited per axis (``ranges``: ``[min, max]`` radians for X, Y and Z, clamped each on
-  its own — a box, not an ellipse),
+* limited per axis (``ranges``: ``[min, max]`` radians for X, Y and Z): Y bounds the
+  twist angle; X and Z bound the swing's components to ``[sin(min/2), sin(max/2)]``, and
+  when both are limited the swing must also lie in **Blender's ellipse**
+  ``x²/a² + z²/b² ≤ 1`` with per-quadrant semi-axes ``a = sin(max_x/2)`` for ``x ≥ 0``,
+  ``a = −sin(min_x/2)`` for ``x < 0`` (``b`` likewise from Z); a quadrant where a
+  semi-axis is not positive keeps only the ranges (Blender's ``EllipseClamp``). Ranges
+  that exclude zero (which Blender's UI cannot make) keep their ends: the ellipse is then
+  cut by them. See :class:`SwingRegion`,
 * limited in bend (``cone``: the largest swing angle relative to the parent, the limit of
   the triangulation paper's constrained chain),
 * a **hinge** with one DOF about any unit axis of the joint frame (``hinge_axis``, with an
   optional ``hinge_range``), as in the modular manipulator of Fedulin & Zhukov.
+
+:meth:`JointLimits.project` gives the nearest allowed rotation: a hinge's angle clamped to
+the end nearer on the circle; for a ball joint the twist clamped likewise and, for a swing
+outside the region, the allowed swing whose bone axis is nearest in angle (Blender instead
+scales the swing's components toward zero until they meet the ellipse, which moves the bone
+further than needed when the ellipse is elongated).
 
 Stiffness ``(x, y, z)`` in ``[0, 1)`` does not limit anything: solvers use ``1 − stiffness``
 as a per-axis weight on how readily a joint turns (Blender's ``ik_stiffness_*``).
@@ -32,7 +46,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from functools import cached_property
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -97,7 +112,8 @@ class JointLimits:
     Attributes:
         lock: per-axis locks ``(x, y, z)``; a locked axis's angle stays zero.
         ranges: per-axis ``(min, max)`` angles for X, Y, Z, or ``None`` for a free axis.
-            X and Z bound the swing rotation vector's components, Y bounds the twist.
+            X and Z bound the swing's quaternion components (and make Blender's ellipse
+            when both are given), Y bounds the twist (module docstring).
         cone: largest bend angle (swing) in ``(0, π]``, or ``None``.
         hinge_axis: unit axis ``(3,)`` of a 1-DOF hinge, or ``None``; overrides the above.
         hinge_range: ``(min, max)`` angle about ``hinge_axis``, or ``None``.
@@ -145,6 +161,8 @@ class JointLimits:
                     f"hinge axis {self.hinge_axis} is invalid: need a non-zero 3-vector"
                 )
             object.__setattr__(self, "hinge_axis", tuple(float(c) for c in axis / norm))
+        if self.kind == "ball" and not self.is_free:
+            _ = self.swing_region  # raises ChainError when the limits allow no swing
 
     # ------------------------------------------------------------------ derived model
     @property
@@ -182,6 +200,11 @@ class JointLimits:
             and self.cone is None
         )
 
+    @cached_property
+    def swing_region(self) -> SwingRegion:
+        """The allowed swings of a ball joint (see :class:`SwingRegion`)."""
+        return SwingRegion.of(self)
+
     @property
     def weights(self) -> FloatArray:
         """Per-axis willingness to turn, ``(1 − stiffness)`` with locked axes at zero, ``(3,)``."""
@@ -214,28 +237,18 @@ class JointLimits:
 
         swing, _ = rot.swing_twist(q, _Y)
         psi = _signed_angle_about(q, _Y)
-        s = rot.to_rotvec(swing)
-        angles = (s[..., 0], psi, s[..., 2])
-        clamped = []
-        for k in range(3):
-            a = angles[k]
-            r = self.ranges[k]
-            if self.lock[k]:
-                a = np.zeros_like(a)
-            elif r is not None:
-                a = _clamp_angle(a, r[0], r[1]) if k == 1 else np.clip(a, r[0], r[1])
-            clamped.append(a)
-        sx, psi, sz = clamped
-        swing_vec = np.stack((sx, np.zeros_like(sx), sz), axis=-1)
-        if self.cone is not None:
-            bend = np.linalg.norm(swing_vec, axis=-1, keepdims=True)
-            scale = np.minimum(
-                1.0, np.divide(self.cone, bend, out=np.ones_like(bend), where=bend > 0)
-            )
-            swing_vec = swing_vec * scale
-        return rot.positive_w(
-            rot.multiply(rot.from_rotvec(swing_vec), rot.from_axis_angle(_Y, psi))
-        )
+        if self.lock[1]:
+            psi = np.zeros_like(psi)
+        elif self.ranges[1] is not None:
+            psi = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
+        region = self.swing_region
+        outside = ~region.contains(swing[..., 1], swing[..., 3])
+        if np.any(outside):
+            swing = swing.copy()
+            x, z = region.nearest(rot.rotate(q[outside], _Y))
+            w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
+            swing[outside] = np.stack((w, x, np.zeros_like(x), z), axis=-1)
+        return rot.positive_w(rot.multiply(swing, rot.from_axis_angle(_Y, psi)))
 
     def project_one(
         self, q: tuple[float, float, float, float]
@@ -354,6 +367,208 @@ class JointLimits:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""
         q = np.asarray(q, dtype=float)
         return rot.angle(rot.multiply(rot.conjugate(self.project(q)), q))
+
+
+# ---------------------------------------------------------------------- the swing region
+#: Slack of the membership test (quaternion components): points this far outside the
+#: region count as inside, so a projected rotation projects to itself.
+_INSIDE_EPS = 1e-12
+#: Samples of the region's boundary searched before the golden-section refinement.
+_BOUNDARY_SAMPLES = 96
+_GOLDEN_STEPS = 48
+_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
+#: Semi-axes at or below this count as zero (Blender's ``FuzzyZero``, there 1e-20).
+_SEMI_MIN = 1e-9
+#: Largest bend of a limited ball joint: a half turn's swing axis (and so its X and Z
+#: components and its twist) is undefined, so the region stops 1e-6 rad short of it.
+_MAX_BEND = math.pi - 1e-6
+
+
+def _half_sin(angle: float) -> float:
+    return math.sin(0.5 * angle)
+
+
+@dataclass(frozen=True)
+class SwingRegion:
+    """The allowed swings of a ball joint, in the plane of their quaternion components.
+
+    A swing ``(w, x, 0, z)`` with ``w = √(1 − x² − z²) ≥ 0`` (it turns the bone by
+    ``2·asin(√(x² + z²))``) is allowed when all of these hold:
+
+    * **box**: ``x ∈ [xlo, xhi]`` and ``z ∈ [zlo, zhi]``, where a limited axis gives
+      ``[sin(min/2), sin(max/2)]``, a locked one ``[0, 0]``, a free one ``[−1, 1]``;
+    * **Blender's ellipse**, when both X and Z are limited (neither locked): with the
+      per-quadrant semi-axes ``a = sin(max_x/2)`` for ``x ≥ 0``, ``a = −sin(min_x/2)`` for
+      ``x < 0`` (likewise ``b`` from Z), ``x²/a² + z²/b² ≤ 1``; a quadrant where ``a`` or
+      ``b`` is not above 1e-9 has only the box (as Blender's ``EllipseClamp`` in
+      ``intern/iksolver/intern/IK_Math.h``);
+    * **cone**: ``x² + z² ≤ sin²(cone/2)``, and in any case a bend at most ``π − 1e-6``
+      (a half turn's swing axis is undefined).
+
+    The region is convex. ``lo, hi`` are the box after the cone (``(2,)`` each, x then z);
+    ``semi`` holds ``(a₊, a₋, b₊, b₋)`` or ``None`` without an ellipse; ``radius`` is the
+    cone's (1 without); ``centre`` is a point inside, or ``None`` when the region is a
+    segment or a point (``lo == hi`` on an axis).
+    """
+
+    lo: tuple[float, float]
+    hi: tuple[float, float]
+    semi: tuple[float, float, float, float] | None
+    radius: float
+    centre: tuple[float, float] | None
+
+    @staticmethod
+    def of(limits: JointLimits) -> SwingRegion:
+        lo, hi = [-1.0, -1.0], [1.0, 1.0]
+        for j, k in enumerate((0, 2)):
+            r = limits.ranges[k]
+            if limits.lock[k]:
+                lo[j] = hi[j] = 0.0
+            elif r is not None:
+                lo[j], hi[j] = _half_sin(r[0]), _half_sin(r[1])
+        semi = None
+        if not any(limits.lock[k] or limits.ranges[k] is None for k in (0, 2)):
+            semi = tuple(  # type: ignore[assignment]
+                v if v > _SEMI_MIN else 0.0 for v in (hi[0], -lo[0], hi[1], -lo[1])
+            )
+        radius = _half_sin(min(limits.cone if limits.cone is not None else math.pi, _MAX_BEND))
+        for j in range(2):
+            lo[j], hi[j] = max(lo[j], -radius), min(hi[j], radius)
+        region = SwingRegion((lo[0], lo[1]), (hi[0], hi[1]), semi, radius, None)
+        if lo[0] < hi[0] and lo[1] < hi[1]:
+            gx, gz = np.meshgrid(np.linspace(lo[0], hi[0], 65), np.linspace(lo[1], hi[1], 65))
+            inside = region.contains(gx, gz, -1e-9)
+            if np.any(inside):
+                centre = (float(gx[inside].mean()), float(gz[inside].mean()))
+                return SwingRegion(region.lo, region.hi, semi, radius, centre)
+        if lo[0] <= hi[0] and lo[1] <= hi[1] and (lo[0] == hi[0] or lo[1] == hi[1]):
+            # A segment or a point: searched along the segment.
+            (x0, z0), (x1, z1) = region.segment()
+            if region.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9):
+                return region
+        raise ChainError(
+            f"X/Z limits {limits.ranges[0]}, {limits.ranges[2]} with cone {limits.cone} allow "
+            "no swing: Blender's ellipse of the X and Z ranges, the ranges and the cone must "
+            "have a rotation in common (ranges that contain 0 always do)"
+        )
+
+    def contains(self, x: FloatArray, z: FloatArray, eps: float = _INSIDE_EPS) -> Any:
+        """Whether swings with components ``x, z (...)`` are allowed (to ``eps``)."""
+        ok = (x >= self.lo[0] - eps) & (x <= self.hi[0] + eps)
+        ok &= (z >= self.lo[1] - eps) & (z <= self.hi[1] + eps)
+        ok &= x * x + z * z <= self.radius * self.radius + eps
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            a = np.where(x >= 0.0, ap, an)
+            b = np.where(z >= 0.0, bp, bn)
+            real = (a > 0.0) & (b > 0.0)
+            sa, sb = np.where(real, a, 1.0), np.where(real, b, 1.0)
+            ok &= ~real | ((x / sa) ** 2 + (z / sb) ** 2 <= 1.0 + eps)
+        return ok
+
+    def segment(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The ends of a degenerate region (a segment along the axis with room)."""
+        if self.hi[0] - self.lo[0] <= self.hi[1] - self.lo[1]:
+            x0 = 0.5 * (self.lo[0] + self.hi[0])
+            top = self._extent(x0, 1)
+            return (x0, max(self.lo[1], -top[1])), (x0, min(self.hi[1], top[0]))
+        z0 = 0.5 * (self.lo[1] + self.hi[1])
+        side = self._extent(z0, 0)
+        return (max(self.lo[0], -side[1]), z0), (min(self.hi[0], side[0]), z0)
+
+    def _extent(self, fixed: float, free: int) -> tuple[float, float]:
+        """How far the free component may go up and down with the other held at ``fixed``."""
+        room = math.sqrt(max(0.0, self.radius**2 - fixed * fixed))
+        up = down = room
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            own = (ap, an) if free == 0 else (bp, bn)
+            other = (bp if fixed >= 0.0 else bn) if free == 0 else (ap if fixed >= 0.0 else an)
+            if other > 0.0:
+                scale = math.sqrt(max(0.0, 1.0 - (fixed / other) ** 2))
+                if own[0] > 0.0:
+                    up = min(up, own[0] * scale)
+                if own[1] > 0.0:
+                    down = min(down, own[1] * scale)
+        return up, down
+
+    def boundary(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Boundary points at parameters ``t (...)`` in ``[0, 1]`` (periodic for a region
+        with an inside: the ray from ``centre`` at angle ``2πt``; a segment: its points)."""
+        if self.centre is None:
+            (x0, z0), (x1, z1) = self.segment()
+            return x0 + t * (x1 - x0), z0 + t * (z1 - z0)
+        cx, cz = self.centre
+        ux, uz = np.cos(2.0 * math.pi * t), np.sin(2.0 * math.pi * t)
+        big = np.full(np.shape(t), np.inf)
+        rho = big
+        for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rho = np.minimum(
+                    rho, np.where(u > 0, (hi - c) / u, np.where(u < 0, (lo - c) / u, big))
+                )
+        cu = cx * ux + cz * uz
+        rho = np.minimum(
+            rho, -cu + np.sqrt(np.maximum(0.0, cu * cu - (cx * cx + cz * cz - self.radius**2)))
+        )
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            exit_ = np.zeros(np.shape(t))
+            for sx, a in ((1.0, ap), (-1.0, an)):
+                for sz, b in ((1.0, bp), (-1.0, bn)):
+                    if not (a > 0.0 and b > 0.0):
+                        continue
+                    qa = (ux / a) ** 2 + (uz / b) ** 2
+                    qb = 2.0 * (cx * ux / (a * a) + cz * uz / (b * b))
+                    qc = (cx / a) ** 2 + (cz / b) ** 2 - 1.0
+                    root = (-qb + np.sqrt(np.maximum(0.0, qb * qb - 4.0 * qa * qc))) / (2.0 * qa)
+                    px, pz = cx + root * ux, cz + root * uz
+                    valid = (px * sx >= -1e-12) & (pz * sz >= -1e-12)
+                    exit_ = np.where(valid, np.maximum(exit_, root), exit_)
+            rho = np.where(exit_ > 0.0, np.minimum(rho, exit_), rho)
+        return cx + rho * ux, cz + rho * uz
+
+    def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
+        angle) to unit ``direction (K, 3)``: a search of the boundary (the nearest allowed
+        direction to one outside lies on it), sampled, then refined by golden sections."""
+        periodic = self.centre is not None
+        m = _BOUNDARY_SAMPLES
+        grid = np.arange(m + (0 if periodic else 1)) / m
+
+        def score(t: FloatArray) -> FloatArray:
+            x, z = self.boundary(t)
+            return _swing_axis_dot(x, z, direction[..., None, :] if t.ndim > 1 else direction)
+
+        best = np.argmax(score(np.broadcast_to(grid, (direction.shape[0], grid.size))), axis=1)
+        lo = grid[best] - 1.0 / m
+        hi = grid[best] + 1.0 / m
+        if not periodic:
+            lo, hi = np.maximum(lo, 0.0), np.minimum(hi, 1.0)
+        t1 = hi - _INV_PHI * (hi - lo)
+        t2 = lo + _INV_PHI * (hi - lo)
+        f1, f2 = self._score1(t1, direction, periodic), self._score1(t2, direction, periodic)
+        for _ in range(_GOLDEN_STEPS):
+            left = f1 >= f2
+            hi = np.where(left, t2, hi)
+            lo = np.where(left, lo, t1)
+            t_new = np.where(left, hi - _INV_PHI * (hi - lo), lo + _INV_PHI * (hi - lo))
+            f_new = self._score1(t_new, direction, periodic)
+            t1, t2 = np.where(left, t_new, t2), np.where(left, t1, t_new)
+            f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
+        t = 0.5 * (lo + hi)
+        return self.boundary(np.remainder(t, 1.0) if periodic else t)
+
+    def _score1(self, t: FloatArray, direction: FloatArray, periodic: bool) -> FloatArray:
+        x, z = self.boundary(np.remainder(t, 1.0) if periodic else t)
+        return _swing_axis_dot(x, z, direction)
+
+
+def _swing_axis_dot(x: FloatArray, z: FloatArray, v: FloatArray) -> FloatArray:
+    """``v · d``, ``d = (−2wz, 1 − 2(x² + z²), 2wx)`` the bone axis of swings ``(w, x, 0, z)``."""
+    r2 = x * x + z * z
+    w = np.sqrt(np.maximum(0.0, 1.0 - r2))
+    return -2.0 * w * z * v[..., 0] + (1.0 - 2.0 * r2) * v[..., 1] + 2.0 * w * x * v[..., 2]
 
 
 FREE = JointLimits()

@@ -4,6 +4,10 @@
 The oracle for a rotation's limit parameters is independent of core's swing–twist code:
 the bone axis ``d = R·Y`` gives the bend and the swing (shortest arc from ``Y`` to ``d``,
 built with SciPy), and the twist is SciPy's ``swing⁻¹·q`` as a rotation vector along Y.
+X/Z limits bound the swing quaternion's x and z components, ``sin(bend/2)`` times the
+swing axis (Blender's ``IK_QSphericalSegment``), within Blender's per-quadrant ellipse when
+both are limited; the nearest allowed swing is checked against a brute-force search of a
+dense grid of allowed swings.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
@@ -40,7 +44,7 @@ def _distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def _params(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(X, Y, Z) limit angles and bend of rotations ``q (N, 4)``: swing (sx, sz), twist ψ."""
+    """Swing rotation-vector X, twist ψ, swing rotation-vector Z and bend of ``q (N, 4)``."""
     r = _scipy(q)
     d = r.apply(Y)
     bend = np.arccos(np.clip(d[:, 1], -1.0, 1.0))
@@ -50,6 +54,46 @@ def _params(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     swing = Rotation.from_rotvec(unit * bend[:, None])
     twist = (swing.inv() * r).as_rotvec()
     return unit[:, 0] * bend, twist[:, 1], unit[:, 2] * bend, bend
+
+
+def _swing_xz(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The swing quaternion's x and z components, ``sin(bend/2)·axis``, of ``q (N, 4)``."""
+    sx, _, sz, bend = _params(q)
+    scale = np.divide(
+        np.sin(0.5 * bend), bend, out=np.full_like(bend, 0.5), where=bend > 1e-12
+    )
+    return sx * scale, sz * scale
+
+
+def _swing_allowed(lim: JointLimits, x: np.ndarray, z: np.ndarray, tol: float) -> np.ndarray:
+    """Blender's definition, written out: component ranges, per-quadrant ellipse, cone."""
+    ok = np.ones(np.shape(x), dtype=bool)
+    for k, value in ((0, x), (2, z)):
+        r = lim.ranges[k]
+        if lim.lock[k]:
+            ok &= np.abs(value) <= tol
+        elif r is not None:
+            ok &= (value >= math.sin(r[0] / 2) - tol) & (value <= math.sin(r[1] / 2) + tol)
+    rx, rz = lim.ranges[0], lim.ranges[2]
+    if rx is not None and rz is not None and not (lim.lock[0] or lim.lock[2]):
+        a = np.where(x >= 0.0, math.sin(rx[1] / 2), -math.sin(rx[0] / 2))
+        b = np.where(z >= 0.0, math.sin(rz[1] / 2), -math.sin(rz[0] / 2))
+        real = (a > 1e-9) & (b > 1e-9)  # (Blender: a fuzzy zero, the ranges only)
+        safe_a, safe_b = np.where(real, a, 1.0), np.where(real, b, 1.0)
+        ok &= ~real | ((x / safe_a) ** 2 + (z / safe_b) ** 2 <= 1.0 + tol)
+    if lim.cone is not None:
+        ok &= x * x + z * z <= math.sin(lim.cone / 2) ** 2 + tol
+    return ok
+
+
+def _allowed_axes(lim: JointLimits, size: int = 401) -> np.ndarray:
+    """Bone axes ``(M, 3)`` of the allowed swings on a dense grid of components."""
+    g = np.linspace(-1.0, 1.0, size)
+    x, z = (a.ravel() for a in np.meshgrid(g, g))
+    keep = (x * x + z * z < 1.0) & _swing_allowed(lim, x, z, 0.0)
+    x, z = x[keep], z[keep]
+    swing = np.stack((np.sqrt(1.0 - x * x - z * z), x, 0 * x, z), axis=-1)
+    return _scipy(swing).apply(Y)
 
 
 def _random_quats(seed: int, n: int = 64) -> np.ndarray:
@@ -89,12 +133,10 @@ def any_range(draw: st.DrawFn, bound: float, optional: bool = True) -> Range:
 
 @st.composite
 def ball_limits(draw: st.DrawFn) -> JointLimits:
-    """Ball joints with any mix of locks, ranges and cone.
+    """Ball joints with any mix of locks, ranges (possibly excluding zero) and cone.
 
-    X/Z ranges that may exclude zero are both given, within ±π/2, and come without a cone:
-    otherwise the box of allowed swing vectors can leave the ball |s| <= π (X free, Z in
-    [1, 1]) or miss the cone, and the projection then breaks a limit. Blender's own ranges
-    always contain zero, where neither can happen.
+    Limits that allow no swing at all (ranges excluding zero outside each other's ellipse
+    or the cone) raise ChainError at construction (tested below) and are not drawn.
     """
     lock = draw(
         st.sampled_from(
@@ -108,12 +150,14 @@ def ball_limits(draw: st.DrawFn) -> JointLimits:
     )
     if draw(st.booleans()):
         ranges = (draw(ranges_with_zero()), draw(any_range(PI)), draw(ranges_with_zero()))
-        cone = draw(st.none() | st.floats(0.0, PI))
     else:
-        x, z = draw(any_range(PI / 2, False)), draw(any_range(PI / 2, False))
-        ranges = (x, draw(any_range(PI)), z)
-        cone = None
-    return JointLimits(lock=lock, ranges=ranges, cone=cone)
+        ranges = (draw(any_range(PI)), draw(any_range(PI)), draw(any_range(PI)))
+    cone = draw(st.none() | st.floats(0.0, PI))
+    try:
+        return JointLimits(lock=lock, ranges=ranges, cone=cone)
+    except ChainError:
+        assume(False)
+        raise
 
 
 @st.composite
@@ -159,15 +203,15 @@ def _assert_allowed(lim: JointLimits, p: np.ndarray, tol: float = 1e-9) -> None:
         if lim.hinge_axis is None and lim.cone is not None:
             assert np.all(_params(p)[3] <= lim.cone + tol)
         return
-    sx, psi, sz, bend = _params(p)
-    for k, (value, locked, r) in enumerate(zip((sx, psi, sz), lim.lock, lim.ranges, strict=True)):
-        if locked:
-            np.testing.assert_allclose(value, 0.0, atol=tol)
-        elif k == 1:  # the twist is an angle: a twist of π and one of −π are the same rotation
-            ok = _inside(value, r, tol) | _inside(value + 2 * PI, r, tol)
-            assert np.all(ok | _inside(value - 2 * PI, r, tol)), (value, r)
-        else:
-            assert _within(value, r, tol), (value, r)
+    _, psi, _, bend = _params(p)
+    if lim.lock[1]:
+        np.testing.assert_allclose(psi, 0.0, atol=tol)
+    else:  # the twist is an angle: a twist of π and one of −π are the same rotation
+        r = lim.ranges[1]
+        ok = _inside(psi, r, tol) | _inside(psi + 2 * PI, r, tol)
+        assert np.all(ok | _inside(psi - 2 * PI, r, tol)), (psi, r)
+    x, z = _swing_xz(p)
+    assert np.all(_swing_allowed(lim, x, z, tol)), (x, z)
     if lim.cone is not None:
         assert np.all(bend <= lim.cone + tol)
 
@@ -213,24 +257,71 @@ def _sample_inside(r: Range, rng: np.random.Generator, n: int) -> np.ndarray:
 @given(lim=ball_limits(), seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=((0.0, 0.0), (0.0, 0.0), (0.0, -0.0))), seed=0)
 def test_allowed_ball_rotations_are_unchanged(lim: JointLimits, seed: int) -> None:
-    """Rotations built (with SciPy) from parameters inside the limits project to themselves."""
+    """Rotations built (with SciPy) from swings the oracle allows and allowed twists project
+    to themselves."""
     rng = np.random.default_rng(seed)
-    n = 64
-    sx, psi, sz = (
-        np.zeros(n) if lim.lock[k] else _sample_inside(lim.ranges[k], rng, n) for k in range(3)
-    )
-    swing = np.stack((sx, np.zeros(n), sz), axis=-1)
-    bend = np.linalg.norm(swing, axis=-1, keepdims=True)
-    limit = min(lim.cone if lim.cone is not None else PI, PI) * 0.999
-    # Shrink toward zero into the cone (and inside |s| < π); inside the box when it holds 0.
-    scale = np.minimum(1.0, np.divide(limit, bend, out=np.ones_like(bend), where=bend > 0))
-    swing = swing * scale
-    q = _wxyz(Rotation.from_rotvec(swing) * Rotation.from_rotvec(psi[:, None] * Y))
-    # Shrinking can leave a box that excludes zero: keep only what is still inside.
-    q = q[_inside(swing[:, 0], lim.ranges[0], 0.0) & _inside(swing[:, 2], lim.ranges[2], 0.0)]
+    n = 256
+    x, z = rng.uniform(-1.0, 1.0, size=(2, n))
+    for k, v in ((0, x), (2, z)):  # also draw on the ranges' ends, where clamps act
+        r = lim.ranges[k]
+        if lim.lock[k]:
+            v[:] = 0.0
+        elif r is not None:
+            v[: n // 4] = math.sin(r[rng.integers(2)] / 2)
+    keep = (x * x + z * z < 1.0) & _swing_allowed(lim, x, z, 0.0)
+    x, z = x[keep], z[keep]
+    psi = np.zeros(len(x)) if lim.lock[1] else _sample_inside(lim.ranges[1], rng, len(x))
+    swing = np.stack((np.sqrt(1.0 - x * x - z * z), x, 0 * x, z), axis=-1)
+    q = _wxyz(_scipy(swing) * Rotation.from_rotvec(psi[:, None] * Y))
     if len(q):
         np.testing.assert_allclose(_distance(lim.project(q), q), 0.0, atol=1e-9)
         np.testing.assert_allclose(lim.violation(q), 0.0, atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # asymmetric ellipse
+@example(lim=JointLimits(ranges=((0.1, 2.5), None, (-0.5, 0.5))), seed=0)  # excludes the rest
+@example(lim=JointLimits(ranges=((0.0, 1.0), None, (0.0, 0.0))), seed=0)  # a segment
+def test_ball_projection_turns_the_bone_least(lim: JointLimits, seed: int) -> None:
+    """The projected bone axis is the allowed one nearest the given axis: no farther than
+    the best of a dense grid of allowed swings (a brute-force nearest point)."""
+    q = _random_quats(seed, 32)
+    axes = _allowed_axes(lim)
+    assume(len(axes) > 0)
+    v = _scipy(q).apply(Y)
+    best = np.arccos(np.clip((v @ axes.T).max(axis=1), -1.0, 1.0))
+    got = np.arccos(np.clip(np.sum(v * _scipy(lim.project(q)).apply(Y), axis=1), -1.0, 1.0))
+    assert np.all(got <= best + 1e-6), (got - best).max()
+
+
+def test_ellipse_is_blenders_per_quadrant_ellipse() -> None:
+    """Figures worked by hand: X in [-0.4, 1.2], Z in [-0.2, 0.8] give semi-axes
+    sin(0.6), sin(0.2) (x ≥ 0, x < 0) and sin(0.4), sin(0.1) (z ≥ 0, z < 0)."""
+    lim = JointLimits(ranges=((-0.4, 1.2), None, (-0.2, 0.8)))
+    a, b = math.sin(0.6), math.sin(0.4)
+    # on the ellipse in the first quadrant, at 30° of its parameter: allowed, unchanged
+    x, z = a * math.cos(0.5), b * math.sin(0.5)
+    inside = np.array([[math.sqrt(1 - x * x - z * z), x, 0.0, z]])
+    np.testing.assert_allclose(lim.violation(inside), 0.0, atol=1e-12)
+    # the box's corner (1.2, 0.8) is outside the ellipse: the box allowed it
+    corner = np.array([math.sin(0.6), math.sin(0.4)])
+    corner_q = np.array([[math.sqrt(1 - corner @ corner), corner[0], 0.0, corner[1]]])
+    assert lim.violation(corner_q)[0] > 0.05
+    # a quadrant with its own semi-axes: x < 0, z < 0 uses sin(0.2) and sin(0.1)
+    x, z = -math.sin(0.2) * 0.6, -math.sin(0.1) * 0.6  # (0.36 + 0.36 <= 1)
+    q = np.array([[math.sqrt(1 - x * x - z * z), x, 0.0, z]])
+    np.testing.assert_allclose(lim.violation(q), 0.0, atol=1e-12)
+    x, z = -math.sin(0.2) * 0.8, -math.sin(0.1) * 0.7  # (0.64 + 0.49 > 1)
+    q = np.array([[math.sqrt(1 - x * x - z * z), x, 0.0, z]])
+    assert lim.violation(q)[0] > 1e-4
+
+
+def test_limits_that_allow_no_swing_are_refused() -> None:
+    with pytest.raises(ChainError, match="allow no swing"):
+        JointLimits(ranges=((1.2, 1.5), None, (1.2, 1.5)))  # outside each other's ellipse
+    with pytest.raises(ChainError, match="allow no swing"):
+        JointLimits(ranges=((1.0, 2.0), None, None), cone=0.5)
 
 
 @FAST
@@ -295,25 +386,34 @@ def test_cone_projection_keeps_twist_and_swing_direction() -> None:
     np.testing.assert_allclose(np.arctan2(sz, sx), math.atan2(-0.5, 1.2), atol=1e-12)
 
 
-def test_per_axis_ranges_clamp_each_axis() -> None:
-    lim = JointLimits(ranges=((-0.2, 0.3), (-0.1, 0.1), (0.0, 0.5)))
-    q = _wxyz(Rotation.from_rotvec([0.6, 0.0, -0.4]) * Rotation.from_rotvec([0.0, -0.9, 0.0]))
+def test_per_axis_ranges_clamp_each_axis_inside_the_ellipse() -> None:
+    """A swing about X only: the ellipse's X semi-axis is the X range; twist clamped alone."""
+    lim = JointLimits(ranges=((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5)))
+    q = _wxyz(Rotation.from_rotvec([0.6, 0.0, 0.0]) * Rotation.from_rotvec([0.0, -0.9, 0.0]))
     sx, psi, sz, _ = _params(lim.project(q))
-    np.testing.assert_allclose([sx[0], psi[0], sz[0]], [0.3, -0.1, 0.0], atol=1e-12)
+    np.testing.assert_allclose([sx[0], psi[0], sz[0]], [0.3, -0.1, 0.0], atol=1e-7)
 
 
 @pytest.mark.parametrize("k", [0, 1, 2])
 def test_one_lock_zeroes_that_axis_only(k: int) -> None:
+    """A locked Y keeps the swing; a locked X or Z keeps the twist and puts the bone axis on
+    the great circle the other swing axis sweeps, at the point nearest to it."""
     lim = JointLimits(lock=(k == 0, k == 1, k == 2))
     assert lim.kind == "ball"
     params = np.array([0.5, -0.8, 0.3])
     q = _wxyz(
         Rotation.from_rotvec([params[0], 0, params[2]]) * Rotation.from_rotvec([0, params[1], 0])
     )
-    got = np.array([v[0] for v in _params(lim.project(q))[:3]])
-    expected = params.copy()
-    expected[k] = 0.0
-    np.testing.assert_allclose(got, expected, atol=1e-12)
+    p = lim.project(q)
+    got = np.array([v[0] for v in _params(p)[:3]])
+    assert got[k] == pytest.approx(0.0, abs=1e-12)
+    if k == 1:
+        np.testing.assert_allclose(got[[0, 2]], params[[0, 2]], atol=1e-12)
+        return
+    np.testing.assert_allclose(got[1], params[1], atol=1e-12)
+    d, e = _scipy(q).apply(Y)[0], _scipy(p).apply(Y)[0]
+    d[2 - k] = 0.0  # X locked: the axis stays in the XY plane (Z locked: the YZ plane)
+    np.testing.assert_allclose(e, d / np.linalg.norm(d), atol=1e-9)
 
 
 @pytest.mark.parametrize("k", [0, 1, 2])
