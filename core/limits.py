@@ -363,6 +363,54 @@ class JointLimits:
             return (-rw, -rx, -ry, -rz)
         return (rw, rx, ry, rz)
 
+    def allows(self, q: ArrayLike, eps: float = 1e-12) -> FloatArray:
+        """Whether rotations ``q (..., 4)`` are allowed (to ``eps`` in quaternion components
+        and radians): the membership test of :meth:`project`, without projecting."""
+        q = rot.positive_w(np.asarray(q, dtype=float))
+        if self.is_free:
+            return np.ones(q.shape[:-1], dtype=bool)
+        kind = self.kind
+        if kind == "fixed":
+            return np.all(np.abs(q[..., 1:]) <= eps, axis=-1)
+        if kind == "hinge":
+            axis, limits = self.hinge
+            off = np.linalg.norm(np.cross(q[..., 1:], axis), axis=-1) <= eps
+            if limits is None:
+                return off
+            phi = _signed_angle_about(q, axis)
+            return off & (phi >= limits[0] - eps) & (phi <= limits[1] + eps)
+        swing, _ = rot.swing_twist(q, _Y)
+        ok = self.swing_region.contains(swing[..., 1], swing[..., 3], eps)
+        psi = _signed_angle_about(q, _Y)
+        if self.lock[1]:
+            ok &= np.abs(psi) <= eps
+        elif self.ranges[1] is not None:
+            ok &= np.abs(_clamp_angle(psi, *self.ranges[1]) - psi) <= eps
+        return ok
+
+    def retract(self, q: ArrayLike) -> FloatArray:
+        """Allowed rotations near ``q (..., 4)``, cheaper than :meth:`project`: as it, except
+        that a ball joint's swing outside its region moves straight toward the region's
+        centre (:meth:`SwingRegion.toward_centre`) instead of to the nearest allowed swing.
+        For iterative searches that only need to stay within the limits."""
+        q = rot.positive_w(np.asarray(q, dtype=float))
+        if self.is_free or self.kind != "ball":
+            return self.project(q)
+        swing, _ = rot.swing_twist(q, _Y)
+        psi = _signed_angle_about(q, _Y)
+        if self.lock[1]:
+            psi = np.zeros_like(psi)
+        elif self.ranges[1] is not None:
+            psi = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
+        region = self.swing_region
+        outside = ~region.contains(swing[..., 1], swing[..., 3])
+        if np.any(outside):
+            swing = swing.copy()
+            x, z = region.toward_centre(swing[outside][:, 1], swing[outside][:, 3])
+            w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
+            swing[outside] = np.stack((w, x, np.zeros_like(x), z), axis=-1)
+        return rot.positive_w(rot.multiply(swing, rot.from_axis_angle(_Y, psi)))
+
     def violation(self, q: ArrayLike) -> FloatArray:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""
         q = np.asarray(q, dtype=float)
@@ -374,9 +422,11 @@ class JointLimits:
 #: region count as inside, so a projected rotation projects to itself.
 _INSIDE_EPS = 1e-12
 #: Samples of the region's boundary searched before the golden-section refinement.
-_BOUNDARY_SAMPLES = 96
-_GOLDEN_STEPS = 48
+_BOUNDARY_SAMPLES = 256
+_GOLDEN_STEPS = 30
 _INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
+#: A region narrower than this (quaternion components) on an axis is searched as a segment.
+_THIN = 1e-9
 #: Semi-axes at or below this count as zero (Blender's ``FuzzyZero``, there 1e-20).
 _SEMI_MIN = 1e-9
 #: Largest bend of a limited ball joint: a half turn's swing axis (and so its X and Z
@@ -402,13 +452,13 @@ class SwingRegion:
       ``x < 0`` (likewise ``b`` from Z), ``x²/a² + z²/b² ≤ 1``; a quadrant where ``a`` or
       ``b`` is not above 1e-9 has only the box (as Blender's ``EllipseClamp`` in
       ``intern/iksolver/intern/IK_Math.h``);
-    * **cone**: ``x² + z² ≤ sin²(cone/2)``, and in any case a bend at most ``π − 1e-6``
-      (a half turn's swing axis is undefined).
+    * **cone**: ``x² + z² ≤ sin²(cone/2)``; with X or Z limited or locked, a bend at most
+      ``π − 1e-6`` in any case (a half turn's swing axis, hence its X and Z, is undefined).
 
     The region is convex. ``lo, hi`` are the box after the cone (``(2,)`` each, x then z);
     ``semi`` holds ``(a₊, a₋, b₊, b₋)`` or ``None`` without an ellipse; ``radius`` is the
     cone's (1 without); ``centre`` is a point inside, or ``None`` when the region is a
-    segment or a point (``lo == hi`` on an axis).
+    segment or a point (narrower than 1e-9 on an axis).
     """
 
     lo: tuple[float, float]
@@ -426,22 +476,24 @@ class SwingRegion:
                 lo[j] = hi[j] = 0.0
             elif r is not None:
                 lo[j], hi[j] = _half_sin(r[0]), _half_sin(r[1])
-        semi = None
+        semi: tuple[float, float, float, float] | None = None
         if not any(limits.lock[k] or limits.ranges[k] is None for k in (0, 2)):
-            semi = tuple(  # type: ignore[assignment]
-                v if v > _SEMI_MIN else 0.0 for v in (hi[0], -lo[0], hi[1], -lo[1])
-            )
-        radius = _half_sin(min(limits.cone if limits.cone is not None else math.pi, _MAX_BEND))
+            ap, an, bp, bn = (v if v > _SEMI_MIN else 0.0 for v in (hi[0], -lo[0], hi[1], -lo[1]))
+            semi = (ap, an, bp, bn)
+        cone = limits.cone if limits.cone is not None else math.pi
+        if any(limits.lock[k] or limits.ranges[k] is not None for k in (0, 2)):
+            cone = min(cone, _MAX_BEND)
+        radius = _half_sin(cone)
         for j in range(2):
             lo[j], hi[j] = max(lo[j], -radius), min(hi[j], radius)
         region = SwingRegion((lo[0], lo[1]), (hi[0], hi[1]), semi, radius, None)
-        if lo[0] < hi[0] and lo[1] < hi[1]:
+        if hi[0] - lo[0] >= _THIN and hi[1] - lo[1] >= _THIN:
             gx, gz = np.meshgrid(np.linspace(lo[0], hi[0], 65), np.linspace(lo[1], hi[1], 65))
             inside = region.contains(gx, gz, -1e-9)
             if np.any(inside):
                 centre = (float(gx[inside].mean()), float(gz[inside].mean()))
                 return SwingRegion(region.lo, region.hi, semi, radius, centre)
-        if lo[0] <= hi[0] and lo[1] <= hi[1] and (lo[0] == hi[0] or lo[1] == hi[1]):
+        if lo[0] <= hi[0] and lo[1] <= hi[1]:
             # A segment or a point: searched along the segment.
             (x0, z0), (x1, z1) = region.segment()
             if region.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9):
@@ -498,22 +550,27 @@ class SwingRegion:
         if self.centre is None:
             (x0, z0), (x1, z1) = self.segment()
             return x0 + t * (x1 - x0), z0 + t * (z1 - z0)
+        # Rays evenly spread in the box scaled to a square, so thin regions are sampled
+        # along their length too.
+        ux = 0.5 * (self.hi[0] - self.lo[0]) * np.cos(2.0 * math.pi * t)
+        uz = 0.5 * (self.hi[1] - self.lo[1]) * np.sin(2.0 * math.pi * t)
+        return self._exit(ux, uz)
+
+    def _exit(self, ux: FloatArray, uz: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Where rays from ``centre`` along ``(ux, uz) (...)`` (non-zero) leave the region."""
+        assert self.centre is not None
         cx, cz = self.centre
-        ux, uz = np.cos(2.0 * math.pi * t), np.sin(2.0 * math.pi * t)
-        big = np.full(np.shape(t), np.inf)
+        big = np.full(np.shape(ux), np.inf)
         rho = big
         for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rho = np.minimum(
-                    rho, np.where(u > 0, (hi - c) / u, np.where(u < 0, (lo - c) / u, big))
-                )
-        cu = cx * ux + cz * uz
-        rho = np.minimum(
-            rho, -cu + np.sqrt(np.maximum(0.0, cu * cu - (cx * cx + cz * cz - self.radius**2)))
-        )
+            wall = np.where(u > 0.0, hi - c, lo - c)
+            rho = np.minimum(rho, np.divide(wall, u, out=big.copy(), where=u != 0.0))
+        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
+        room = np.sqrt(np.maximum(0.0, cu * cu - uu * (cx * cx + cz * cz - self.radius**2)))
+        rho = np.minimum(rho, (room - cu) / uu)
         if self.semi is not None:
             ap, an, bp, bn = self.semi
-            exit_ = np.zeros(np.shape(t))
+            exit_ = np.zeros(np.shape(ux))
             for sx, a in ((1.0, ap), (-1.0, an)):
                 for sz, b in ((1.0, bp), (-1.0, bn)):
                     if not (a > 0.0 and b > 0.0):
@@ -531,7 +588,24 @@ class SwingRegion:
     def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
         angle) to unit ``direction (K, 3)``: a search of the boundary (the nearest allowed
-        direction to one outside lies on it), sampled, then refined by golden sections."""
+        direction to one outside lies on it), sampled, then refined by golden sections and
+        a last parabolic step."""
+        if (
+            self.semi is None
+            and self.lo == (-self.radius, -self.radius)
+            and self.hi
+            == (
+                self.radius,
+                self.radius,
+            )
+        ):
+            # A cone alone: the nearest allowed axis keeps the swing's direction, (x, z) ∝
+            # (d_z, −d_x) (from d above); a bone turned right round keeps X.
+            ax, az = direction[..., 2], -direction[..., 0]
+            length = np.hypot(ax, az)
+            ok = length > 0.0
+            scale = np.divide(self.radius, length, out=np.zeros_like(length), where=ok)
+            return np.where(ok, ax * scale, self.radius), az * scale
         periodic = self.centre is not None
         m = _BOUNDARY_SAMPLES
         grid = np.arange(m + (0 if periodic else 1)) / m
@@ -556,8 +630,50 @@ class SwingRegion:
             f_new = self._score1(t_new, direction, periodic)
             t1, t2 = np.where(left, t_new, t2), np.where(left, t1, t_new)
             f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
-        t = 0.5 * (lo + hi)
-        return self.boundary(np.remainder(t, 1.0) if periodic else t)
+        # A parabola through the bracket's ends and its middle: the score is smooth there.
+        mid = 0.5 * (lo + hi)
+        fl, fm, fh = (self._score1(t, direction, periodic) for t in (lo, mid, hi))
+        curve = fl - 2.0 * fm + fh
+        half = 0.5 * (hi - lo)
+        shift = np.divide(
+            0.5 * half * (fl - fh), curve, out=np.zeros_like(curve), where=curve < 0.0
+        )
+        options = np.stack((mid + np.clip(shift, -half, half), mid, lo, hi))
+        scores = np.stack((self._score1(options[0], direction, periodic), fm, fl, fh))
+        t = np.take_along_axis(options, np.argmax(scores, axis=0)[None], axis=0)[0]
+        return self._inside(*self.boundary(np.remainder(t, 1.0) if periodic else t))
+
+    def _inside(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Boundary points ``x, z`` moved toward the centre where rounding left them outside
+        (at a sharp end of a thin ellipse a rounding error of the ray's length is magnified
+        past the membership test's slack): the farthest point inside without slack, found by
+        bisection, so that rounding in composing the rotation keeps it inside."""
+        out = ~self.contains(x, z, 0.0)
+        if self.centre is None or not np.any(out):
+            return x, z
+        cx, cz = self.centre
+        px, pz = x[out], z[out]
+        lo, hi = np.zeros(px.shape), np.ones(px.shape)
+        for _ in range(60):
+            s = 0.5 * (lo + hi)
+            ok = self.contains(cx + s * (px - cx), cz + s * (pz - cz), 0.0)
+            lo, hi = np.where(ok, s, lo), np.where(ok, hi, s)
+        x, z = x.copy(), z.copy()
+        x[out], z[out] = cx + lo * (px - cx), cz + lo * (pz - cz)
+        return x, z
+
+    def toward_centre(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Swings ``x, z (K,)`` outside the region moved straight toward its centre until
+        they meet it (on a segment: to its nearest point) — Blender's ``EllipseClamp`` moves
+        toward zero likewise. Cheaper than :meth:`nearest`, not the nearest allowed swing."""
+        if self.centre is None:
+            (x0, z0), (x1, z1) = self.segment()
+            dx, dz = x1 - x0, z1 - z0
+            span = dx * dx + dz * dz
+            t = np.clip(((x - x0) * dx + (z - z0) * dz) / span, 0.0, 1.0) if span else 0.0 * x
+            return x0 + t * dx, z0 + t * dz
+        cx, cz = self.centre
+        return self._inside(*self._exit(x - cx, z - cz))
 
     def _score1(self, t: FloatArray, direction: FloatArray, periodic: bool) -> FloatArray:
         x, z = self.boundary(np.remainder(t, 1.0) if periodic else t)

@@ -78,8 +78,35 @@ def _pull_in(points: FloatArray, dist: FloatArray, limit: float) -> FloatArray:
     return out
 
 
+def _numbers(name: str, value: Any, shape: str) -> FloatArray:
+    """``value`` as a float array, or a :class:`SolveInputError` saying what is valid."""
+    try:
+        if isinstance(value, str | bytes | dict):
+            raise TypeError
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        kind = type(value).__name__
+        raise SolveInputError(
+            f"{name} must be numbers of shape {shape} (a sequence or array), got a {kind}: "
+            f"{value!r:.60}"
+        ) from None
+
+
+def _unit_quaternions(name: str, q: FloatArray) -> FloatArray:
+    """Rows ``(N, 4)`` of finite quaternions normalised without overflow; a row whose length
+    is below 1e-12 (or rounds to zero) is refused."""
+    scale = np.max(np.abs(q), axis=-1, keepdims=True)
+    scaled = np.divide(q, scale, out=np.zeros_like(q), where=scale > 0.0)
+    length = np.linalg.norm(scaled, axis=-1, keepdims=True)
+    if not np.all((scale * length >= 1e-12) & (length > 0.0)):
+        raise SolveInputError(
+            f"{name} must be non-zero quaternions (w, x, y, z) of length >= 1e-12"
+        )
+    return scaled / length
+
+
 def _batch(name: str, value: ArrayLike, width: int, batch: tuple[int, ...]) -> FloatArray:
-    a = np.asarray(value, dtype=np.float64)
+    a = _numbers(name, value, f"(..., {width})")
     if a.shape[-1:] != (width,):
         raise SolveInputError(f"{name} must have shape (..., {width}), got {a.shape}")
     if not np.all(np.isfinite(a)):
@@ -142,7 +169,7 @@ def solve(
     impl, opts = _method_and_options(method, options)
     if option_changes:
         opts = opts.replace(**option_changes)
-    t = np.asarray(target, dtype=np.float64)
+    t = _numbers("target", target, "(3,) or (..., 3)")
     if t.ndim == 0 or t.shape[-1] != 3:
         raise SolveInputError(f"target must have shape (3,) or (..., 3), got {t.shape}")
     if not (all(map(math.isfinite, t.tolist())) if t.ndim == 1 else np.isfinite(t).all()):
@@ -154,7 +181,7 @@ def solve(
         rest = _rest_pose(n)
         start = rest[None] if not batch else np.broadcast_to(rest, (targets.shape[0], n, 4))
     else:
-        q0 = np.asarray(initial, dtype=np.float64)
+        q0 = _numbers("initial", initial, f"(..., {n}, 4)")
         if q0.shape[-2:] != (n, 4) or not np.all(np.isfinite(q0)):
             raise SolveInputError(
                 f"initial must be finite with shape (..., {n}, 4), got {q0.shape}"
@@ -165,13 +192,12 @@ def solve(
             raise SolveInputError(
                 f"initial of shape {q0.shape} does not match the targets' batch shape {batch}"
             ) from None
-        start = rotations.normalize(start)
+        start = _unit_quaternions("initial", start.reshape(-1, 4)).reshape(start.shape)
     goal_rot = None
     if target_rotation is not None:
-        goal_rot = _batch("target_rotation", target_rotation, 4, batch)
-        if np.any(np.linalg.norm(goal_rot, axis=-1) < 1e-12):
-            raise SolveInputError("target_rotation must be non-zero quaternions (w, x, y, z)")
-        goal_rot = rotations.normalize(goal_rot)
+        goal_rot = _unit_quaternions(
+            "target_rotation", _batch("target_rotation", target_rotation, 4, batch)
+        )
     poles = None if pole is None else _batch("pole", pole, 3, batch)
     distance = _norm(targets)
     problem = _problem(chain, targets, distance, goal_rot, poles, start, opts)
@@ -198,7 +224,7 @@ def _problem(
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
     """One finite point ``(1, width)`` (a sequence of floats or an array)."""
-    a = np.asarray(value, dtype=np.float64)
+    a = _numbers(name, value, f"({width},)")
     if a.shape != (width,):
         raise SolveInputError(f"{name} must have shape ({width},), got {a.shape}")
     if not all(map(math.isfinite, a.tolist())):
@@ -238,10 +264,9 @@ def solve_one(
     targets = _point("target", target, 3)
     goal_rot = None
     if target_rotation is not None:
-        goal_rot = _point("target_rotation", target_rotation, 4)
-        if not np.linalg.norm(goal_rot) >= 1e-12:
-            raise SolveInputError("target_rotation must be a non-zero quaternion (w, x, y, z)")
-        goal_rot = rotations.normalize(goal_rot)
+        goal_rot = _unit_quaternions(
+            "target_rotation", _point("target_rotation", target_rotation, 4)
+        )
     poles = None if pole is None else _point("pole", pole, 3)
     start = _rest_pose(chain.n_joints)[None]
     return impl(_problem(chain, targets, _norm(targets), goal_rot, poles, start, opts))
@@ -387,11 +412,28 @@ def _meets(
     return math.dist(effector, target) <= tolerance
 
 
-def _message(method: str, reached: int, size: int, beyond: int, reach: float) -> str:
+def _message(
+    method: str, reached: int, size: int, beyond: int, reach: float, limited_misses: int = 0
+) -> str:
+    """The summary line: goals reached; targets **out of reach** (farther from the root than
+    the chain's length); and, on chains with limits, missed targets within that length as
+    **unreachable within limits** (the method's closest admissible pose is returned)."""
     message = f"{method}: {reached} of {size} goals reached"
     if beyond:
-        message += f"; {beyond} targets lie beyond the chain's reach ({reach:g})"
+        message += f"; {beyond} out of reach (beyond the chain's length {reach:g})"
+    if limited_misses:
+        message += (
+            f"; {limited_misses} within the chain's length unreachable within limits "
+            "(the closest admissible pose found is returned)"
+        )
     return message
+
+
+def _limited_misses(chain: Chain, converged: np.ndarray, distance: FloatArray) -> int:
+    """Targets within the chain's length that were missed on a chain with limits."""
+    if chain.is_free:
+        return 0
+    return int(np.count_nonzero(~converged & (distance <= chain.reach)))
 
 
 def _measure_one(
@@ -418,7 +460,14 @@ def _measure_one(
         iterations=sol.iterations.reshape(batch),
         converged=np.full(batch, converged),
         method=method,
-        message=_message(method, int(converged), 1, int(distance[0] > reach), reach),
+        message=_message(
+            method,
+            int(converged),
+            1,
+            int(distance[0] > reach),
+            reach,
+            int(not converged and distance[0] <= reach and not problem.chain.is_free),
+        ),
         min_singular_value=None
         if sol.min_singular_value is None
         else sol.min_singular_value.reshape(batch),
@@ -458,7 +507,14 @@ def _measure(
             converged &= angle_error <= problem.options.angle_tolerance
     reached = int(np.count_nonzero(converged))
     out_of_reach = int(np.count_nonzero(distance > problem.chain.reach))
-    message = _message(method, reached, problem.size, out_of_reach, problem.chain.reach)
+    message = _message(
+        method,
+        reached,
+        problem.size,
+        out_of_reach,
+        problem.chain.reach,
+        _limited_misses(problem.chain, converged, distance),
+    )
 
     def shaped(a: np.ndarray, tail: tuple[int, ...] = ()) -> Any:
         return a.reshape((*batch, *tail))

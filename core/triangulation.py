@@ -66,10 +66,18 @@ pure bend (cone) limit with the link along the bone's +Y axis:
   end one link from the start, while bends of 72° close a pentagon), which is why the family
   varies ``s`` instead of using ``s = 1`` only.
 
-Other limits (per-axis ranges, locks, hinges, cones on off-axis links) are an extension
-beyond the paper: after each joint is placed, its rotation is replaced by
-:meth:`JointLimits.project`, and the later joints work from where it ended up. Limits always
-hold; reaching is not guaranteed.
+Other limits (per-axis ranges and Blender's ellipse, locks, hinges, cones on off-axis links)
+are an extension beyond the paper: after each joint is placed, its rotation is replaced by
+:meth:`JointLimits.project`, and the later joints work from where it ended up. Where that
+pass misses a target (and on cone chains for which the constrained pass is not exact),
+:func:`core.triangulation_limits.reach_within_limits` searches the admissible poses: the
+last two joints in closed form when the last is a hinge (its allowed sign picks the bend
+side, the joint before it spins the bend plane to an allowed rotation), refined and
+restarted candidates otherwise; it keeps the admissible pose of lowest cost that reaches,
+else the closest found. Limits always hold.
+
+Chains longer or shorter than ``1e±60`` are solved scaled to a reach of 1 (squares of their
+lengths would overflow); an empty batch gives empty arrays.
 
 Finally the bend plane is oriented by :func:`core.bend_plane.orient_bend` (poles, the default
 ``"rest"`` plane; ``"minimal"`` keeps the paper's shortest-rotation bend). Its effect is
@@ -85,7 +93,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -113,6 +121,7 @@ from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
 from .spread import solve_spread
+from .triangulation_limits import reach_within_limits
 
 #: A target closer than this fraction of the reach to a joint is "at" the joint.
 _NEAR = 1e-12
@@ -214,6 +223,10 @@ class _Plan:
             link direction) when its start rotation is the identity.
         rest0_inverse: rotation matrix of ``rest_0⁻¹`` (row-major).
         all_free: every joint is free (the float path applies).
+        limited: the chain has limits and the constrained pass is not exact for it (limits
+            other than cones about the links — locks, ranges, hinges — or cones on a bent
+            rest pose or more than three links): missed targets are re-solved within the
+            limits (:mod:`core.triangulation_limits`).
         rest_start: the rest pose's root→effector axis and bend vector (bend plane).
         rest_dirs: each link's unit direction in the base frame at rest.
         rest_x0: the root's local X axis in the base frame at rest (its fallback bend axis).
@@ -233,6 +246,7 @@ class _Plan:
     straight: tuple[bool, ...]
     rest0_inverse: tuple[float, ...]
     all_free: bool
+    limited: bool
     rest_start: tuple[Vec, Vec]
     rest_dirs: tuple[Vec, ...]
     rest_x0: Vec
@@ -309,12 +323,22 @@ def _plan(chain: Chain) -> _Plan:
         ),
         rest0_inverse=tuple(float(x) for x in qmatrix(qconj(tuple(chain.rest_rotations[0])))),
         all_free=all(k == "free" for k in kinds),
+        limited=not all(k == "free" for k in kinds) and not _exact_cones(chain, kinds),
         rest_start=_rest_start(chain),
         rest_dirs=tuple(_rest_dirs(chain)),
         rest_x0=_floats(qrotate(tuple(float(x) for x in chain.rest_rotations[0]), _X)),  # type: ignore[arg-type]
     )
     _PLANS[chain] = plan
     return plan
+
+
+def _exact_cones(chain: Chain, kinds: tuple[str, ...]) -> bool:
+    """True when the constrained pass alone is exact: cone and free joints only, at most
+    three links, a straight rest pose (see the module docstring)."""
+    straight = all(
+        not np.any(chain.rest_rotations[i] - (1.0, 0.0, 0.0, 0.0)) for i in range(1, len(kinds))
+    )
+    return all(k in ("free", "cone") for k in kinds) and len(kinds) <= 3 and straight
 
 
 def _floats(v: Vec) -> Vec:
@@ -989,7 +1013,7 @@ def solve_single(
     ``n + 1`` joint positions (3 floats each).
     """
     plan = _plan(chain)
-    if not plan.all_free or options.distribution == "even":
+    if not plan.all_free or options.distribution == "even" or _scale(chain) != 1.0:
         return None
     return _single_pass(plan, chain, target, None, options, pole, True)
 
@@ -1019,7 +1043,7 @@ def solve_single_points(
         The ``n + 1`` joint positions (3 floats each, base frame), root first.
     """
     plan = _plan(chain)
-    if not plan.all_free or options.distribution == "even":
+    if not plan.all_free or options.distribution == "even" or _scale(chain) != 1.0:
         return None
     if plan.n == 2:
         pos = _two_links(plan, target, options, pole)
@@ -1453,6 +1477,12 @@ def solve_triangulation(problem: Problem) -> Solution:
     Returns:
         A :class:`Solution` with ``iterations == 1`` for every target.
     """
+    if problem.size == 0:
+        n = problem.chain.n_joints
+        return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
+    scale = _scale(problem.chain)
+    if scale != 1.0:
+        return _solve_scaled(problem, scale)
     plan = _plan(problem.chain)
     if plan.all_free and problem.options.distribution == "even":
         return solve_spread(problem)
@@ -1460,8 +1490,41 @@ def solve_triangulation(problem: Problem) -> Solution:
         rotations, positions = _solve_single(problem, plan)
     else:
         rotations, positions = _solve_batch(problem, plan)
+        if plan.limited:
+            rotations, positions = reach_within_limits(problem, rotations, positions)
     iterations = _ONE_PASS if problem.size == 1 else np.ones(problem.size, dtype=np.int64)
     return Solution(rotations, positions, iterations)
+
+
+#: Chains whose reach lies outside this range are solved scaled to a reach of 1: squares
+#: and Heron's product of four lengths would overflow (or underflow) in chain units.
+_SCALE_RANGE = (1e-60, 1e60)
+_SCALED: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
+
+
+def _scale(chain: Chain) -> float:
+    """1, or the chain's reach when it is too large or small to solve in its own units."""
+    reach = chain.reach
+    return 1.0 if _SCALE_RANGE[0] <= reach <= _SCALE_RANGE[1] else reach
+
+
+def _solve_scaled(problem: Problem, scale: float) -> Solution:
+    """The pass on the chain, targets and poles divided by ``scale``; positions scaled back
+    (rotations do not depend on the unit of length)."""
+    chain = problem.chain
+    small = _SCALED.get(chain)
+    if small is None:
+        small = Chain(chain.offsets / scale, chain.rest_rotations, chain.limits, chain.names)
+        _SCALED[chain] = small
+    scaled = replace(
+        problem,
+        chain=small,
+        targets=problem.targets / scale,
+        poles=None if problem.poles is None else problem.poles / scale,
+        tolerance=problem.tolerance / scale,
+    )
+    sol = solve_triangulation(scaled)
+    return Solution(sol.rotations, sol.positions * scale, sol.iterations)
 
 
 __all__ = ["solve_single", "solve_single_points", "solve_triangulation"]

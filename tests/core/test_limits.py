@@ -59,9 +59,7 @@ def _params(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 def _swing_xz(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The swing quaternion's x and z components, ``sin(bend/2)·axis``, of ``q (N, 4)``."""
     sx, _, sz, bend = _params(q)
-    scale = np.divide(
-        np.sin(0.5 * bend), bend, out=np.full_like(bend, 0.5), where=bend > 1e-12
-    )
+    scale = np.divide(np.sin(0.5 * bend), bend, out=np.full_like(bend, 0.5), where=bend > 1e-12)
     return sx * scale, sz * scale
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -155,7 +156,7 @@ def test_error_convergence_and_message_are_measured(probe: _Probe) -> None:
     np.testing.assert_array_equal(result.converged, [True, True, False, False])
     assert not result.success
     assert result.message.startswith("probe: 2 of 4 goals reached")
-    assert "2 targets lie beyond the chain's reach (40)" in result.message
+    assert "2 out of reach (beyond the chain's length 40)" in result.message
     np.testing.assert_allclose(result.effector, [[0.0, 0.0, 40.0]] * 4, atol=1e-12)
     np.testing.assert_array_equal(result.iterations, 3)
     assert probe.problems[-1].tolerance == 0.5
@@ -503,3 +504,105 @@ def test_integer_options_accept_numpy_integers(value: object) -> None:
 )
 def test_valid_option_edge_values(field: str, value: object) -> None:
     assert getattr(SolveOptions(**{field: value}), field) == value  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- robustness (issue 11)
+_NOT_YET = {  # fixed on a parallel branch (the Jacobian helper); the lead removes the mark
+    "jacobian_transpose": pytest.mark.xfail(
+        strict=False, reason="jacobian_transpose: LinAlgError on huge links, parallel branch"
+    )
+}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_an_empty_batch_gives_an_empty_result(method: str) -> None:
+    res = solve(CHAIN, np.zeros((0, 3)), method=method)
+    assert res.rotations.shape == (0, N, 4)
+    assert res.positions.shape == (0, N + 1, 3)
+    assert res.error.shape == (0,)
+    assert res.message.startswith(f"{method}: 0 of 0 goals reached")
+
+
+@pytest.mark.parametrize(
+    "method", [pytest.param(m, marks=_NOT_YET.get(m, ())) for m in sorted(METHODS)]
+)
+@pytest.mark.parametrize("scale", [1e77, 1e150])
+def test_huge_links_give_finite_results(method: str, scale: float) -> None:
+    """Lengths whose squares (or Heron's product of four) overflow."""
+    chain = Chain.from_lengths(np.array([1.0, 2.0, 1.0]) * scale)
+    target = np.array([1.0, 1.0, 1.0]) * scale
+    res = solve(chain, target, method=method)
+    assert np.all(np.isfinite(res.rotations))
+    assert np.all(np.isfinite(res.positions))
+    np.testing.assert_allclose(
+        forward_kinematics(chain, res.rotations)[0] / scale, res.positions / scale, atol=1e-9
+    )
+    if method == "triangulation":  # one exact pass: reached as at scale 1
+        assert res.error <= 1e-12 * chain.reach
+
+
+def test_triangulation_float_paths_decline_huge_chains() -> None:
+    """solve_floats and solve_points of a chain of huge links go through the scaled pass."""
+    chain = Chain.from_lengths([1e77, 2e77, 1e77])
+    rots, pos = solve_floats(chain, (1e77, 1e77, 1e77))
+    assert np.all(np.isfinite(rots))
+    assert np.all(np.isfinite(pos))
+    assert math.dist(pos[-1], (1e77, 1e77, 1e77)) <= 1e-12 * chain.reach
+    points = solve_points(chain, (1e77, 1e77, 1e77))
+    assert np.all(np.isfinite(points))
+
+
+@pytest.mark.parametrize(
+    "quaternion", [[1e-13, 0.0, 0.0, 0.0], [1e-170, 1e-170, 0.0, 0.0], [5e-324, 0.0, 0.0, 0.0]]
+)
+def test_target_rotations_that_round_to_zero_are_refused(quaternion: list[float]) -> None:
+    with pytest.raises(SolveInputError, match="target_rotation must be non-zero quaternions"):
+        solve(CHAIN, [1.0, 2.0, 3.0], target_rotation=quaternion, method="jacobian_dls")
+    with pytest.raises(SolveInputError, match="target_rotation must be non-zero quaternions"):
+        solve_one(CHAIN, [1.0, 2.0, 3.0], target_rotation=quaternion, method="jacobian_dls")
+
+
+def test_huge_target_rotations_are_normalised_without_overflow() -> None:
+    """[1e200] * 4 is the quaternion (½, ½, ½, ½): its squared length overflows to inf, and
+    dividing by it once gave a zero quaternion, accepted as a goal."""
+    res = solve(CHAIN, [1.0, 2.0, 3.0], target_rotation=[1e200] * 4, method="jacobian_dls")
+    ref = solve(CHAIN, [1.0, 2.0, 3.0], target_rotation=[0.5] * 4, method="jacobian_dls")
+    np.testing.assert_allclose(res.rotations, ref.rotations, atol=1e-12)
+    assert res.angle_error is not None
+    assert ref.angle_error is not None
+    np.testing.assert_allclose(res.angle_error, ref.angle_error, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("target", "kind"), [("abc", "str"), ({"x": 1.0}, "dict"), (["a", "b", "c"], "list")]
+)
+def test_string_or_dict_targets_raise_a_reach_ik_error(target: Any, kind: str) -> None:
+    for call in (solve, solve_one):
+        with pytest.raises(ReachIKError, match=rf"target must be numbers of shape .* got a {kind}"):
+            call(CHAIN, target)
+    with pytest.raises(ReachIKError, match="pole must be numbers"):
+        solve(CHAIN, [1.0, 2.0, 3.0], pole="up")
+    with pytest.raises(ReachIKError, match="initial must be numbers"):
+        solve(CHAIN, [1.0, 2.0, 3.0], initial={"q": 1})  # type: ignore[arg-type]
+
+
+def test_messages_tell_out_of_reach_from_unreachable_within_limits() -> None:
+    """A knee that bends one way only (X in [0.1, 2.5]): a target that needs it bent the other
+    way is within the leg's length but unreachable within limits; one beyond the length is
+    out of reach; a free chain missing nothing says neither."""
+    from core.limits import JointLimits
+
+    knee = JointLimits(lock=(False, True, True), ranges=((0.1, 2.5), None, None))
+    root = JointLimits(lock=(False, True, True), ranges=((-0.2, 0.2), None, None))
+    leg = Chain.from_lengths([1.0, 1.0], (0.0, 0.0, -1.0), limits=[root, knee])
+    # the leg hangs along −Z and bends in the YZ plane only: a target off that plane at
+    # distance 1.5 cannot be reached, one at distance 3 is out of reach
+    res = solve(leg, [[1.5, 0.0, 0.0], [0.0, 0.0, -3.0]])
+    assert not res.converged.any()
+    assert "1 out of reach" in res.message
+    assert "1 within the chain's length unreachable within limits" in res.message
+    for i, lim in enumerate(leg.limits):
+        assert float(np.max(lim.violation(res.rotations[:, i]))) <= 1e-9
+    free = solve(CHAIN, [0.0, 5.0, 5.0])
+    assert "out of reach" not in free.message
+    assert "within limits" not in free.message

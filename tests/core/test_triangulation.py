@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from limited_chains import admissible_poses
 
 from core import rotations as rot
 from core import solve
 from core.bend_plane import orient_bend
 from core.chain import Chain
+from core.errors import ChainError
 from core.kinematics import forward_kinematics
 from core.limits import JointLimits
 from core.options import SolveOptions
@@ -538,7 +540,10 @@ def limited_chains(draw: st.DrawFn) -> Chain:
                 x_lo, x_hi = sorted((draw(half), draw(half)))
                 z_lo, z_hi = sorted((draw(half), draw(half)))
                 x, z = (x_lo, x_hi), (z_lo, z_hi)
-            limits.append(JointLimits(ranges=(x, None, z)))
+            try:
+                limits.append(JointLimits(ranges=(x, None, z)))
+            except ChainError:  # (outside each other's ellipse: allow no swing)
+                assume(False)
         elif kind == "lock":
             limits.append(JointLimits(lock=(True, False, draw(st.booleans()))))
         elif kind == "hinge":
@@ -616,3 +621,101 @@ def test_limits_always_hold(
             assert float(np.max(lim.violation(rotations[:, i]))) <= 1e-9
         fk = forward_kinematics(chain, res.rotations)[0]
         np.testing.assert_allclose(fk, res.positions, atol=1e-9 * chain.reach)
+
+
+# ---------------------------------------------------------------------- reach within limits
+def _knee_leg(knee: JointLimits, hip: JointLimits | None = None) -> Chain:
+    """A 2-bone leg hanging along −Z (thigh and shin 1 long), the knee a hinge about X."""
+    return Chain.from_lengths([1.0, 1.0], (0.0, 0.0, -1.0), limits=[hip or JointLimits(), knee])
+
+
+def _reachable(chain: Chain, seed: int, n: int) -> np.ndarray:
+    """Targets at the effector of ``n`` random allowed poses (reachable by construction)."""
+    q = admissible_poses(np.random.default_rng(seed), chain, n)
+    return forward_kinematics(chain, q)[0][:, -1]
+
+
+def _assert_within_limits(chain: Chain, rotations: np.ndarray) -> None:
+    for i, lim in enumerate(chain.limits):
+        assert float(np.max(lim.violation(rotations[..., i, :]))) <= 1e-9
+
+
+KNEE = JointLimits(
+    lock=(False, True, True), ranges=((math.radians(5), math.radians(140)), None, None)
+)
+
+
+@pytest.mark.parametrize(
+    "knee",
+    [
+        KNEE,  # Blender's knee: Lock IK Y and Z, X limited to 5°–140° (issue 11: 0 of 200)
+        JointLimits(lock=(False, True, True), ranges=((-2.4, -0.1), None, None)),  # other sign
+        JointLimits(lock=(False, True, True), ranges=((0.1, 2.5), None, None)),  # excludes rest
+        JointLimits(ranges=((0.1, 2.5), None, None)),  # a ball knee excluding the rest
+        JointLimits(ranges=((-0.3, 2.0), None, (-0.4, 0.2))),  # Blender's ellipse
+    ],
+    ids=["knee", "negative", "rest-excluding-hinge", "rest-excluding-ball", "ellipse"],
+)
+def test_a_leg_reaches_every_target_its_knee_allows(knee: JointLimits) -> None:
+    """Every target to the default tolerance (1e-6 × reach), the ellipse's to issue 11's
+    1e-4 × reach (the refinement's steps slide along its curved edge slowly)."""
+    leg = _knee_leg(knee)
+    targets = _reachable(leg, 11, 200)
+    res = solve(leg, targets)
+    tolerance = (1e-4 if knee.ranges[2] is not None else 1e-6) * leg.reach
+    assert np.all(res.error <= tolerance), np.count_nonzero(res.error > tolerance)
+    _assert_within_limits(leg, res.rotations)
+    np.testing.assert_allclose(forward_kinematics(leg, res.rotations)[0], res.positions, atol=1e-9)
+
+
+def test_a_hinge_bends_to_the_side_its_range_allows() -> None:
+    """X in [0.1, 2.5]: the knee bends by +X only, to the angle the distance needs (law of
+    cosines: |t| = 2 cos(φ/2) for two unit links), and the hip swings the plane round."""
+    leg = _knee_leg(JointLimits(lock=(False, True, True), ranges=((0.1, 2.5), None, None)))
+    for phi in (0.3, 0.78, 2.36):
+        distance = 2.0 * math.cos(phi / 2.0)
+        for direction in ([0.0, 0.6, -0.8], [0.8, 0.0, 0.6], [0.0, 0.0, 1.0]):
+            target = distance * np.array(direction)
+            res = solve(leg, target)
+            assert res.error <= 1e-6 * leg.reach
+            knee_angle = 2.0 * math.atan2(res.rotations[1, 1], res.rotations[1, 0])
+            assert knee_angle == pytest.approx(phi, abs=1e-5)
+            _assert_within_limits(leg, res.rotations[None])
+
+
+def test_a_limited_hip_orients_the_bend_plane_within_its_limits() -> None:
+    """The hip may only swing about X within ±0.2 (and twist ±0.3): of the spins about the
+    target direction that put the effector on the target, an allowed one is taken. The
+    targets' hips mostly sit on their limits (few random rotations fall inside them), where
+    the allowed spins can shrink to a point: 39 of these 40 are reached to issue 11's
+    1e-4 × reach (98 of 100 with seed 5)."""
+    hip = JointLimits(ranges=((-0.2, 0.2), (-0.3, 0.3), (-1.2, 1.2)))
+    leg = _knee_leg(KNEE, hip)
+    targets = _reachable(leg, 5, 40)
+    res = solve(leg, targets)
+    assert np.count_nonzero(res.error <= 1e-4 * leg.reach) >= 39
+    _assert_within_limits(leg, res.rotations)
+
+
+def test_unreachable_within_limits_returns_the_closest_allowed_pose_found() -> None:
+    """A straight-only leg (both joints locked but for X in [0.1, 0.2]): a target beside it
+    cannot be reached; the result stays within the limits, no farther than the pass's."""
+    stiff = JointLimits(lock=(False, True, True), ranges=((0.1, 0.2), None, None))
+    leg = _knee_leg(stiff, stiff)
+    res = solve(leg, [1.5, 0.0, 0.0])
+    assert not res.converged
+    assert "unreachable within limits" in res.message
+    _assert_within_limits(leg, res.rotations[None])
+    # closest: the effector sweeps a short arc in the YZ plane; its distance to the target is
+    # at least the target's distance from that plane, 1.5 — found to within a millimetre
+    grid = np.linspace(0.1, 0.2, 201)
+    hips, knees = np.meshgrid(grid, grid)
+    q = np.stack(
+        (
+            rot.from_axis_angle([1.0, 0.0, 0.0], hips.ravel()),
+            rot.from_axis_angle([1.0, 0.0, 0.0], knees.ravel()),
+        ),
+        axis=1,
+    )
+    best = np.min(np.linalg.norm(forward_kinematics(leg, q)[0][:, -1] - [1.5, 0.0, 0.0], axis=-1))
+    assert res.error <= best + 1e-3

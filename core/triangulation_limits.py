@@ -1,0 +1,351 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Triangulation on chains with joint limits beyond the paper's cones: reach within limits.
+
+The triangulation pass (:mod:`core.triangulation`) places each joint by the law of cosines
+and then replaces a limited joint's rotation by :meth:`JointLimits.project`; a hinge (two
+IK locks, e.g. a knee) then usually lands off the triangle's plane or on the wrong side, and
+the target is missed although an admissible pose reaches it. This module takes the pass's
+admissible pose and, where it misses, searches the admissible poses for one that reaches.
+
+Candidates, all admissible (every joint's rotation is its own projection):
+
+1. the pass's pose;
+2. the *bend-side* pose: every hinge (two locks or an explicit axis) bent to the middle of
+   its allowed range — so a hinge whose range has one sign bends to that side — and every
+   other limited joint at the middle of its allowed swings (:class:`core.limits.SwingRegion`),
+   free joints as the pass left them;
+3. the start pose, projected;
+4. when the last joint is a hinge, candidates 1 and 2 with their last two joints placed in
+   closed form (:func:`_hinge_last`: the hinge's angle from the distance, the joint before
+   it spun about the target direction to an allowed rotation);
+5. for targets still missed, up to four rounds of: the best pose so far and two random
+   admissible poses (a fixed seed, so the result depends on the inputs only).
+
+Each candidate is refined by damped least squares in the joints' own axes, projected onto
+the limits after every step (so it never leaves them): per joint, the columns of
+``∂p_e/∂δ`` for a turn ``δ`` about each free local axis ``k`` are
+``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)`` (a hinge has its one axis), the step is
+``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (Levenberg–Marquardt: ``λ`` shrinks after a step that lowers the
+error and grows after one that does not, which is then undone), and joint ``i`` becomes
+``retract(q_i · exp(Δ_i))`` in the first round (cheap: a swing outside its limits moves
+toward their centre) and ``project(q_i · exp(Δ_i))`` after it (the nearest allowed
+rotation, which lets the search slide along a limit; :mod:`core.limits`). The chosen pose
+for a target is the candidate of lowest cost (``Σ`` joint angles from the start pose, the
+paper's eq. 3) among those that reach, else the one closest to the target: the closest
+admissible pose found, which :func:`core.solve` reports as "unreachable within limits".
+
+This is not the paper's single pass (the paper has cones only); it runs only where the
+pass misses on a chain with such limits, and costs a few milliseconds per missed target.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rotations as rot
+from .chain import Chain
+from .kinematics import forward_kinematics
+from .limits import JointLimits
+from .problem import Problem
+from .rotations import FloatArray
+
+#: Refinement steps per candidate, and the largest turn of one step (radians).
+_STEPS = 100
+_MAX_STEP = 0.5
+#: A problem stops when its error fell by less than this fraction over the last steps.
+_STALL_WINDOW = 10
+_STALL_GAIN = 0.001
+#: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
+#: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
+_LAMBDA0 = 0.05
+_LAMBDA_RANGE = (1e-6, 1e3)
+
+
+def _middle(lim: JointLimits) -> FloatArray:
+    """The middle of what a limited joint allows ``(4,)``: a hinge at the middle of its range,
+    a ball joint's swing at the middle of its swings with the twist at the middle of its
+    range."""
+    if lim.kind == "fixed":
+        return rot.identity()
+    if lim.kind == "hinge":
+        axis, limits = lim.hinge
+        angle = 0.0 if limits is None else 0.5 * (limits[0] + limits[1])
+        return lim.project(rot.from_axis_angle(axis, angle))
+    region = lim.swing_region
+    if region.centre is not None:
+        x, z = region.centre
+    else:
+        (x0, z0), (x1, z1) = region.segment()
+        x, z = 0.5 * (x0 + x1), 0.5 * (z0 + z1)
+    swing = np.array([np.sqrt(max(0.0, 1.0 - x * x - z * z)), x, 0.0, z])
+    r = lim.ranges[1]
+    twist = 0.0 if lim.lock[1] or r is None else 0.5 * (r[0] + r[1])
+    return lim.project(rot.multiply(swing, rot.from_axis_angle([0.0, 1.0, 0.0], twist)))
+
+
+#: Spins about the target direction tried for the joint before a hinge (:func:`_hinge_last`).
+_SPINS = 1024
+
+
+def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray | None:
+    """Poses ``q (M, n, 4)`` with the last two joints placed in closed form when the last is
+    a hinge, or ``None`` when it is not (``q`` is not changed; joints before stay).
+
+    Joint ``j = n − 2`` at ``p``, the hinge ``h`` after it: in ``j``'s frame the effector
+    sits at ``v(φ) = o_j + r·R(h, φ)·o_h`` (``r`` the hinge's rest rotation), and
+    ``|v(φ)|² = |o_j|² + |o_h|² + 2(A + B cos φ + C sin φ)`` with ``g = r⁻¹ o_j``,
+    ``A = (g·h)(h·o_h)``, ``B = g·o_h − A``, ``C = g·(h × o_h)``: the hinge angle comes from
+    the distance to the target (two solutions; the hinge's range keeps those it allows —
+    its allowed sign picks the bend side). Joint ``j`` must then turn ``v̂`` onto the target
+    direction ``ĉ``: ``q_j = R(ĉ, ψ)·between(v̂, ĉ)``, one free spin ``ψ`` — the bend plane;
+    of 1024 spins the allowed one (:meth:`JointLimits.allows`) nearest the joint's current
+    rotation is kept. Where none is allowed the joints keep ``q``'s rotations.
+    """
+    n = chain.n_joints
+    last = chain.limits[-1]
+    if n < 2 or last.kind != "hinge":
+        return None
+    j = n - 2
+    h, limits = last.hinge
+    lo, hi = limits if limits is not None else (-np.pi, np.pi)
+    o_j, o_h = chain.offsets[j], chain.offsets[-1]
+    rest_h = chain.rest_rotations[-1]
+    g = rot.rotate(rot.conjugate(rest_h), o_j)
+    a_ = float(g @ h) * float(h @ o_h)
+    b_ = float(g @ o_h) - a_
+    c_ = float(g @ np.cross(h, o_h))
+    pos, world = forward_kinematics(chain, q)
+    parent = (
+        chain.rest_rotations[j]
+        if j == 0
+        else rot.multiply(world[:, j - 1], chain.rest_rotations[j])
+    )
+    parent = np.broadcast_to(parent, (len(q), 4))
+    cv = targets - pos[:, j]
+    dist = np.linalg.norm(cv, axis=-1)
+    need = 0.5 * (dist**2 - o_j @ o_j - o_h @ o_h) - a_
+    amp = np.hypot(b_, c_)
+    if amp < 1e-12:
+        return None
+    ratio = need / amp
+    solvable = np.abs(ratio) <= 1.0
+    base = np.arctan2(c_, b_)
+    spread = np.arccos(np.clip(ratio, -1.0, 1.0))
+    out = q.copy()
+    best_cost = np.full(len(q), np.inf)
+    spins = np.linspace(-np.pi, np.pi, _SPINS, endpoint=False)
+    c_local = rot.rotate(rot.conjugate(parent), cv / np.maximum(dist, 1e-300)[:, None])
+    for sign in (1.0, -1.0):
+        phi = np.remainder(base + sign * spread + np.pi, 2.0 * np.pi) - np.pi
+        ok = solvable & (phi >= lo - 1e-12) & (phi <= hi + 1e-12)
+        if not np.any(ok):
+            continue
+        qh = last.project(rot.from_axis_angle(h, np.clip(phi, lo, hi)))
+        v = o_j + rot.rotate(rot.multiply(rest_h, qh), o_h)
+        v_hat = v / np.linalg.norm(v, axis=-1, keepdims=True)
+        aim = rot.between(v_hat, c_local)  # (M, 4)
+        turns = rot.from_axis_angle(c_local[:, None, :], spins[None, :])  # (M, S, 4)
+        cand = rot.multiply(turns, aim[:, None, :])
+        allowed = chain.limits[j].allows(cand, 1e-12)
+        cost = rot.angle(rot.multiply(rot.conjugate(q[:, j])[:, None, :], cand))
+        cost = np.where(allowed, cost, np.inf)
+        pick = np.argmin(cost, axis=1)
+        rows = np.arange(len(q))
+        chosen = cost[rows, pick] + np.abs(phi)
+        take = ok & np.isfinite(chosen) & (chosen < best_cost)
+        out[take, j] = chain.limits[j].project(cand[rows, pick][take])
+        out[take, -1] = qh[take]
+        best_cost = np.where(take, chosen, best_cost)
+    return out
+
+
+def _project_all(chain: Chain, q: FloatArray) -> FloatArray:
+    """Every joint of poses ``q (M, n, 4)`` projected onto its limits."""
+    out = q.copy()
+    for i, lim in enumerate(chain.limits):
+        if not lim.is_free:
+            out[:, i] = lim.project(q[:, i])
+    return out
+
+
+def _axes(chain: Chain) -> list[tuple[FloatArray, FloatArray]]:
+    """Per joint: local axes ``(k, 3)`` it turns about and their weights ``(k,)``."""
+    out = []
+    for lim in chain.limits:
+        if lim.kind == "fixed":
+            out.append((np.zeros((0, 3)), np.zeros(0)))
+        elif lim.kind == "hinge":
+            axis, _ = lim.hinge
+            k = int(np.argmax(np.abs(axis))) if lim.hinge_axis is None else 0
+            weight = lim.weights[k] if lim.hinge_axis is None else 1.0 - max(lim.stiffness)
+            out.append((axis[None, :], np.array([max(weight, 1e-3)])))
+        else:
+            free = ~np.asarray(lim.lock)
+            out.append((np.eye(3)[free], np.maximum(lim.weights[free], 1e-3)))
+    return out
+
+
+def _refine(
+    chain: Chain, q: FloatArray, targets: FloatArray, tolerance: float, nearest: bool
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Projected damped least squares from admissible poses ``q (M, n, 4)`` toward
+    ``targets (M, 3)``; returns the poses, their joint positions and errors ``(M,)``.
+    ``nearest``: keep each step within the limits by :meth:`JointLimits.project` (the
+    nearest allowed rotation, which lets the search slide along a limit) instead of the
+    cheaper :meth:`JointLimits.retract`."""
+    axes = _axes(chain)
+    if not any(len(w) for _, w in axes):  # every joint fixed: nothing to turn
+        pos, _ = forward_kinematics(chain, q)
+        return q, pos, np.linalg.norm(targets - pos[:, -1], axis=-1)
+    reach = chain.reach
+    pos, world = forward_kinematics(chain, q)
+    err = np.linalg.norm(targets - pos[:, -1], axis=-1)
+    lam = np.full(len(q), _LAMBDA0)
+    active = np.flatnonzero(err > tolerance)
+    last = err.copy()
+    step_count = 0
+    for _ in range(_STEPS):
+        if active.size == 0:
+            break
+        qa, pa, wa = q[active], pos[active], world[active]
+        e = targets[active] - pa[:, -1]
+        cols = []
+        for i, (ax, w) in enumerate(axes):
+            if len(w) == 0:
+                continue
+            world_axes = rot.rotate(wa[:, i, None, :], ax[None])  # (A, k, 3)
+            lever = (pa[:, -1] - pa[:, i])[:, None, :]
+            cols.append(np.cross(world_axes, lever) * w[None, :, None])
+        jac = np.concatenate(cols, axis=1)  # (A, m, 3)
+        jj = np.einsum("amx,amy->axy", jac, jac)
+        damp = ((lam[active] * reach) ** 2)[:, None, None] * np.eye(3)
+        y = np.linalg.solve(jj + damp, e[..., None])[..., 0]
+        step = np.einsum("amx,ax->am", jac, y)
+        biggest = np.max(np.abs(step), axis=1, keepdims=True)
+        step = step * np.minimum(1.0, _MAX_STEP / np.maximum(biggest, 1e-300))
+        trial = qa.copy()
+        col = 0
+        for i, (ax, w) in enumerate(axes):
+            k = len(w)
+            if k == 0:
+                continue
+            rotvec = np.einsum("ak,kx->ax", step[:, col : col + k] * w[None, :], ax)
+            col += k
+            turned = rot.normalize(rot.multiply(qa[:, i], rot.from_rotvec(rotvec)))
+            lim = chain.limits[i]
+            if not lim.is_free:
+                turned = lim.project(turned) if nearest else lim.retract(turned)
+            trial[:, i] = turned
+        tpos, tworld = forward_kinematics(chain, trial)
+        terr = np.linalg.norm(targets[active] - tpos[:, -1], axis=-1)
+        better = terr < err[active]
+        idx = active[better]
+        q[idx], pos[idx], world[idx], err[idx] = (
+            trial[better],
+            tpos[better],
+            tworld[better],
+            terr[better],
+        )
+        lam[active] = np.clip(
+            np.where(better, lam[active] * 0.3, lam[active] * 4.0), *_LAMBDA_RANGE
+        )
+        stalled = (step_count := step_count + 1) % _STALL_WINDOW == 0
+        if stalled:
+            progress = err[active] < (1.0 - _STALL_GAIN) * last[active]
+            last[active] = err[active]
+        else:
+            progress = np.ones(active.size, dtype=bool)
+        keep = (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
+        active = active[keep]
+    return q, pos, err
+
+
+def reach_within_limits(
+    problem: Problem, rotations: FloatArray, positions: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The pass's poses ``rotations (N, n, 4)``, ``positions (N, n + 1, 3)`` with every
+    missed target re-solved within the limits (module docstring); the same arrays when all
+    were reached."""
+    chain = problem.chain
+    targets = problem.targets
+    tol = problem.tolerance
+    err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
+    miss = np.flatnonzero(err > tol)
+    if miss.size == 0:
+        return rotations, positions
+    start = problem.initial[miss]
+    passed = rotations[miss]
+    side = passed.copy()
+    for i, lim in enumerate(chain.limits):
+        if not lim.is_free:
+            side[:, i] = _middle(lim)
+    rotations = rotations.copy()
+    positions = positions.copy()
+    rng = np.random.default_rng(_SEED)
+    candidates = [passed, side, _project_all(chain, start)]
+    for base in (passed, side):
+        placed = _hinge_last(chain, base.copy(), targets[miss])
+        if placed is not None:
+            candidates.append(placed)
+    nearest = False
+    for _ in range(_ROUNDS):
+        _keep_best(problem, miss, candidates, rotations, positions, err, nearest)
+        miss = miss[err[miss] > tol]
+        if miss.size == 0:
+            break
+        # Again from the best so far, sliding along the limits, and from random poses.
+        nearest = True
+        shape = (miss.size, chain.n_joints, 4)
+        candidates = [rotations[miss]] + [
+            _project_all(chain, _random_rotations(rng, shape)) for _ in range(2)
+        ]
+    return rotations, positions
+
+
+#: Rounds of random admissible restarts for targets still missed, and their seed (fixed:
+#: the result depends on the inputs only).
+_ROUNDS = 4
+_SEED = 2007
+
+
+def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
+    q = rng.normal(size=shape)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def _keep_best(
+    problem: Problem,
+    miss: np.ndarray,
+    candidates: list[FloatArray],
+    rotations: FloatArray,
+    positions: FloatArray,
+    err: FloatArray,
+    nearest: bool,
+) -> None:
+    """Refine ``candidates`` (each ``(M, n, 4)`` for targets ``miss``) and store, per target,
+    the one of lowest cost among those that reach, else the closest, where it beats what
+    ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place)."""
+    chain = problem.chain
+    tol = problem.tolerance
+    targets = problem.targets[miss]
+    start = problem.initial[miss]
+    k, m = len(candidates), miss.size
+    q, pos, cerr = _refine(
+        chain, np.concatenate(candidates), np.tile(targets, (k, 1)), tol, nearest
+    )
+    q = q.reshape(k, m, chain.n_joints, 4)
+    pos = pos.reshape(k, m, chain.n_joints + 1, 3)
+    cerr = cerr.reshape(k, m)
+    cost = np.sum(rot.angle(rot.multiply(rot.conjugate(start[None]), q)), axis=-1)
+    reached = cerr <= tol
+    score = np.where(reached, cost, np.inf)
+    best = np.where(reached.any(axis=0), np.argmin(score, axis=0), np.argmin(cerr, axis=0))
+    pick = np.arange(m)
+    better = cerr[best, pick] < err[miss]
+    idx = miss[better]
+    rotations[idx] = rot.positive_w(q[best, pick][better])
+    positions[idx] = pos[best, pick][better]
+    err[idx] = cerr[best, pick][better]
+
+
+__all__ = ["reach_within_limits"]
