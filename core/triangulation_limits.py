@@ -30,9 +30,11 @@ error and grows after one that does not, which is then undone), and joint ``i`` 
 ``retract(q_i · exp(Δ_i))`` in the first round (cheap: a swing outside its limits moves
 toward their centre) and ``project(q_i · exp(Δ_i))`` after it (the nearest allowed
 rotation, which lets the search slide along a limit; :mod:`core.limits`). The chosen pose
-for a target is the candidate of lowest cost (``Σ`` joint angles from the start pose, the
-paper's eq. 3) among those that reach, else the one closest to the target: the closest
-admissible pose found, which :func:`core.solve` reports as "unreachable within limits".
+for a target is the pass's own pose refined when that reaches (it keeps the bend plane the
+pass gave it: the pole's, or the rest pose's side), else the candidate of lowest cost
+(``Σ`` joint angles from the start pose, the paper's eq. 3) among those that reach, else the
+one closest to the target: the closest admissible pose found, which :func:`core.solve`
+reports as "unreachable within limits".
 
 This is not the paper's single pass (the paper has cones only); it runs only where the
 pass misses on a chain with such limits, and costs a few milliseconds per missed target.
@@ -289,7 +291,7 @@ def reach_within_limits(
             candidates.append(placed)
     nearest = False
     for _ in range(_ROUNDS):
-        _keep_best(problem, miss, candidates, rotations, positions, err, nearest)
+        _keep_best(problem, miss, candidates, rotations, positions, err, nearest, not nearest)
         miss = miss[err[miss] > tol]
         if miss.size == 0:
             break
@@ -321,6 +323,7 @@ def _keep_best(
     positions: FloatArray,
     err: FloatArray,
     nearest: bool,
+    first_is_pass: bool = False,
 ) -> None:
     """Refine ``candidates`` (each ``(M, n, 4)`` for targets ``miss``) and store, per target,
     the one of lowest cost among those that reach, else the closest, where it beats what
@@ -339,6 +342,8 @@ def _keep_best(
     cost = np.sum(rot.angle(rot.multiply(rot.conjugate(start[None]), q)), axis=-1)
     reached = cerr <= tol
     score = np.where(reached, cost, np.inf)
+    if first_is_pass:  # the pass's own pose, refined, keeps its (pole's) bend plane
+        score[0] = np.where(reached[0], -np.inf, score[0])
     best = np.where(reached.any(axis=0), np.argmin(score, axis=0), np.argmin(cerr, axis=0))
     pick = np.arange(m)
     better = cerr[best, pick] < err[miss]
