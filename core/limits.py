@@ -25,7 +25,8 @@ A joint may then be:
   ``a = −sin(min_x/2)`` for ``x < 0`` (``b`` likewise from Z); a quadrant where a
   semi-axis is not positive keeps only the ranges (Blender's ``EllipseClamp``). Ranges
   that exclude zero (which Blender's UI cannot make) keep their ends: the ellipse is then
-  cut by them. See :class:`SwingRegion`,
+  cut by them, and limits whose ranges and ellipse have no swing in common are refused
+  (:class:`ChainError`). See :class:`core.swing_region.SwingRegion`,
 * limited in bend (``cone``: the largest swing angle relative to the parent, the limit of
   the triangulation paper's constrained chain),
 * a **hinge** with one DOF about any unit axis of the joint frame (``hinge_axis``, with an
@@ -33,7 +34,8 @@ A joint may then be:
 
 :meth:`JointLimits.project` gives the nearest allowed rotation: a hinge's angle clamped to
 the end nearer on the circle; for a ball joint the twist clamped likewise and, for a swing
-outside the region, the allowed swing whose bone axis is nearest in angle (Blender instead
+outside the region, the allowed swing whose bone axis is nearest in angle (exact:
+:meth:`core.swing_region.SwingRegion.nearest`; Blender instead
 scales the swing's components toward zero until they meet the ellipse, which moves the bone
 further than needed when the ellipse is elongated).
 
@@ -45,9 +47,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -55,6 +57,7 @@ from numpy.typing import ArrayLike
 from . import rotations as rot
 from .errors import ChainError
 from .rotations import FloatArray
+from .swing_region import SwingRegion
 
 JointKind = Literal["ball", "hinge", "fixed"]
 
@@ -203,7 +206,7 @@ class JointLimits:
     @cached_property
     def swing_region(self) -> SwingRegion:
         """The allowed swings of a ball joint (see :class:`SwingRegion`)."""
-        return SwingRegion.of(self)
+        return SwingRegion.of(self.lock, self.ranges, self.cone)
 
     @property
     def weights(self) -> FloatArray:
@@ -328,7 +331,7 @@ class JointLimits:
             s = math.sin(0.5 * phi)
             return (math.cos(0.5 * phi), s * (ax / norm), s * (ay / norm), s * (az / norm))
         if any(self.lock[k] or self.ranges[k] is not None for k in (0, 2)):
-            # X/Z limits: the nearest swing within Blender's ellipse is a search (project).
+            # X/Z limits: the nearest swing within Blender's ellipse (project).
             return tuple(float(c) for c in self.project(np.array((w, x, y, z))))
         # swing–twist about +Y: twist = normalize(w, 0, y, 0), swing = q · twist*
         tn = math.sqrt(w * w + y * y)
@@ -418,309 +421,6 @@ class JointLimits:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""
         q = np.asarray(q, dtype=float)
         return rot.angle(rot.multiply(rot.conjugate(self.project(q)), q))
-
-
-# ---------------------------------------------------------------------- the swing region
-#: Slack of the membership test (quaternion components): points this far outside the
-#: region count as inside, so a projected rotation projects to itself.
-_INSIDE_EPS = 1e-12
-#: Samples of the region's boundary searched before the golden-section refinement.
-_BOUNDARY_SAMPLES = 256
-_GOLDEN_STEPS = 30
-_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
-#: A region narrower than this (quaternion components) on an axis is searched as a segment.
-_THIN = 1e-9
-#: Semi-axes at or below this count as zero (Blender's ``FuzzyZero``, there 1e-20).
-_SEMI_MIN = 1e-9
-#: Largest bend of a limited ball joint: a half turn's swing axis (and so its X and Z
-#: components and its twist) is undefined, so the region stops 1e-6 rad short of it.
-_MAX_BEND = math.pi - 1e-6
-
-
-def _half_sin(angle: float) -> float:
-    return math.sin(0.5 * angle)
-
-
-@dataclass(frozen=True)
-class SwingRegion:
-    """The allowed swings of a ball joint, in the plane of their quaternion components.
-
-    A swing ``(w, x, 0, z)`` with ``w = √(1 − x² − z²) ≥ 0`` (it turns the bone by
-    ``2·asin(√(x² + z²))``) is allowed when all of these hold:
-
-    * **box**: ``x ∈ [xlo, xhi]`` and ``z ∈ [zlo, zhi]``, where a limited axis gives
-      ``[sin(min/2), sin(max/2)]``, a locked one ``[0, 0]``, a free one ``[−1, 1]``;
-    * **Blender's ellipse**, when both X and Z are limited (neither locked): with the
-      per-quadrant semi-axes ``a = sin(max_x/2)`` for ``x ≥ 0``, ``a = −sin(min_x/2)`` for
-      ``x < 0`` (likewise ``b`` from Z), ``x²/a² + z²/b² ≤ 1``; a quadrant where ``a`` or
-      ``b`` is not above 1e-9 has only the box (as Blender's ``EllipseClamp`` in
-      ``intern/iksolver/intern/IK_Math.h``);
-    * **cone**: ``x² + z² ≤ sin²(cone/2)``; with X or Z limited or locked, a bend at most
-      ``π − 1e-6`` in any case (a half turn's swing axis, hence its X and Z, is undefined).
-
-    The region is convex. ``lo, hi`` are the box after the cone (``(2,)`` each, x then z);
-    ``semi`` holds ``(a₊, a₋, b₊, b₋)`` or ``None`` without an ellipse; ``radius`` is the
-    cone's (1 without); ``centre`` is a point inside, or ``None`` when the region is a
-    segment or a point (narrower than 1e-9 on an axis).
-    """
-
-    lo: tuple[float, float]
-    hi: tuple[float, float]
-    semi: tuple[float, float, float, float] | None
-    radius: float
-    centre: tuple[float, float] | None
-
-    @staticmethod
-    def of(limits: JointLimits) -> SwingRegion:
-        lo, hi = [-1.0, -1.0], [1.0, 1.0]
-        for j, k in enumerate((0, 2)):
-            r = limits.ranges[k]
-            if limits.lock[k]:
-                lo[j] = hi[j] = 0.0
-            elif r is not None:
-                lo[j], hi[j] = _half_sin(r[0]), _half_sin(r[1])
-        semi: tuple[float, float, float, float] | None = None
-        if not any(limits.lock[k] or limits.ranges[k] is None for k in (0, 2)):
-            ap, an, bp, bn = (v if v > _SEMI_MIN else 0.0 for v in (hi[0], -lo[0], hi[1], -lo[1]))
-            semi = (ap, an, bp, bn)
-        cone = limits.cone if limits.cone is not None else math.pi
-        if any(limits.lock[k] or limits.ranges[k] is not None for k in (0, 2)):
-            cone = min(cone, _MAX_BEND)
-        radius = _half_sin(cone)
-        for j in range(2):
-            lo[j], hi[j] = max(lo[j], -radius), min(hi[j], radius)
-        region = SwingRegion((lo[0], lo[1]), (hi[0], hi[1]), semi, radius, None)
-        if hi[0] - lo[0] >= _THIN and hi[1] - lo[1] >= _THIN:
-            gx, gz = np.meshgrid(np.linspace(lo[0], hi[0], 65), np.linspace(lo[1], hi[1], 65))
-            inside = region.contains(gx, gz, -1e-9)
-            if np.any(inside):
-                centre = (float(gx[inside].mean()), float(gz[inside].mean()))
-                return SwingRegion(region.lo, region.hi, semi, radius, centre)
-        if lo[0] <= hi[0] and lo[1] <= hi[1]:
-            # A segment or a point: searched along the segment.
-            (x0, z0), (x1, z1) = region.segment()
-            if region.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9):
-                return region
-        if semi is not None:
-            # Ranges that exclude zero and lie outside each other's ellipse (which Blender's
-            # UI cannot make): the ranges and the cone alone.
-            return SwingRegion._without_ellipse(limits)
-        raise ChainError(
-            f"X/Z limits {limits.ranges[0]}, {limits.ranges[2]} with cone {limits.cone} allow "
-            "no swing: Blender's ellipse of the X and Z ranges, the ranges and the cone must "
-            "have a rotation in common (ranges that contain 0 always do)"
-        )
-
-    @staticmethod
-    def _without_ellipse(limits: JointLimits) -> SwingRegion:
-        # A Z range widened to the full circle and intersected again keeps the box and
-        # drops the ellipse (which needs both ranges); the box is restored after.
-        wide = replace(limits, ranges=(limits.ranges[0], limits.ranges[1], None))
-        region = SwingRegion.of(wide)
-        z = limits.ranges[2]
-        assert z is not None
-        lo = (region.lo[0], max(region.lo[1], _half_sin(z[0])))
-        hi = (region.hi[0], min(region.hi[1], _half_sin(z[1])))
-        box = SwingRegion(lo, hi, None, region.radius, None)
-        if hi[0] - lo[0] >= _THIN and hi[1] - lo[1] >= _THIN:
-            gx, gz = np.meshgrid(np.linspace(lo[0], hi[0], 65), np.linspace(lo[1], hi[1], 65))
-            inside = box.contains(gx, gz, -1e-9)
-            if np.any(inside):
-                centre = (float(gx[inside].mean()), float(gz[inside].mean()))
-                return SwingRegion(lo, hi, None, region.radius, centre)
-        (x0, z0), (x1, z1) = box.segment()
-        if (
-            lo[0] <= hi[0]
-            and lo[1] <= hi[1]
-            and box.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9)
-        ):
-            return box
-        raise ChainError(
-            f"X/Z limits {limits.ranges[0]}, {limits.ranges[2]} with cone {limits.cone} allow "
-            "no swing: the ranges and the cone must have a rotation in common"
-        )
-
-    def contains(self, x: FloatArray, z: FloatArray, eps: float = _INSIDE_EPS) -> Any:
-        """Whether swings with components ``x, z (...)`` are allowed (to ``eps``)."""
-        ok = (x >= self.lo[0] - eps) & (x <= self.hi[0] + eps)
-        ok &= (z >= self.lo[1] - eps) & (z <= self.hi[1] + eps)
-        ok &= x * x + z * z <= self.radius * self.radius + eps
-        if self.semi is not None:
-            ap, an, bp, bn = self.semi
-            a = np.where(x >= 0.0, ap, an)
-            b = np.where(z >= 0.0, bp, bn)
-            real = (a > 0.0) & (b > 0.0)
-            sa, sb = np.where(real, a, 1.0), np.where(real, b, 1.0)
-            ok &= ~real | ((x / sa) ** 2 + (z / sb) ** 2 <= 1.0 + eps)
-        return ok
-
-    def segment(self) -> tuple[tuple[float, float], tuple[float, float]]:
-        """The ends of a degenerate region (a segment along the axis with room)."""
-        if self.hi[0] - self.lo[0] <= self.hi[1] - self.lo[1]:
-            x0 = 0.5 * (self.lo[0] + self.hi[0])
-            top = self._extent(x0, 1)
-            return (x0, max(self.lo[1], -top[1])), (x0, min(self.hi[1], top[0]))
-        z0 = 0.5 * (self.lo[1] + self.hi[1])
-        side = self._extent(z0, 0)
-        return (max(self.lo[0], -side[1]), z0), (min(self.hi[0], side[0]), z0)
-
-    def _extent(self, fixed: float, free: int) -> tuple[float, float]:
-        """How far the free component may go up and down with the other held at ``fixed``."""
-        room = math.sqrt(max(0.0, self.radius**2 - fixed * fixed))
-        up = down = room
-        if self.semi is not None:
-            ap, an, bp, bn = self.semi
-            own = (ap, an) if free == 0 else (bp, bn)
-            other = (bp if fixed >= 0.0 else bn) if free == 0 else (ap if fixed >= 0.0 else an)
-            if other > 0.0:
-                scale = math.sqrt(max(0.0, 1.0 - (fixed / other) ** 2))
-                if own[0] > 0.0:
-                    up = min(up, own[0] * scale)
-                if own[1] > 0.0:
-                    down = min(down, own[1] * scale)
-        return up, down
-
-    def boundary(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Boundary points at parameters ``t (...)`` in ``[0, 1]`` (periodic for a region
-        with an inside: the ray from ``centre`` at angle ``2πt``; a segment: its points)."""
-        if self.centre is None:
-            (x0, z0), (x1, z1) = self.segment()
-            return x0 + t * (x1 - x0), z0 + t * (z1 - z0)
-        # Rays evenly spread in the box scaled to a square, so thin regions are sampled
-        # along their length too.
-        ux = 0.5 * (self.hi[0] - self.lo[0]) * np.cos(2.0 * math.pi * t)
-        uz = 0.5 * (self.hi[1] - self.lo[1]) * np.sin(2.0 * math.pi * t)
-        return self._exit(ux, uz)
-
-    def _exit(self, ux: FloatArray, uz: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Where rays from ``centre`` along ``(ux, uz) (...)`` (non-zero) leave the region."""
-        assert self.centre is not None
-        cx, cz = self.centre
-        big = np.full(np.shape(ux), np.inf)
-        rho = big
-        for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
-            wall = np.where(u > 0.0, hi - c, lo - c)
-            rho = np.minimum(rho, np.divide(wall, u, out=big.copy(), where=u != 0.0))
-        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
-        room = np.sqrt(np.maximum(0.0, cu * cu - uu * (cx * cx + cz * cz - self.radius**2)))
-        rho = np.minimum(rho, (room - cu) / uu)
-        if self.semi is not None:
-            ap, an, bp, bn = self.semi
-            exit_ = np.zeros(np.shape(ux))
-            for sx, a in ((1.0, ap), (-1.0, an)):
-                for sz, b in ((1.0, bp), (-1.0, bn)):
-                    if not (a > 0.0 and b > 0.0):
-                        continue
-                    qa = (ux / a) ** 2 + (uz / b) ** 2
-                    qb = 2.0 * (cx * ux / (a * a) + cz * uz / (b * b))
-                    qc = (cx / a) ** 2 + (cz / b) ** 2 - 1.0
-                    root = (-qb + np.sqrt(np.maximum(0.0, qb * qb - 4.0 * qa * qc))) / (2.0 * qa)
-                    px, pz = cx + root * ux, cz + root * uz
-                    valid = (px * sx >= -1e-12) & (pz * sz >= -1e-12)
-                    exit_ = np.where(valid, np.maximum(exit_, root), exit_)
-            rho = np.where(exit_ > 0.0, np.minimum(rho, exit_), rho)
-        return cx + rho * ux, cz + rho * uz
-
-    def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
-        angle) to unit ``direction (K, 3)``: a search of the boundary (the nearest allowed
-        direction to one outside lies on it), sampled, then refined by golden sections and
-        a last parabolic step."""
-        if (
-            self.semi is None
-            and self.lo == (-self.radius, -self.radius)
-            and self.hi
-            == (
-                self.radius,
-                self.radius,
-            )
-        ):
-            # A cone alone: the nearest allowed axis keeps the swing's direction, (x, z) ∝
-            # (d_z, −d_x) (from d above); a bone turned right round keeps X.
-            ax, az = direction[..., 2], -direction[..., 0]
-            length = np.hypot(ax, az)
-            ok = length > 0.0
-            scale = np.divide(self.radius, length, out=np.zeros_like(length), where=ok)
-            return np.where(ok, ax * scale, self.radius), az * scale
-        periodic = self.centre is not None
-        m = _BOUNDARY_SAMPLES
-        grid = np.arange(m + (0 if periodic else 1)) / m
-
-        def score(t: FloatArray) -> FloatArray:
-            x, z = self.boundary(t)
-            return _swing_axis_dot(x, z, direction[..., None, :] if t.ndim > 1 else direction)
-
-        best = np.argmax(score(np.broadcast_to(grid, (direction.shape[0], grid.size))), axis=1)
-        lo = grid[best] - 1.0 / m
-        hi = grid[best] + 1.0 / m
-        if not periodic:
-            lo, hi = np.maximum(lo, 0.0), np.minimum(hi, 1.0)
-        t1 = hi - _INV_PHI * (hi - lo)
-        t2 = lo + _INV_PHI * (hi - lo)
-        f1, f2 = self._score1(t1, direction, periodic), self._score1(t2, direction, periodic)
-        for _ in range(_GOLDEN_STEPS):
-            left = f1 >= f2
-            hi = np.where(left, t2, hi)
-            lo = np.where(left, lo, t1)
-            t_new = np.where(left, hi - _INV_PHI * (hi - lo), lo + _INV_PHI * (hi - lo))
-            f_new = self._score1(t_new, direction, periodic)
-            t1, t2 = np.where(left, t_new, t2), np.where(left, t1, t_new)
-            f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
-        # A parabola through the bracket's ends and its middle: the score is smooth there.
-        mid = 0.5 * (lo + hi)
-        fl, fm, fh = (self._score1(t, direction, periodic) for t in (lo, mid, hi))
-        curve = fl - 2.0 * fm + fh
-        half = 0.5 * (hi - lo)
-        shift = np.divide(
-            0.5 * half * (fl - fh), curve, out=np.zeros_like(curve), where=curve < 0.0
-        )
-        options = np.stack((mid + np.clip(shift, -half, half), mid, lo, hi))
-        scores = np.stack((self._score1(options[0], direction, periodic), fm, fl, fh))
-        t = np.take_along_axis(options, np.argmax(scores, axis=0)[None], axis=0)[0]
-        return self._inside(*self.boundary(np.remainder(t, 1.0) if periodic else t))
-
-    def _inside(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Boundary points ``x, z`` moved toward the centre where rounding left them outside
-        (at a sharp end of a thin ellipse a rounding error of the ray's length is magnified
-        past the membership test's slack): the farthest point inside without slack, found by
-        bisection, so that rounding in composing the rotation keeps it inside."""
-        out = ~self.contains(x, z, 0.0)
-        if self.centre is None or not np.any(out):
-            return x, z
-        cx, cz = self.centre
-        px, pz = x[out], z[out]
-        lo, hi = np.zeros(px.shape), np.ones(px.shape)
-        for _ in range(60):
-            s = 0.5 * (lo + hi)
-            ok = self.contains(cx + s * (px - cx), cz + s * (pz - cz), 0.0)
-            lo, hi = np.where(ok, s, lo), np.where(ok, hi, s)
-        x, z = x.copy(), z.copy()
-        x[out], z[out] = cx + lo * (px - cx), cz + lo * (pz - cz)
-        return x, z
-
-    def toward_centre(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Swings ``x, z (K,)`` outside the region moved straight toward its centre until
-        they meet it (on a segment: to its nearest point) — Blender's ``EllipseClamp`` moves
-        toward zero likewise. Cheaper than :meth:`nearest`, not the nearest allowed swing."""
-        if self.centre is None:
-            (x0, z0), (x1, z1) = self.segment()
-            dx, dz = x1 - x0, z1 - z0
-            span = dx * dx + dz * dz
-            t = np.clip(((x - x0) * dx + (z - z0) * dz) / span, 0.0, 1.0) if span else 0.0 * x
-            return x0 + t * dx, z0 + t * dz
-        cx, cz = self.centre
-        return self._inside(*self._exit(x - cx, z - cz))
-
-    def _score1(self, t: FloatArray, direction: FloatArray, periodic: bool) -> FloatArray:
-        x, z = self.boundary(np.remainder(t, 1.0) if periodic else t)
-        return _swing_axis_dot(x, z, direction)
-
-
-def _swing_axis_dot(x: FloatArray, z: FloatArray, v: FloatArray) -> FloatArray:
-    """``v · d``, ``d = (−2wz, 1 − 2(x² + z²), 2wx)`` the bone axis of swings ``(w, x, 0, z)``."""
-    r2 = x * x + z * z
-    w = np.sqrt(np.maximum(0.0, 1.0 - r2))
-    return -2.0 * w * z * v[..., 0] + (1.0 - 2.0 * r2) * v[..., 1] + 2.0 * w * x * v[..., 2]
 
 
 FREE = JointLimits()

@@ -1,0 +1,420 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The allowed swings of a limited ball joint and the nearest allowed swing.
+
+A swing ``(w, x, 0, z)`` (``w = √(1 − x² − z²) ≥ 0``) turns the bone axis +Y to
+``d = (−2wz, 1 − 2(x² + z²), 2wx)``, by the bend ``2·asin(√(x² + z²))``. Per-axis X/Z
+limits, Blender's ellipse and a bend cone bound the components ``x, z``
+(:class:`SwingRegion`, the rules are in :mod:`core.limits`).
+
+:meth:`SwingRegion.nearest` gives the allowed swing whose bone axis is nearest in angle to
+a given direction, i.e. the largest ``f = v·d`` over the region. The region is convex and
+bounded by up to four lines (the box), a circle (the cone) and four quarter ellipses; the
+largest ``f`` of a direction outside lies on the boundary, either where ``f`` is stationary
+along one of these curves or at a point where two of them meet (the usual first-order
+conditions). The meeting points depend only on the region and are computed once in closed
+form; the stationary points are the roots of ``f``'s derivative along each curve, bracketed
+by sampling the curve and found to machine precision by the Illinois variant of regula
+falsi. The answer is the best allowed candidate, so it is a smooth function of the
+direction up to rounding (a rotation rounded differently projects to the same swing to
+~1e-15), except where two candidates tie.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import ChainError
+from .rotations import FloatArray
+
+Mask = NDArray[np.bool_]
+
+#: Slack of the membership test (quaternion components): points this far outside the
+#: region count as inside, so a projected rotation projects to itself.
+INSIDE_EPS = 1e-12
+#: A region narrower than this (quaternion components) on an axis is a segment or a point.
+_THIN = 1e-9
+#: Semi-axes at or below this count as zero (Blender's ``FuzzyZero``, there 1e-20).
+_SEMI_MIN = 1e-9
+#: Largest bend of a limited ball joint: a half turn's swing axis (and so its X and Z
+#: components and its twist) is undefined, so the region stops 1e-6 rad short of it.
+MAX_BEND = math.pi - 1e-6
+#: Samples per boundary curve that bracket the stationary points of ``f`` along it.
+_CURVE_SAMPLES = 48
+#: Illinois steps: the bracket of a simple root shrinks superlinearly, below 1e-16 in
+#: about a dozen steps from the sampling's 1/48 of a curve.
+_ROOT_STEPS = 40
+#: A curve sample only wins over the exact candidates when better by more than this (it
+#: is there for directions where ``f`` is constant along a curve and has no root).
+_SAMPLE_HANDICAP = 1e-12
+
+
+def half_sin(angle: float) -> float:
+    """``sin(angle/2)``: a quaternion component of a rotation by ``angle``."""
+    return math.sin(0.5 * angle)
+
+
+@dataclass(frozen=True)
+class SwingRegion:
+    """The allowed swings of a ball joint, in the plane of their quaternion components.
+
+    A swing ``(w, x, 0, z)`` is allowed when all of these hold:
+
+    * **box**: ``x ∈ [xlo, xhi]`` and ``z ∈ [zlo, zhi]``, where a limited axis gives
+      ``[sin(min/2), sin(max/2)]``, a locked one ``[0, 0]``, a free one ``[−1, 1]``;
+    * **Blender's ellipse**, when both X and Z are limited (neither locked): with the
+      per-quadrant semi-axes ``a = sin(max_x/2)`` for ``x ≥ 0``, ``a = −sin(min_x/2)`` for
+      ``x < 0`` (likewise ``b`` from Z), ``x²/a² + z²/b² ≤ 1``; a quadrant where ``a`` or
+      ``b`` is not above 1e-9 has only the box (as Blender's ``EllipseClamp`` in
+      ``intern/iksolver/intern/IK_Math.h``);
+    * **cone**: ``x² + z² ≤ sin²(cone/2)``; with X or Z limited or locked, a bend at most
+      ``π − 1e-6`` in any case (a half turn's swing axis, hence its X and Z, is undefined).
+
+    The region is convex. ``lo, hi`` are the box after the cone (``(2,)`` each, x then z);
+    ``semi`` holds ``(a₊, a₋, b₊, b₋)`` or ``None`` without an ellipse; ``radius`` is the
+    cone's (1 without); ``centre`` is a point inside, or ``None`` when the region is a
+    segment or a point (narrower than 1e-9 on an axis).
+    """
+
+    lo: tuple[float, float]
+    hi: tuple[float, float]
+    semi: tuple[float, float, float, float] | None
+    radius: float
+    centre: tuple[float, float] | None
+
+    @staticmethod
+    def of(
+        lock: tuple[bool, bool, bool],
+        ranges: tuple[tuple[float, float] | None, ...],
+        cone: float | None,
+    ) -> SwingRegion:
+        """The region of a ball joint's ``lock``, ``ranges`` and ``cone`` (as
+        :class:`core.limits.JointLimits`); :class:`ChainError` when it is empty."""
+        lo, hi = [-1.0, -1.0], [1.0, 1.0]
+        for j, k in enumerate((0, 2)):
+            r = ranges[k]
+            if lock[k]:
+                lo[j] = hi[j] = 0.0
+            elif r is not None:
+                lo[j], hi[j] = half_sin(r[0]), half_sin(r[1])
+        semi: tuple[float, float, float, float] | None = None
+        if not any(lock[k] or ranges[k] is None for k in (0, 2)):
+            ap, an, bp, bn = (v if v > _SEMI_MIN else 0.0 for v in (hi[0], -lo[0], hi[1], -lo[1]))
+            semi = (ap, an, bp, bn)
+        bend = cone if cone is not None else math.pi
+        if any(lock[k] or ranges[k] is not None for k in (0, 2)):
+            bend = min(bend, MAX_BEND)
+        radius = half_sin(bend)
+        for j in range(2):
+            lo[j], hi[j] = max(lo[j], -radius), min(hi[j], radius)
+        region = SwingRegion((lo[0], lo[1]), (hi[0], hi[1]), semi, radius, None)
+        if hi[0] - lo[0] >= _THIN and hi[1] - lo[1] >= _THIN:
+            gx, gz = np.meshgrid(np.linspace(lo[0], hi[0], 65), np.linspace(lo[1], hi[1], 65))
+            inside = region.contains(gx, gz, -1e-9)
+            if np.any(inside):
+                centre = (float(gx[inside].mean()), float(gz[inside].mean()))
+                return SwingRegion(region.lo, region.hi, semi, radius, centre)
+        if lo[0] <= hi[0] and lo[1] <= hi[1]:
+            # A segment or a point.
+            (x0, z0), (x1, z1) = region.segment()
+            if region.contains(np.array(0.5 * (x0 + x1)), np.array(0.5 * (z0 + z1)), 1e-9):
+                return region
+        raise ChainError(
+            f"X/Z limits {ranges[0]}, {ranges[2]} with cone {cone} allow no swing: Blender's "
+            "ellipse of the X and Z ranges, the ranges and the cone must have a rotation in "
+            "common (ranges that contain 0, the only ones Blender's UI makes, always do)"
+        )
+
+    # ------------------------------------------------------------------ membership
+    def contains(self, x: FloatArray, z: FloatArray, eps: float = INSIDE_EPS) -> Any:
+        """Whether swings with components ``x, z (...)`` are allowed (to ``eps``)."""
+        ok = (x >= self.lo[0] - eps) & (x <= self.hi[0] + eps)
+        ok &= (z >= self.lo[1] - eps) & (z <= self.hi[1] + eps)
+        ok &= x * x + z * z <= self.radius * self.radius + eps
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            a = np.where(x >= 0.0, ap, an)
+            b = np.where(z >= 0.0, bp, bn)
+            real = (a > 0.0) & (b > 0.0)
+            sa, sb = np.where(real, a, 1.0), np.where(real, b, 1.0)
+            ok &= ~real | ((x / sa) ** 2 + (z / sb) ** 2 <= 1.0 + eps)
+        return ok
+
+    def segment(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The ends of a degenerate region (a segment along the axis with room)."""
+        if self.hi[0] - self.lo[0] <= self.hi[1] - self.lo[1]:
+            x0 = 0.5 * (self.lo[0] + self.hi[0])
+            top = self._extent(x0, 1)
+            return (x0, max(self.lo[1], -top[1])), (x0, min(self.hi[1], top[0]))
+        z0 = 0.5 * (self.lo[1] + self.hi[1])
+        side = self._extent(z0, 0)
+        return (max(self.lo[0], -side[1]), z0), (min(self.hi[0], side[0]), z0)
+
+    def _extent(self, fixed: float, free: int) -> tuple[float, float]:
+        """How far the free component may go up and down with the other held at ``fixed``."""
+        room = math.sqrt(max(0.0, self.radius**2 - fixed * fixed))
+        up = down = room
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            own = (ap, an) if free == 0 else (bp, bn)
+            other = (bp if fixed >= 0.0 else bn) if free == 0 else (ap if fixed >= 0.0 else an)
+            if other > 0.0:
+                scale = math.sqrt(max(0.0, 1.0 - (fixed / other) ** 2))
+                if own[0] > 0.0:
+                    up = min(up, own[0] * scale)
+                if own[1] > 0.0:
+                    down = min(down, own[1] * scale)
+        return up, down
+
+    # ------------------------------------------------------------------ toward the centre
+    def toward_centre(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Swings ``x, z (K,)`` outside the region moved straight toward its centre until
+        they meet it (on a segment: to its nearest point) — Blender's ``EllipseClamp`` moves
+        toward zero likewise. Cheaper than :meth:`nearest`, not the nearest allowed swing."""
+        if self.centre is None:
+            (x0, z0), (x1, z1) = self.segment()
+            dx, dz = x1 - x0, z1 - z0
+            span = dx * dx + dz * dz
+            t = np.clip(((x - x0) * dx + (z - z0) * dz) / span, 0.0, 1.0) if span else 0.0 * x
+            return x0 + t * dx, z0 + t * dz
+        cx, cz = self.centre
+        return self._inside(*self._exit(x - cx, z - cz))
+
+    def _exit(self, ux: FloatArray, uz: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Where rays from ``centre`` along ``(ux, uz) (...)`` (non-zero) leave the region."""
+        assert self.centre is not None
+        cx, cz = self.centre
+        big = np.full(np.shape(ux), np.inf)
+        rho = big
+        for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
+            wall = np.where(u > 0.0, hi - c, lo - c)
+            rho = np.minimum(rho, np.divide(wall, u, out=big.copy(), where=u != 0.0))
+        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
+        room = np.sqrt(np.maximum(0.0, cu * cu - uu * (cx * cx + cz * cz - self.radius**2)))
+        rho = np.minimum(rho, (room - cu) / uu)
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            exit_ = np.zeros(np.shape(ux))
+            for sx, a in ((1.0, ap), (-1.0, an)):
+                for sz, b in ((1.0, bp), (-1.0, bn)):
+                    if not (a > 0.0 and b > 0.0):
+                        continue
+                    qa = (ux / a) ** 2 + (uz / b) ** 2
+                    qb = 2.0 * (cx * ux / (a * a) + cz * uz / (b * b))
+                    qc = (cx / a) ** 2 + (cz / b) ** 2 - 1.0
+                    root = (-qb + np.sqrt(np.maximum(0.0, qb * qb - 4.0 * qa * qc))) / (2.0 * qa)
+                    px, pz = cx + root * ux, cz + root * uz
+                    valid = (px * sx >= -1e-12) & (pz * sz >= -1e-12)
+                    exit_ = np.where(valid, np.maximum(exit_, root), exit_)
+            rho = np.where(exit_ > 0.0, np.minimum(rho, exit_), rho)
+        return cx + rho * ux, cz + rho * uz
+
+    def _inside(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Boundary points ``x, z`` moved toward the centre where rounding left them outside
+        (at a sharp end of a thin ellipse a rounding error of the ray's length is magnified
+        past the membership test's slack): the farthest point inside without slack, found by
+        bisection."""
+        out = ~self.contains(x, z, 0.0)
+        if self.centre is None or not np.any(out):
+            return x, z
+        cx, cz = self.centre
+        px, pz = x[out], z[out]
+        lo, hi = np.zeros(px.shape), np.ones(px.shape)
+        for _ in range(60):
+            s = 0.5 * (lo + hi)
+            ok = self.contains(cx + s * (px - cx), cz + s * (pz - cz), 0.0)
+            lo, hi = np.where(ok, s, lo), np.where(ok, hi, s)
+        x, z = x.copy(), z.copy()
+        x[out], z[out] = cx + lo * (px - cx), cz + lo * (pz - cz)
+        return x, z
+
+    # ------------------------------------------------------------------ nearest swing
+    @cached_property
+    def _curves(self) -> FloatArray:
+        """The boundary's curves as rows ``(s0, s1, x0, x1, x2, z0, z1, z2)``: the points
+        ``(x0 + x1 cos s + x2 sin s, z0 + z1 cos s + z2 sin s)`` for ``s`` in ``[s0, s1]``.
+        A line ``x = c`` is ``(c, √(1 − c²)·sin s)`` (``s`` turns the bone evenly, also near
+        a half turn), a line ``z = c`` likewise, the cone's circle ``r(cos s, sin s)``, an
+        ellipse's quadrant ``(a cos s, b sin s)``."""
+        r = self.radius
+        half = 0.5 * math.pi
+        rows = []
+        for j in range(2):
+            for c in sorted({self.lo[j], self.hi[j]}):
+                if abs(c) < r:
+                    h = math.sqrt(1.0 - c * c)
+                    line = (c, 0.0, 0.0, 0.0, 0.0, h) if j == 0 else (0.0, 0.0, h, c, 0.0, 0.0)
+                    rows.append((-half, half, *line))
+        rows.append((0.0, 4.0 * half, 0.0, r, 0.0, 0.0, 0.0, r))
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            for a, b, q in ((ap, bp, 0), (an, bp, 1), (an, bn, 2), (ap, bn, 3)):
+                if a > 0.0 and b > 0.0:
+                    rows.append((q * half, (q + 1) * half, 0.0, a, 0.0, 0.0, 0.0, b))
+        return np.array(rows)
+
+    @cached_property
+    def _samples(
+        self,
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, Mask, Mask]:
+        """The curves sampled: parameters ``s``, points, tangents ``(M,)``, the allowed
+        samples, and ``pair`` (``(M,)``, True where the next sample is on the same curve)."""
+        curves = self._curves
+        u = np.linspace(0.0, 1.0, _CURVE_SAMPLES + 1)
+        s = curves[:, :1] + (curves[:, 1:2] - curves[:, :1]) * u  # (C, S+1)
+        px, pz, tx, tz = _curve(np.repeat(curves, u.size, axis=0), s.ravel())
+        pair = np.ones(s.shape, dtype=bool)
+        pair[:, -1] = False
+        return s.ravel(), px, pz, tx, tz, self.contains(px, pz), pair.ravel()
+
+    @cached_property
+    def _corners(self) -> tuple[FloatArray, FloatArray]:
+        """Allowed points ``x, z (M,)`` where two boundary curves meet (closed forms)."""
+        r = self.radius
+        xs = sorted({self.lo[0], self.hi[0]})
+        zs = sorted({self.lo[1], self.hi[1]})
+        points: list[tuple[float, float]] = [(x, z) for x in xs for z in zs]
+        for c in xs:
+            h = math.sqrt(max(0.0, r * r - c * c))
+            points += [(c, h), (c, -h)]
+        for c in zs:
+            h = math.sqrt(max(0.0, r * r - c * c))
+            points += [(h, c), (-h, c)]
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            for sx, a in ((1.0, ap), (-1.0, an)):
+                for sz, b in ((1.0, bp), (-1.0, bn)):
+                    if not (a > 0.0 and b > 0.0):
+                        continue
+                    points += [(sx * a, 0.0), (0.0, sz * b)]
+                    for c in xs:
+                        if c * sx >= 0.0 and abs(c) <= a:
+                            points.append((c, sz * b * math.sqrt(max(0.0, 1.0 - (c / a) ** 2))))
+                    for c in zs:
+                        if c * sz >= 0.0 and abs(c) <= b:
+                            points.append((sx * a * math.sqrt(max(0.0, 1.0 - (c / b) ** 2)), c))
+                    if a != b:
+                        # x² + z² = r², x²/a² + z²/b² = 1
+                        x2 = (1.0 - r * r / (b * b)) / (1.0 / (a * a) - 1.0 / (b * b))
+                        if 0.0 <= x2 <= r * r:
+                            points.append((sx * math.sqrt(x2), sz * math.sqrt(r * r - x2)))
+        x, z = np.array(points).T
+        keep = self.contains(x, z)
+        return x[keep], z[keep]
+
+    def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
+        angle) to unit ``direction (K, 3)`` (module docstring: the best allowed point among
+        the curves' stationary points and their meeting points)."""
+        v = np.asarray(direction, dtype=float)
+        r = self.radius
+        if self.semi is None and self.lo == (-r, -r) and self.hi == (r, r):
+            # A cone alone: the nearest allowed axis keeps the swing's direction, (x, z) ∝
+            # (d_z, −d_x) (from d above); a bone turned right round keeps X.
+            ax, az = v[..., 2], -v[..., 0]
+            length = np.hypot(ax, az)
+            ok = length > 0.0
+            scale = np.divide(r, length, out=np.zeros_like(length), where=ok)
+            return np.where(ok, ax * scale, r), az * scale
+        k = v.shape[0]
+        s, px, pz, tx, tz, allowed, pair = self._samples
+        vv = v[:, None, :]
+        # Candidates: the meeting points, and the samples handicapped (they only matter
+        # where f is constant along a curve, which has no root then).
+        cx, cz = self._corners
+        fx, fz = _axis_gradient(px, pz, vv)
+        slope = fx * tx + fz * tz  # (K, M)
+        f = np.where(allowed, _axis_dot(px, pz, vv) - _SAMPLE_HANDICAP, -np.inf)
+        xs = np.concatenate((cx, px))
+        zs = np.concatenate((cz, pz))
+        fs = np.concatenate((_axis_dot(cx, cz, vv), f), axis=1)
+        pick = np.argmax(fs, axis=1)
+        best_f = fs[np.arange(k), pick]
+        best_x, best_z = xs[pick], zs[pick]
+        # Stationary maxima along a curve: the slope turns from positive to not positive.
+        rows, cols = np.nonzero((slope[:, :-1] > 0.0) & (slope[:, 1:] <= 0.0) & pair[:-1])
+        if rows.size:
+            curve = self._curves[cols // (_CURVE_SAMPLES + 1)]
+            root = _illinois(
+                curve, v[rows], s[cols], s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
+            )
+            rx, rz, _, _ = _curve(curve, root)
+            fr = np.where(self.contains(rx, rz), _axis_dot(rx, rz, v[rows]), -np.inf)
+            order = np.argsort(fr, kind="stable")  # the best root of a row written last
+            rows, fr, rx, rz = rows[order], fr[order], rx[order], rz[order]
+            better = fr > best_f[rows]
+            best_f[rows[better]] = fr[better]
+            best_x[rows[better]] = rx[better]
+            best_z[rows[better]] = rz[better]
+        return best_x, best_z
+
+
+def _curve(
+    curves: FloatArray, s: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Points ``x, z`` and tangents ``tx, tz`` (along increasing ``s``, of positive
+    length but for a line's ends) of the curves ``(M, 8)`` (rows as
+    :attr:`SwingRegion._curves`) at parameters ``s (M,)``."""
+    cos, sin = np.cos(s), np.sin(s)
+    x0, x1, x2, z0, z1, z2 = (curves[:, i] for i in range(2, 8))
+    return (
+        x0 + x1 * cos + x2 * sin,
+        z0 + z1 * cos + z2 * sin,
+        x2 * cos - x1 * sin,
+        z2 * cos - z1 * sin,
+    )
+
+
+def _illinois(
+    curves: FloatArray,
+    v: FloatArray,
+    lo: FloatArray,
+    hi: FloatArray,
+    f_lo: FloatArray,
+    f_hi: FloatArray,
+) -> FloatArray:
+    """Roots ``(M,)`` of the slope of ``f`` along ``curves (M, 8)`` in brackets ``[lo, hi]``
+    where it falls from ``f_lo > 0`` to ``f_hi <= 0`` (regula falsi, Illinois variant)."""
+    side = np.zeros(lo.shape, dtype=int)
+    for _ in range(_ROOT_STEPS):
+        open_ = (hi - lo > 4.0 * np.spacing(np.abs(hi) + 1.0)) & (f_lo > 0.0) & (f_hi < 0.0)
+        if not np.any(open_):
+            break
+        t = (lo * f_hi - hi * f_lo) / np.where(open_, f_hi - f_lo, -1.0)
+        t = np.where((t > lo) & (t < hi), t, 0.5 * (lo + hi))
+        px, pz, tx, tz = _curve(curves, t)
+        gx, gz = _axis_gradient(px, pz, v)
+        ft = gx * tx + gz * tz
+        up = open_ & (ft > 0.0)
+        down = open_ & ~up
+        lo, f_lo = np.where(up, t, lo), np.where(up, ft, f_lo)
+        hi, f_hi = np.where(down, t, hi), np.where(down, ft, f_hi)
+        # Illinois: halve the value kept at the end that stayed twice, so that it moves too.
+        f_hi = np.where(up & (side == 1), 0.5 * f_hi, f_hi)
+        f_lo = np.where(down & (side == -1), 0.5 * f_lo, f_lo)
+        side = np.where(up, 1, np.where(down, -1, side))
+    # The end of the converged bracket where the slope is smaller.
+    return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
+
+
+def _axis_dot(x: FloatArray, z: FloatArray, v: FloatArray) -> FloatArray:
+    """``v · d``, ``d = (−2wz, 1 − 2(x² + z²), 2wx)`` the bone axis of swings ``(w, x, 0, z)``."""
+    r2 = x * x + z * z
+    w = np.sqrt(np.maximum(0.0, 1.0 - r2))
+    return -2.0 * w * z * v[..., 0] + (1.0 - 2.0 * r2) * v[..., 1] + 2.0 * w * x * v[..., 2]
+
+
+def _axis_gradient(x: FloatArray, z: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``w·∇(v · d)`` with respect to ``x, z`` (the gradient scaled by ``w ≥ 0``, finite at
+    a half turn): ``∂d/∂x = (2xz, −4xw, 2(w² − x²))/w``, ``∂d/∂z = (−2(w² − z²), −4zw,
+    −2xz)/w``."""
+    w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
+    v0, v1, v2 = v[..., 0], v[..., 1], v[..., 2]
+    gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
+    gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
+    return gx, gz
