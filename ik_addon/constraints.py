@@ -47,6 +47,7 @@ from typing import Any
 
 import bpy
 
+from . import stored
 from .rig import RigError, chain_bones
 
 #: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
@@ -169,6 +170,7 @@ def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
         return
     pose_bone.constraints.remove(con)
     if _owned(helper, obj):
+        stored.remove_action(helper)
         bpy.data.objects.remove(helper)
 
 
@@ -209,61 +211,66 @@ def remove_orphans() -> None:
         targeted |= _targets(obj)
     for helper in [o for o in bpy.data.objects if is_helper(o) and o not in targeted]:
         if helper.library is None:
+            stored.remove_action(helper)
             bpy.data.objects.remove(helper)
+    stored.remove_orphan_actions()
 
 
-#: Armature object (pointer) → (epoch, bone → [helper, the rotation last written to it])
-#: found by :func:`show`.
-_helpers: dict[int, tuple[int, dict[str, list[Any]]]] = {}
+#: Armature object (pointer) → (epoch, bone → (helper, its rotation F-curves)) found by
+#: :func:`show`.
+_helpers: dict[int, tuple[int, dict[str, tuple[Any, list[Any]]]]] = {}
 
 
 def show(
     obj: Any,
     poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]]]],
+    time: float,
     idle: Iterable[str] = (),
     epoch: int | None = None,
-) -> None:
-    """Show solved poses: write each bone's rotation into its helper (adding the constraint
-    where it is missing); take the constraints off the bones in ``idle`` that no pose drives.
-
-    A rotation equal to the one last written to the helper is not written again, so an
-    unchanged pose causes no depsgraph update.
+) -> bool:
+    """Show solved poses: key each bone's rotation on its helper at ``time``
+    (:func:`.stored.key_rotation`; adding the constraint, helper and action where missing);
+    take the constraints (and helpers) off the bones in ``idle`` that no pose drives.
 
     Args:
         obj: the armature object (original).
-        poses: ``(bone names, rotations)`` per solved chain; rotations ``n`` rows of 4
+        poses: ``(bone names, rotations)`` per chain to key; rotations ``n`` rows of 4
             floats wxyz (sequences or an array), the bones' basis rotations.
+        time: the scene time keyed (frame and subframe: ``scene.frame_current_final``).
         idle: bones of chains that were not solved (disabled at this frame, or failing).
-        epoch: when given, the helpers found and the rotations written are remembered and
-            reused by later calls with the same epoch (live solving passes
-            :func:`.evaluate.generation`, which changes whenever the armature is edited,
-            on undo and on load).
+        epoch: when given, the helpers found are remembered and reused by later calls
+            with the same epoch (live solving passes :func:`.evaluate.generation`, which
+            changes whenever the armature is edited, on undo and on load).
+
+    Returns:
+        Whether a helper was added or removed (keys stored at other times no longer
+        describe what plays there).
     """
     pose_bones = obj.pose.bones
-    known: dict[str, list[Any]] = {}
+    known: dict[str, tuple[Any, list[Any]]] = {}
     if epoch is not None:
         hit = _helpers.get(obj.as_pointer())
         if hit is not None and hit[0] == epoch:
             known = hit[1]
         else:
             _helpers[obj.as_pointer()] = (epoch, known)
+    changed = False
     shown: set[str] = set()
     for names, rotations in poses:
         shown.update(names)
         for name, row in zip(names, rotations, strict=True):
-            q = list(row)
             entry = known.get(name)
-            if entry is None:
-                helper = _helper(obj, pose_bones[name])
-                entry = known[name] = [helper, list(helper.rotation_quaternion)]
-            if entry[1] == q:
-                continue
-            try:
-                entry[0].rotation_quaternion = q
-            except ReferenceError:  # the helper was deleted by hand
-                entry[0] = _helper(obj, pose_bones[name])
-                entry[0].rotation_quaternion = q
-            entry[1] = q
+            if entry is not None:
+                try:
+                    stored.key_rotation(entry[0], entry[1], time, row)
+                    continue
+                except ReferenceError:  # the helper was deleted by hand
+                    pass
+            helper = _helper(obj, pose_bones[name])
+            adt = helper.animation_data
+            changed = changed or adt is None or adt.action is None  # a new helper
+            entry = known[name] = (helper, stored.helper_fcurves(helper))
+            stored.key_rotation(helper, entry[1], time, row)
     for name in idle:
         pb = pose_bones.get(name)
         if name in shown or pb is None:
@@ -272,6 +279,8 @@ def show(
         if con is not None and not _parked(pb, con):
             known.pop(name, None)
             _remove(obj, pb, con)
+            changed = True
+    return changed
 
 
 def _helper(obj: Any, pose_bone: Any) -> Any:

@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
 
@@ -160,6 +160,10 @@ class SolveReport:
     solved: list[Solved]
     problems: dict[str, str]
     idle: tuple[str, ...] = ()
+    #: Per solved chain tip, everything its solve read (:func:`solve_chains`' ``known``).
+    inputs: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: The tips of :attr:`solved` that were solved now (the others were reused from ``known``).
+    fresh: tuple[str, ...] = ()
 
     @cached_property
     def poses(self) -> list[ChainPose]:
@@ -1087,16 +1091,33 @@ def dependency_chains() -> list[dependencies.ChainGoals]:
     return chains
 
 
-def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
+def solve_chains(
+    obj: Any, depsgraph: Any, known: Mapping[str, tuple[tuple[Any, ...], Solved]] | None = None
+) -> SolveReport:
     """Solve every enabled chain of ``obj`` (see :func:`solve_armature`).
+
+    Args:
+        known: per chain tip, the inputs and result of an earlier solve of this armature
+            (:attr:`SolveReport.inputs`, same :func:`generation`): a chain whose inputs now
+            equal those is not solved again, that result is reused (live solving keeps one
+            per frame). The inputs are everything the solve reads, exactly (Blender's
+            floats): the animated settings (enabled, influence, pole angle, orientation
+            weight, use pole), the target's world position, the base frame (armature,
+            parent above the root, the root's location), the pole's world position, the
+            target's world rotation (orientation goal) and the FK rotations (influence
+            below 1). Chains are visited parents first, so a chain below another one sees
+            that one's (reused or new) rotations, as in a full solve.
 
     Returns:
         The poses, a message per chain tip that was skipped (disabled chains are not
-        mentioned), and the bones of the chains not solved.
+        mentioned), the bones of the chains not solved, the inputs of each solved chain
+        and which of them were solved now.
     """
     problems: dict[str, str] = {}
     solved: list[Solved] = []
     idle: list[str] = []
+    inputs: dict[str, tuple[Any, ...]] = {}
+    fresh: list[str] = []
     plan = _planned(obj)
     if not plan:
         return SolveReport(solved, problems)
@@ -1142,6 +1163,20 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
             if fixed.use_rotation:
                 goal_rot = _rotation_world(target, fixed.target_bone, obj_eval, state, world)
             fk = fk_rotations(bones, rig.bone_names) if influence < 1.0 else None
+            seen = (
+                (enabled, influence, pole_angle, orient_weight, use_pole),
+                target_world.to_tuple(),
+                tuple(map(tuple, base)),
+                None if pole_world is None else pole_world.to_tuple(),
+                None if goal_rot is None else goal_rot.tobytes(),
+                None if fk is None else fk.tobytes(),
+            )
+            earlier = known.get(item.tip) if known is not None else None
+            if earlier is not None and earlier[0] == seen:
+                inputs[item.tip] = seen
+                solved.append(earlier[1])
+                state.add_solved(rig.bone_names, earlier[1].rotations)
+                continue
             rotations, error, reachable, effector = _solve_values(
                 rig,
                 fixed,
@@ -1159,8 +1194,10 @@ def solve_chains(obj: Any, depsgraph: Any) -> SolveReport:
         solved.append(
             Solved(item.tip, rig.bone_names, rotations, error, reachable, target_world, effector)
         )
+        inputs[item.tip] = seen
+        fresh.append(item.tip)
         state.add_solved(rig.bone_names, rotations)
-    return SolveReport(solved, problems, tuple(idle))
+    return SolveReport(solved, problems, tuple(idle), inputs, tuple(fresh))
 
 
 def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:

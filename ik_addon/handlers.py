@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import bpy
 from bpy.app.handlers import persistent
 
-from . import constraints, evaluate
+from . import constraints, evaluate, stored
 
 
 class ChainStatus(NamedTuple):
@@ -59,21 +59,45 @@ status: dict[tuple[str, str], ChainStatus] = {}
 
 _busy = False
 _reported: set[str] = set()
+#: Armatures whose helpers the last interactive solve wrote: the update that write causes
+#: lists them (and their helpers) and is not an edit.
+_echo: set[str] = set()
 
 
 #: Armature object (pointer) → the :func:`.evaluate.generation` its constraints match.
 _synced: dict[int, int] = {}
 
 
-def solve_object(obj: Any, depsgraph: Any) -> None:
-    """Solve and show one armature object's chains."""
+def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
+    """Solve and show one armature object's chains at ``time`` (default: the depsgraph
+    scene's current frame and subframe): chains whose inputs match the record of that
+    time (:mod:`.stored`) keep their stored pose; the others are solved and keyed.
+    Returns whether anything was written."""
     key = obj.as_pointer()
     if _synced.get(key) != evaluate.generation():
         constraints.sync(obj)
         _synced[key] = evaluate.generation()
-    report = evaluate.solve_chains(obj, depsgraph)
-    shown = [(s.bone_names, s.rotations) for s in report.solved]
-    constraints.show(obj, shown, report.idle, epoch=evaluate.generation())
+    if time is None:
+        time = depsgraph.scene.frame_current_final
+    report = evaluate.solve_chains(obj, depsgraph, stored.known(obj, time))
+    fresh = set(report.fresh)
+    keyed = [
+        s
+        for s in report.solved
+        if s.tip in fresh and not stored.is_keyed(obj, time, s.tip, s.rotations)
+    ]
+    changed = constraints.show(
+        obj,
+        [(s.bone_names, s.rotations) for s in keyed],
+        time,
+        report.idle,
+        epoch=evaluate.generation(),
+    )
+    if changed:
+        stored.forget(obj)
+    for s in keyed:
+        stored.note_keyed(obj, time, s.tip, s.rotations)
+    stored.remember(obj, time, report)
     name = obj.name
     for key_ in [k for k in status if k[0] == name]:
         del status[key_]
@@ -83,6 +107,7 @@ def solve_object(obj: Any, depsgraph: Any) -> None:
         )
     for tip, message in report.problems.items():
         status[(name, tip)] = ChainStatus(None, False, message)
+    return bool(keyed) or changed
 
 
 def _armatures(scene: Any) -> list[Any]:
@@ -109,17 +134,22 @@ def paused() -> Iterator[None]:
         _busy = before
 
 
-def solve_scene(scene: Any, depsgraph: Any) -> None:
-    """Solve every armature of ``scene`` that has chains; never raises."""
+def solve_scene(scene: Any, depsgraph: Any) -> set[str]:
+    """Solve every armature of ``scene`` that has chains at the scene's current frame and
+    subframe; never raises. Returns the names of the armatures whose helpers were written."""
+    written: set[str] = set()
     if _busy:
-        return
+        return written
+    time = scene.frame_current_final
     with paused():
         for obj in _armatures(scene):
             if not obj.library or obj.override_library:
                 try:
-                    solve_object(obj, depsgraph)
+                    if solve_object(obj, depsgraph, time):
+                        written.add(obj.name)
                 except Exception:
                     _report_once(obj.name)
+    return written
 
 
 def _report_once(name: str) -> None:
@@ -140,6 +170,14 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
         return
     updated = [u.id for u in depsgraph.updates]
     objects = [i for i in updated if isinstance(i, bpy.types.Object)]
+    echo = set(_echo)
+    _echo.clear()
+    if (
+        echo
+        and all(constraints.is_helper(i) or i.name in echo for i in objects)
+        and not any(isinstance(i, bpy.types.Armature) for i in updated)
+    ):
+        return  # only what the last solve wrote: its helpers and the armatures copying them
     if any(isinstance(i, bpy.types.Armature) for i in updated) or any(
         i.type == "ARMATURE" for i in objects
     ):
@@ -148,20 +186,23 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
         evaluate.invalidate()
     if all(constraints.is_helper(i) for i in objects):
         return  # nothing moved, or only helpers Reach IK wrote
-    solve_scene(scene, depsgraph)
+    _echo.update(solve_scene(scene, depsgraph))
 
 
 @persistent
 def on_undo(*_args: Any) -> None:
     evaluate.invalidate()
+    stored.forget()
 
 
 @persistent
 def on_load(_filepath: Any = None) -> None:
     evaluate.clear_caches()
+    stored.forget()
     status.clear()
     _reported.clear()
     _synced.clear()
+    _echo.clear()
     for obj in bpy.data.objects:
         # A library override whose chains were all removed: the library's constraints
         # come back with the file and must be muted again (no chain will solve it).
@@ -195,4 +236,6 @@ def unregister_handlers() -> None:
             handler_list.remove(fn)
     status.clear()
     _synced.clear()
+    _echo.clear()
+    stored.forget()
     evaluate.clear_caches()

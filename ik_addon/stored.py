@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Stored solutions: the solved rotations kept as keys on the helpers, and a record in
+memory of what each stored frame was solved from.
+
+Live solving shows a chain's pose through its bones' *Reach IK* constraints
+(:mod:`.constraints`), each copying the rotation of a helper empty. The solved rotation of
+a frame is **keyed** on the helper at that frame (its ``rotation_quaternion`` F-curves, in
+an action of the helper's own, never the user's), so a frame shown again plays in one
+evaluation like any keyed rig, and a file opened where Reach IK is not installed plays
+the solved pose at every frame that was shown.
+
+Keys (:func:`key_rotation`): one per component at the frame (subframes too: the time is
+``scene.frame_current_final``), value ``q`` with ``w ≥ 0`` (``q`` and ``−q`` are the same
+rotation; one sign per rotation keeps neighbouring keys close), **linear** interpolation, so
+a time between two stored keys plays the normalised linear blend of the two rotations.
+Keys are inserted with ``keyframe_points.insert(..., options={'FAST'})``, which replaces a
+key already at that frame and tags the action for re-evaluation. Each helper's action is
+named ``"Reach IK <armature>:<bone>"`` and carries :data:`OWNER_KEY`; it is deleted with its
+helper (:func:`remove_action`).
+
+The record (:func:`known`, :func:`remember`): per armature object and time, each chain's
+inputs and result as :func:`.evaluate.solve_chains` returned them (its ``known``
+argument). The live handlers pass the record of the frame shown to the solve, which reuses
+a chain's result when its inputs are unchanged; only chains solved anew are keyed. The
+record belongs to one :func:`.evaluate.generation` (a changed setting, an undo, a loaded
+file start a new one) and is dropped as a whole when the helpers change (:func:`forget`).
+It lives in memory only: after a file is opened every frame is solved once more when it is
+first shown (and keyed only if the solution differs from the key there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import bpy
+
+from . import evaluate
+
+#: Custom property of a helper's action: the name of the helper it animates.
+OWNER_KEY = "reach_ik_helper"
+_LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
+
+Known = dict[str, tuple[tuple[Any, ...], evaluate.Solved]]
+
+#: Armature object (pointer) → (generation, time → chain tip → (inputs, result)).
+_records: dict[int, tuple[int, dict[float, Known]]] = {}
+
+
+def known(obj: Any, time: float) -> Known | None:
+    """The record of ``obj``'s chains at ``time`` (``None``: nothing stored there in this
+    generation)."""
+    hit = _records.get(obj.as_pointer())
+    if hit is None or hit[0] != evaluate.generation():
+        return None
+    return hit[1].get(time)
+
+
+def remember(obj: Any, time: float, report: evaluate.SolveReport) -> None:
+    """Record what ``report`` solved at ``time`` (every solved chain, reused or new)."""
+    key = obj.as_pointer()
+    hit = _records.get(key)
+    if hit is None or hit[0] != evaluate.generation():
+        hit = _records[key] = (evaluate.generation(), {})
+    hit[1][time] = {s.tip: (report.inputs[s.tip], s) for s in report.solved}
+
+
+#: Armature object (pointer) → time → chain tip → the rotations keyed there (as solved).
+_keyed: dict[int, dict[float, dict[str, Any]]] = {}
+
+
+def is_keyed(obj: Any, time: float, tip: str, rotations: Any) -> bool:
+    """``rotations`` of the chain ``tip`` are what Reach IK keyed at ``time`` (kept across
+    generations: a chain solved again after an edit that did not change it writes
+    nothing)."""
+    return _keyed.get(obj.as_pointer(), {}).get(time, {}).get(tip) == rotations
+
+
+def note_keyed(obj: Any, time: float, tip: str, rotations: Any) -> None:
+    """Remember that ``rotations`` of the chain ``tip`` were keyed at ``time``."""
+    _keyed.setdefault(obj.as_pointer(), {}).setdefault(time, {})[tip] = rotations
+
+
+def forget(obj: Any = None) -> None:
+    """Drop the record and what is known of the keys of ``obj`` (every armature when
+    ``None``): its helpers changed, an undo step, a file loaded."""
+    if obj is None:
+        _records.clear()
+        _keyed.clear()
+    else:
+        _records.pop(obj.as_pointer(), None)
+        _keyed.pop(obj.as_pointer(), None)
+
+
+def stored_times(obj: Any) -> list[float]:
+    """The times recorded for ``obj`` in this generation, ascending."""
+    hit = _records.get(obj.as_pointer())
+    if hit is None or hit[0] != evaluate.generation():
+        return []
+    return sorted(hit[1])
+
+
+# ----------------------------------------------------------------------------- keys
+def helper_fcurves(helper: Any) -> list[Any]:
+    """The helper's four ``rotation_quaternion`` F-curves (w, x, y, z), with its action
+    created and assigned when missing."""
+    adt = helper.animation_data or helper.animation_data_create()
+    action = adt.action
+    if action is None:
+        action = bpy.data.actions.new(helper.name)
+        action[OWNER_KEY] = helper.name
+        adt.action = action
+    if _LAYERED_ACTIONS:
+        if adt.action_slot is None:
+            slot = action.slots.new(id_type="OBJECT", name=helper.name)
+            adt.action_slot = slot
+        return [
+            action.fcurve_ensure_for_datablock(helper, "rotation_quaternion", index=i)
+            for i in range(4)
+        ]
+    curves = action.fcurves
+    return [
+        curves.find("rotation_quaternion", index=i) or curves.new("rotation_quaternion", index=i)
+        for i in range(4)
+    ]
+
+
+def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[float]) -> None:
+    """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
+    its ``rotation_quaternion`` to it."""
+    if q[0] < 0.0:
+        q = (-q[0], -q[1], -q[2], -q[3])
+    for fc, value in zip(fcurves, q, strict=True):
+        fc.keyframe_points.insert(time, value, options={"FAST"}).interpolation = "LINEAR"
+    helper.rotation_quaternion = q
+
+
+def remove_action(helper: Any) -> None:
+    """Delete the helper's stored solutions (its action, when Reach IK made it)."""
+    adt = helper.animation_data
+    action = adt.action if adt is not None else None
+    if action is not None and action.get(OWNER_KEY) is not None and action.library is None:
+        bpy.data.actions.remove(action)
+
+
+def remove_orphan_actions() -> None:
+    """Delete Reach IK's helper actions that no helper uses any more."""
+    for action in [a for a in bpy.data.actions if a.get(OWNER_KEY) is not None]:
+        if action.users == 0 and action.library is None:
+            bpy.data.actions.remove(action)
+
+
+__all__ = [
+    "OWNER_KEY",
+    "forget",
+    "helper_fcurves",
+    "is_keyed",
+    "key_rotation",
+    "known",
+    "note_keyed",
+    "remember",
+    "remove_action",
+    "remove_orphan_actions",
+    "stored_times",
+]
