@@ -5,21 +5,26 @@ Live solving never writes the bones' own rotation channels, so the FK pose (keye
 is never touched. Instead each chain bone carries a Copy Rotation constraint named
 :data:`NAME` (owner space Local, target space World, mix Replace) whose target is a
 *helper*: an empty that Reach IK owns, linked to no scene (it has a fake user so the file
-keeps it; the constraint makes Blender evaluate it). The live handlers write the solved
-rotation (the bone's basis rotation, wxyz) into the helper's ``rotation_quaternion``, and
-the constraint replaces the bone's rotation with it, keeping its location and scale.
+keeps it; the constraint makes Blender evaluate it). The live handlers key the solved
+rotation (the bone's basis rotation, wxyz) on the helper's ``rotation_quaternion`` at the
+frame shown, in an action of the helper's own (:mod:`.stored`), and the constraint
+replaces the bone's rotation with it, keeping its location and scale. The constraint, the
+helper and its keys are plain Blender data: they play without Reach IK installed.
 
 Why not write the pose bones: any change to an armature object makes Blender copy the
 whole armature for evaluation again (about 0.6 ms for the 159-bone metarig), and a
-frame-change handler's change costs that on every frame. A change to a helper only
-re-evaluates the armature through the constraint, as Blender's own IK does when its target
-moves (``scripts/bench_live.py`` measures both).
+frame-change handler's change costs that on every frame; keys on the pose bones would also
+mix with the user's own animation. A keyed helper is evaluated with the frame, before the
+armature, so a stored frame costs no second evaluation (``scripts/bench_live.py``).
 
 * Only bones that a chain solved at this frame carry the constraint: a disabled chain's
   bones (or a chain that cannot be solved) have none, so they show exactly their FK pose.
   (A muted constraint would not do: Blender still takes the bone through world space and
   back, which moves it by float rounding.)
-* Removing or disabling a chain removes its constraints and deletes their helpers.
+* Removing or disabling a chain removes its constraints and deletes their helpers with
+  their actions (the stored solutions). So does a chain that is not solved at a frame
+  (its *Enabled* animated off, or a problem): the frames stored until then are solved and
+  keyed again when shown.
 * Each helper records the name of the armature object it serves
   (``helper["reach_ik_owner"]``; a name, not a pointer, which would count as a user and keep
   a deleted armature in the file). An armature duplicated with its chains gets helpers of its
@@ -31,13 +36,14 @@ moves (``scripts/bench_live.py`` measures both).
   (the library brings it back on load): it is muted instead (and switched on again when
   its chain is).
 * Helpers that no Reach IK constraint targets any more (their armature deleted, a
-  constraint deleted by hand) are deleted when a file is loaded (:func:`remove_orphans`);
-  a constraint deleted by hand gets its old helper back.
+  constraint deleted by hand) are deleted with their actions when a file is loaded
+  (:func:`remove_orphans`, which also deletes helper actions no helper uses); a constraint
+  deleted by hand gets its old helper back.
 
-:func:`show` writes one solve's poses (adding constraints where missing) and takes the
-constraints off the bones of chains that were not solved; :func:`sync` takes them off bones
-that no enabled chain drives any more (after a chain is removed, shortened or switched off)
-and gives a duplicated armature helpers of its own.
+:func:`show` keys one solve's poses at a time (adding constraints, helpers and actions where
+missing) and takes the constraints off the bones of chains that were not solved;
+:func:`sync` takes them off bones that no enabled chain drives any more (after a chain is
+removed, shortened or switched off) and gives a duplicated armature helpers of its own.
 """
 
 from __future__ import annotations
@@ -117,7 +123,9 @@ def _helper_name(obj: Any, pose_bone: Any) -> str:
 
 def _new_helper(obj: Any, pose_bone: Any) -> Any:
     """A helper for the bone: its former one when that is unused (a constraint deleted by
-    hand), else a new empty."""
+    hand), else a new empty. The keys stored at other times no longer describe what plays
+    there: the armature's record is dropped (:func:`.stored.forget`)."""
+    stored.forget(obj)
     helper = _local_object(_helper_name(obj, pose_bone))
     if helper is not None and is_helper(helper) and helper not in _targets(obj):
         helper[OWNER_KEY] = obj.name
@@ -163,7 +171,9 @@ def _parked(pose_bone: Any, con: Any) -> bool:
 
 def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
     """Take the constraint off (on a library override, a constraint that comes from the
-    library is muted instead: the override keeps that) and delete its helper."""
+    library is muted instead: the override keeps that) and delete its helper and its
+    stored solutions (the armature's record is dropped)."""
+    stored.forget(obj)
     helper = con.target
     if _from_library(pose_bone, con):
         con.mute = True
@@ -178,14 +188,18 @@ def sync(obj: Any) -> None:
     """Take the constraints (and helpers) off every bone of ``obj`` that no enabled chain
     drives, give ``obj`` helpers of its own where its constraints target another armature's
     (a duplicate), and adopt the helpers of its old name (renamed). Changes only what
-    differs."""
+    differs. A driven bone without its constraint (deleted by hand) drops the armature's
+    record of stored frames (:func:`.stored.forget`): the next solve adds it again."""
     if obj is None or obj.type != "ARMATURE" or obj.pose is None:
         return
     wanted = {name for name, enabled in driven(obj).items() if enabled}
     for pb in obj.pose.bones:
         con = find(pb)
-        if con is None:
-            continue
+        if con is None or con.target is None:
+            if pb.name in wanted:
+                stored.forget(obj)
+            if con is None:
+                continue
         if pb.name not in wanted:
             if not _parked(pb, con):
                 _remove(obj, pb, con)
@@ -228,8 +242,9 @@ def show(
     idle: Iterable[str] = (),
     epoch: int | None = None,
 ) -> bool:
-    """Show solved poses: key each bone's rotation on its helper at ``time``
-    (:func:`.stored.key_rotation`; adding the constraint, helper and action where missing);
+    """Show solved poses: key each bone's rotation on its helper at ``time`` unless that key
+    is there already (:func:`.stored.key_rotation`; adding the constraint, helper and action
+    where missing);
     take the constraints (and helpers) off the bones in ``idle`` that no pose drives.
 
     Args:
@@ -243,8 +258,8 @@ def show(
             changes whenever the armature is edited, on undo and on load).
 
     Returns:
-        Whether a helper was added or removed (keys stored at other times no longer
-        describe what plays there).
+        Whether anything was written: a key (a rotation that differs from the key at that
+        time, :func:`.stored.is_keyed`) or a constraint removed.
     """
     pose_bones = obj.pose.bones
     known: dict[str, tuple[Any, list[Any]]] = {}
@@ -262,15 +277,20 @@ def show(
             entry = known.get(name)
             if entry is not None:
                 try:
-                    stored.key_rotation(entry[0], entry[1], time, row)
+                    if not stored.is_keyed(entry[1], time, row):
+                        stored.key_rotation(entry[0], entry[1], time, row)
+                        changed = True
                     continue
                 except ReferenceError:  # the helper was deleted by hand
                     pass
+            before = find(pose_bones[name])
+            shown_by = before.target if before is not None and not before.mute else None
             helper = _helper(obj, pose_bones[name])
-            adt = helper.animation_data
-            changed = changed or adt is None or adt.action is None  # a new helper
+            changed = changed or helper != shown_by  # a constraint added or retargeted
             entry = known[name] = (helper, stored.helper_fcurves(helper))
-            stored.key_rotation(helper, entry[1], time, row)
+            if not stored.is_keyed(entry[1], time, row):
+                stored.key_rotation(helper, entry[1], time, row)
+                changed = True
     for name in idle:
         pb = pose_bones.get(name)
         if name in shown or pb is None:

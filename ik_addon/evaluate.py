@@ -1091,6 +1091,11 @@ def dependency_chains() -> list[dependencies.ChainGoals]:
     return chains
 
 
+def _matrix_values(m: Matrix) -> tuple[tuple[float, ...], ...]:
+    """The 16 values of a 4×4 matrix, row by row (compared exactly)."""
+    return (m[0].to_tuple(), m[1].to_tuple(), m[2].to_tuple(), m[3].to_tuple())
+
+
 def solve_chains(
     obj: Any, depsgraph: Any, known: Mapping[str, tuple[tuple[Any, ...], Solved]] | None = None
 ) -> SolveReport:
@@ -1102,8 +1107,9 @@ def solve_chains(
             equal those is not solved again, that result is reused (live solving keeps one
             per frame). The inputs are everything the solve reads, exactly (Blender's
             floats): the animated settings (enabled, influence, pole angle, orientation
-            weight, use pole), the target's world position, the base frame (armature,
-            parent above the root, the root's location), the pole's world position, the
+            weight, use pole), the target's world position, the armature's world matrix,
+            the posed matrix of the parent above the root (as this pass sees it), the
+            root's location channels, the pole's world position, the
             target's world rotation (orientation goal) and the FK rotations (influence
             below 1). Chains are visited parents first, so a chain below another one sees
             that one's (reused or new) rotations, as in a full solve.
@@ -1126,6 +1132,7 @@ def solve_chains(
         return SolveReport(solved, problems)
     state = _PoseState(obj_eval)
     world = obj_eval.matrix_world
+    world_seen = _matrix_values(world)
     bones = state.pose_bones
     for item in plan:
         pb = bones.get(item.tip)
@@ -1155,7 +1162,7 @@ def solve_chains(
         try:
             target_world = _point_world(target, fixed.target_bone, "target", obj_eval, state, world)
             parent = state.parent_matrix(rig)
-            base = world @ base_matrix(rig, parent, bones[rig.bone_names[0]].location)
+            root_location = bones[rig.bone_names[0]].location
             pole_world = None
             if pole is not None:
                 pole_world = _point_world(pole, fixed.pole_bone, "pole", obj_eval, state, world)
@@ -1166,7 +1173,9 @@ def solve_chains(
             seen = (
                 (enabled, influence, pole_angle, orient_weight, use_pole),
                 target_world.to_tuple(),
-                tuple(map(tuple, base)),
+                world_seen,
+                None if parent is None else _matrix_values(parent),
+                root_location.to_tuple(),
                 None if pole_world is None else pole_world.to_tuple(),
                 None if goal_rot is None else goal_rot.tobytes(),
                 None if fk is None else fk.tobytes(),
@@ -1177,6 +1186,7 @@ def solve_chains(
                 solved.append(earlier[1])
                 state.add_solved(rig.bone_names, earlier[1].rotations)
                 continue
+            base = world @ base_matrix(rig, parent, root_location)
             rotations, error, reachable, effector = _solve_values(
                 rig,
                 fixed,

@@ -2,30 +2,41 @@
 """Live solving: every enabled chain is solved and shown when the frame changes, when a
 target or pole moves, and in renders.
 
-Mechanism: handlers solve (:func:`.evaluate.solve_chains`) and show the poses through the
-chain bones' *Reach IK* constraints (:func:`.constraints.show` writes the helpers those
-constraints copy; the bones' own channels, the FK pose, are never written).
+Mechanism: the pose of a frame is shown through the chain bones' *Reach IK* constraints,
+which copy the rotation of helper empties (:mod:`.constraints`); the solved rotations are
+**keyed** on the helpers at the frame shown (:mod:`.stored`), so a frame shown again plays
+in Blender's one evaluation like any keyed rig (the bones' own channels, the FK pose, are
+never written). On each call the handler reads every input of every chain at the current
+frame and subframe (:func:`.evaluate.solve_chains` with the record of that time): a chain
+whose inputs equal those recorded keeps its stored pose and nothing is written; a chain
+whose inputs changed (a target moved, a key edited, a frame never shown, a new generation
+after a setting changed) is solved, and keyed only when the solution differs from the key
+Reach IK wrote there, which makes Blender evaluate the frame once more.
 
-* ``frame_change_post`` — scrubbing, playback, ``frame_set`` and renders. Blender
-  re-evaluates the depsgraph when a frame-change handler changed data, so the shown pose
-  is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
-  does not edit the scene while a frame renders; for final output prefer baking).
+* ``frame_change_post`` — scrubbing, playback, ``frame_set`` (subframes too) and renders.
+  Blender re-evaluates the depsgraph when a frame-change handler changed data, so the shown
+  pose is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
+  does not edit the scene while a frame renders).
 * ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
-  setting). Writing a helper causes one more depsgraph update, whose solve gives the same
-  values and so writes nothing: the exchange stops by itself; a re-entrancy flag guards
-  against anything running the handler from inside a solve.
-* ``load_post`` — a file that is opened is solved once (caches are dropped first, the
-  constraints of library overrides are brought in line with their chains, and helpers
-  whose armature was deleted are removed);
-  ``undo_post``/``redo_post`` drop the record of which bones hold chains.
+  setting). Any update of an armature starts a new :func:`.evaluate.generation` (chains
+  read again, records dropped), except the update that the handler's own key writes cause
+  (its helpers and the armatures copying them, remembered in ``_echo``): that one is
+  skipped. A re-entrancy flag guards against anything running the handler from inside a
+  solve.
+* ``load_post`` — a file that is opened is solved once (caches and records are dropped
+  first, the constraints of library overrides are brought in line with their chains, and
+  helpers whose armature was deleted are removed with their actions);
+  ``undo_post``/``redo_post`` drop the record of which bones hold chains and the records
+  of stored frames (undo restores the helpers' keys of that step).
 
 The first solve of an armature after that record changed (a chain added or removed, a
 file loaded, an undo, a duplicated armature) first brings its constraints in line with its
 chains (:func:`.constraints.sync`).
 
 All are ``@persistent`` (they survive loading files) and :func:`unregister_handlers`
-removes every one. No handler writes keyframes. The last solve's residual errors and
-messages are kept in :data:`status` for the panels (not saved).
+removes every one. Keys are written only on the helpers (their own actions), never on the
+armature. The last solve's residual errors and messages are kept in :data:`status` for the
+panels (not saved).
 """
 
 from __future__ import annotations
@@ -79,25 +90,19 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
         _synced[key] = evaluate.generation()
     if time is None:
         time = depsgraph.scene.frame_current_final
-    report = evaluate.solve_chains(obj, depsgraph, stored.known(obj, time))
-    fresh = set(report.fresh)
-    keyed = [
-        s
-        for s in report.solved
-        if s.tip in fresh and not stored.is_keyed(obj, time, s.tip, s.rotations)
-    ]
-    changed = constraints.show(
-        obj,
-        [(s.bone_names, s.rotations) for s in keyed],
-        time,
-        report.idle,
-        epoch=evaluate.generation(),
-    )
-    if changed:
-        stored.forget(obj)
-    for s in keyed:
-        stored.note_keyed(obj, time, s.tip, s.rotations)
-    stored.remember(obj, time, report)
+    known = stored.known(obj, time)
+    report = evaluate.solve_chains(obj, depsgraph, known)
+    written = False
+    if report.fresh or report.idle or known is None or len(known) != len(report.solved):
+        fresh = set(report.fresh)
+        written = constraints.show(
+            obj,
+            [(s.bone_names, s.rotations) for s in report.solved if s.tip in fresh],
+            time,
+            report.idle,
+            epoch=evaluate.generation(),
+        )
+        stored.remember(obj, time, report)
     name = obj.name
     for key_ in [k for k in status if k[0] == name]:
         del status[key_]
@@ -107,7 +112,7 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
         )
     for tip, message in report.problems.items():
         status[(name, tip)] = ChainStatus(None, False, message)
-    return bool(keyed) or changed
+    return written
 
 
 def _armatures(scene: Any) -> list[Any]:
@@ -172,6 +177,8 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
     objects = [i for i in updated if isinstance(i, bpy.types.Object)]
     echo = set(_echo)
     _echo.clear()
+    if not echo and any(isinstance(i, bpy.types.Action) and stored.is_ours(i) for i in updated):
+        stored.forget()  # a helper's keys edited by hand: solve and key every frame again
     if (
         echo
         and all(constraints.is_helper(i) or i.name in echo for i in objects)

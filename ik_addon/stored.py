@@ -12,11 +12,14 @@ the solved pose at every frame that was shown.
 Keys (:func:`key_rotation`): one per component at the frame (subframes too: the time is
 ``scene.frame_current_final``), value ``q`` with ``w ≥ 0`` (``q`` and ``−q`` are the same
 rotation; one sign per rotation keeps neighbouring keys close), **linear** interpolation, so
-a time between two stored keys plays the normalised linear blend of the two rotations.
-Keys are inserted with ``keyframe_points.insert(..., options={'FAST'})``, which replaces a
-key already at that frame and tags the action for re-evaluation. Each helper's action is
-named ``"Reach IK <armature>:<bone>"`` and carries :data:`OWNER_KEY`; it is deleted with its
-helper (:func:`remove_action`).
+a time between two stored keys plays the normalised linear blend of the two rotations. Keys
+are inserted with ``keyframe_points.insert(..., options={'FAST'})``, which replaces a key
+already at that frame and tags the action for re-evaluation; a solution equal to the key
+already there (:func:`is_keyed`: a key at that time, each component within
+:data:`KEY_TOLERANCE`) is not written again, so solving a frame again after an edit that did
+not change it, after an undo or after opening the file costs no re-evaluation. Each helper's
+action is named ``"Reach IK <armature>:<bone>"`` and carries :data:`OWNER_KEY`; it is
+deleted with its helper (:func:`remove_action`).
 
 The record (:func:`known`, :func:`remember`): per armature object and time, each chain's
 inputs and result as :func:`.evaluate.solve_chains` returned them (its ``known``
@@ -25,7 +28,8 @@ a chain's result when its inputs are unchanged; only chains solved anew are keye
 record belongs to one :func:`.evaluate.generation` (a changed setting, an undo, a loaded
 file start a new one) and is dropped as a whole when the helpers change (:func:`forget`).
 It lives in memory only: after a file is opened every frame is solved once more when it is
-first shown (and keyed only if the solution differs from the key there).
+first shown (and keyed only if the solution differs from the key there). Keys edited by
+hand on a helper drop every record (the handler sees the action change).
 """
 
 from __future__ import annotations
@@ -65,31 +69,13 @@ def remember(obj: Any, time: float, report: evaluate.SolveReport) -> None:
     hit[1][time] = {s.tip: (report.inputs[s.tip], s) for s in report.solved}
 
 
-#: Armature object (pointer) → time → chain tip → the rotations keyed there (as solved).
-_keyed: dict[int, dict[float, dict[str, Any]]] = {}
-
-
-def is_keyed(obj: Any, time: float, tip: str, rotations: Any) -> bool:
-    """``rotations`` of the chain ``tip`` are what Reach IK keyed at ``time`` (kept across
-    generations: a chain solved again after an edit that did not change it writes
-    nothing)."""
-    return _keyed.get(obj.as_pointer(), {}).get(time, {}).get(tip) == rotations
-
-
-def note_keyed(obj: Any, time: float, tip: str, rotations: Any) -> None:
-    """Remember that ``rotations`` of the chain ``tip`` were keyed at ``time``."""
-    _keyed.setdefault(obj.as_pointer(), {}).setdefault(time, {})[tip] = rotations
-
-
 def forget(obj: Any = None) -> None:
-    """Drop the record and what is known of the keys of ``obj`` (every armature when
-    ``None``): its helpers changed, an undo step, a file loaded."""
+    """Drop the record of ``obj`` (every armature when ``None``): its helpers changed, an
+    undo step, a file loaded."""
     if obj is None:
         _records.clear()
-        _keyed.clear()
     else:
         _records.pop(obj.as_pointer(), None)
-        _keyed.pop(obj.as_pointer(), None)
 
 
 def stored_times(obj: Any) -> list[float]:
@@ -125,6 +111,40 @@ def helper_fcurves(helper: Any) -> list[Any]:
     ]
 
 
+#: Largest difference of a component from a key that counts as that key (F-curves hold
+#: float32 values; Blender rounds a keyed value to within one unit in the last place).
+KEY_TOLERANCE = 2.0**-23
+
+
+def _has_key(fcurve: Any, time: float) -> bool:
+    """``fcurve`` has a key at ``time`` (binary search over its sorted keys)."""
+    points = fcurve.keyframe_points
+    lo, hi = 0, len(points)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        x = points[mid].co[0]
+        if abs(x - time) <= 1e-4:
+            return True
+        if x < time:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
+
+
+def is_keyed(fcurves: Sequence[Any], time: float, q: Sequence[float]) -> bool:
+    """The helper's F-curves (w, x, y, z) hold a key at ``time`` equal to ``q`` (wxyz, either
+    sign) within :data:`KEY_TOLERANCE`."""
+    if q[0] < 0.0:
+        q = (-q[0], -q[1], -q[2], -q[3])
+    if not _has_key(fcurves[0], time):
+        return False
+    return all(
+        abs(fc.evaluate(time) - value) <= KEY_TOLERANCE
+        for fc, value in zip(fcurves, q, strict=True)
+    )
+
+
 def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[float]) -> None:
     """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
     its ``rotation_quaternion`` to it."""
@@ -133,6 +153,11 @@ def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[f
     for fc, value in zip(fcurves, q, strict=True):
         fc.keyframe_points.insert(time, value, options={"FAST"}).interpolation = "LINEAR"
     helper.rotation_quaternion = q
+
+
+def is_ours(action: Any) -> bool:
+    """``action`` holds a helper's stored solutions."""
+    return action.get(OWNER_KEY) is not None
 
 
 def remove_action(helper: Any) -> None:
@@ -155,9 +180,9 @@ __all__ = [
     "forget",
     "helper_fcurves",
     "is_keyed",
+    "is_ours",
     "key_rotation",
     "known",
-    "note_keyed",
     "remember",
     "remove_action",
     "remove_orphan_actions",

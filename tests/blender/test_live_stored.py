@@ -334,3 +334,50 @@ def test_overrides_store_on_their_own_helpers(clean_scene: Any, addon: Any, tmp_
                 )
                 assert err <= 1e-4 * chain_length(arm, CHAIN), f"{arm.name} frame {f}"
     assert writes.count == 0
+
+
+def test_reenabled_chain_and_deleted_constraint_show_at_stored_frames(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Frames stored before a chain was switched off (its helpers deleted), or before a
+    constraint was deleted by hand, show the chain again when shown."""
+    bpy = blender_module()
+    obj, target = _keyed_arm(seed=8)
+    played = _play(FRAMES[:6])
+    s = obj.pose.bones["hand"].reach_ik
+    s.enabled = False
+    bpy.context.view_layer.update()
+    assert "Reach IK" not in obj.pose.bones["hand"].constraints
+    s.enabled = True
+    bpy.context.view_layer.update()
+    for f in (3, 5):
+        bpy.context.scene.frame_set(f)
+        np.testing.assert_array_equal(_pose(obj), played[f])
+    pb = obj.pose.bones["fore"]
+    pb.constraints.remove(pb.constraints["Reach IK"])
+    bpy.context.view_layer.update()
+    bpy.context.scene.frame_set(4)
+    np.testing.assert_array_equal(_pose(obj), played[4])
+    err = np.linalg.norm(tail_world(obj, "hand") - np.array(target.matrix_world.translation))
+    assert err <= 1e-4 * chain_length(obj, CHAIN)
+
+
+def test_reopened_file_solves_again_without_writing(
+    clean_scene: Any, addon: Any, tmp_path: Path
+) -> None:
+    """After opening a played file the records are gone: each frame is solved again when
+    shown, finds its key already there and writes nothing."""
+    bpy = blender_module()
+    _keyed_arm(seed=9)
+    played = _play(FRAMES)
+    path = tmp_path / "played.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    obj = bpy.data.objects["Arm"]
+    keys = _keys(obj)
+    with _Writes(addon) as writes:
+        replayed = _play(FRAMES[::-1])
+    assert writes.count == 0
+    assert _keys(obj) == keys
+    for f in FRAMES:
+        np.testing.assert_array_equal(replayed[f], played[f])
