@@ -13,7 +13,8 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    Reach IK chains (triangulation, added with the *Add Reach IK* operator), in two more
    they are Reach IK chains solved by CCD and by Jacobian DLS (bar: a frame within 1.2×
    the triangulation scene's), in another they have Blender's IK constraints (chain
-   length 2, same targets). ``scene.frame_set`` is
+   length 2, same targets). Every scene plays all frames once first (Reach IK then has
+   every frame stored: what is timed is steady-state playback). ``scene.frame_set`` is
    timed frame by frame, the scenes interleaved frame by frame in one run (the order
    rotating), so the load of a shared machine hits them alike. Reported: median ms per
    frame for each, their ratio (bar: Reach IK ≤ 3× Blender's IK), the same for an identical
@@ -21,12 +22,18 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    whose frame-change handler only writes the eight limb rotations (the cost of showing a
    pose by writing pose bones from a handler: Blender evaluates the armature again,
    copying it first — the mechanism Reach IK no longer uses). Then the
-   Reach IK scene alone once more with timers around the live handler and the core's
+   Reach IK scene alone once more, after a new generation (every frame solved again, the
+   same solutions, nothing written), with timers around the live handler and the core's
    solve calls, for the breakdown of its frame.
 2. **Smoothness.** Each limb's target follows a figure-eight (lemniscate of Gerono, 240
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
    normal between frames (bars: ≤ 5° both).
+3. **Production rigs** (``scripts/live_rigs.py``): the Rigify-generated human with a
+   skinned, subdivided body mesh, converted with *Convert IK*, and a 4000-bone armature
+   with 40 two-bone chains, each against the same rig with Blender's IK, interleaved:
+   the first pass over new frames, steady-state playback (bar: Reach IK ≤ 1.2× Blender's
+   IK) and a pass after every target key was moved. ``--rigs-only`` runs only these.
 
 Prints a Markdown table and JSON; writes ``live.json`` and ``live.md`` to ``--out``. The
 functions below are also used by the tests (``tests/blender/test_smoothness.py``).
@@ -259,8 +266,8 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
     kinds = list(scenes)
     per_frame: dict[str, list[float]] = {k: [] for k in kinds}
     ratios: list[float] = []
-    for scene in scenes.values():  # warm up: caches, first evaluation
-        time_frames(scene, 20)
+    for scene in scenes.values():  # warm up: caches, and every frame stored once
+        time_frames(scene, frames)
     clock = time.perf_counter
     for r in range(rounds):
         for f in range(1, frames + 1):
@@ -294,9 +301,12 @@ CORE_SOLVES = ("solve_points", "solve_floats", "solve_one")
 def breakdown(scene: Any, frames: int) -> dict[str, float]:
     """Where a Reach IK frame goes, after the timed rounds (timers cost a little): median ms
     per frame of the whole ``frame_set``, of the live handler's Python (solving and
-    writing), and of the core's solve calls within it (:data:`CORE_SOLVES`)."""
+    writing), and of the core's solve calls within it (:data:`CORE_SOLVES`). The records of
+    stored frames are dropped first (a new generation, as after an edit that changes no
+    pose), so every frame is solved and, the solutions being those keyed, nothing written."""
     handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
     evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    evaluate.invalidate()
     spent = {"handler": 0.0, "core_solve": 0.0}
     clock = time.perf_counter
 
@@ -462,17 +472,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench")
     parser.add_argument("--frames", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rig-frames", type=int, default=120, help="production rigs' frames")
+    parser.add_argument("--rig-rounds", type=int, default=3, help="production rigs' rounds")
+    parser.add_argument(
+        "--rigs-only", action="store_true", help="only the production rigs (live_rigs.py)"
+    )
     args = parser.parse_args(argv)
     zip_path = args.zip or _default_zip()
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="reach-ik-bench-"))
     install_extension(zip_path)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    live_rigs: Any = importlib.import_module("live_rigs")
     ev = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
-    report = {
-        "blender": _bpy().app.version_string,
-        "cost": measure_cost(args.frames, args.rounds),
-        "smoothness": {m: smoothness(m) for m in ev.available_methods()},
-    }
-    text = markdown(report)
+    report: dict[str, Any] = {"blender": _bpy().app.version_string, "load": os.getloadavg()}
+    if not args.rigs_only:
+        report["cost"] = measure_cost(args.frames, args.rounds)
+        report["smoothness"] = {m: smoothness(m) for m in ev.available_methods()}
+    report["production_rigs"] = [
+        live_rigs.measure(kind, args.rig_frames, args.rig_rounds)
+        for kind in ("rigify", "bones4000")
+    ]
+    report["load_after"] = os.getloadavg()
+    text = "\n".join(
+        ([markdown(report), ""] if not args.rigs_only else [])
+        + live_rigs.markdown(report["production_rigs"])
+        + [
+            "",
+            f"Load average (1, 5, 15 min) before / after: {report['load']} / "
+            f"{report['load_after']}.",
+        ]
+    )
     print(text)
     print(json.dumps(report, indent=2))
     args.out.mkdir(parents=True, exist_ok=True)
