@@ -21,8 +21,9 @@ Reach IK wrote there, which makes Blender evaluate the frame once more.
   setting). Any update of an armature starts a new :func:`.evaluate.generation` (chains
   read again, records dropped), except the update that the handler's own key writes cause
   (its helpers and the armatures copying them, remembered in ``_echo``): that one is
-  skipped. A re-entrancy flag guards against anything running the handler from inside a
-  solve.
+  skipped. Any other update of a helper's action (its keys edited by hand) drops the
+  records of stored frames. A re-entrancy flag guards against anything running the
+  handler from inside a solve.
 * ``load_post`` — a file that is opened is solved once (caches and records are dropped
   first, the constraints of library overrides are brought in line with their chains, and
   helpers whose armature was deleted are removed with their actions);

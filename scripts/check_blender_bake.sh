@@ -4,7 +4,9 @@
 # record the live pose of every bone at every frame (Reach IK loaded), bake with
 #   blender -b demo.blend --python scripts/bake.py -- --out baked.blend
 # record the baked file replayed WITHOUT Reach IK, and compare (effectors <= 1e-5 m,
-# orientations <= 0.01 deg). Also checks a bad argument exits 2 and the input is untouched.
+# orientations <= 0.01 deg); the same for the file saved right after the live recording
+# (played, not baked: Reach IK's stored solutions on its helpers). Also checks a bad
+# argument exits 2 and the input is untouched.
 # Needs root (the real-blender tool). Reach IK needs numpy, which Debian's Blender package
 # does not depend on: when Blender cannot import it (check_blender.sh installs python3-numpy
 # into the chroot first), a numpy wheel for its Python is fetched with pip once into
@@ -52,7 +54,8 @@ for suite in "${suites[@]}"; do
     run --python scripts/build_demo.py -- --out "$dir/demo.blend" --frames "$FRAMES" >"$dir/log.txt" 2>&1
     before=$(sha256sum "$dir/demo.blend" | cut -d' ' -f1)
     echo "== $suite: record the live pose"
-    run "$dir/demo.blend" --python scripts/pose_track.py -- --live --out "$dir/live.json" >>"$dir/log.txt" 2>&1
+    run "$dir/demo.blend" --python scripts/pose_track.py -- --live --out "$dir/live.json" \
+        --save-played "$dir/played.blend" >>"$dir/log.txt" 2>&1
     echo "== $suite: bake with the batch script"
     run "$dir/demo.blend" --python scripts/bake.py -- --out "$dir/baked.blend" --no-reduce 2>>"$dir/log.txt" | grep -E "^Baked|^wrote"
     echo "== $suite: a reversed range must fail with exit 2"
@@ -70,5 +73,8 @@ for suite in "${suites[@]}"; do
     echo "== $suite: replay the baked file without Reach IK and compare"
     run "$dir/baked.blend" --python scripts/pose_track.py -- --out "$dir/replay.json" >>"$dir/log.txt" 2>&1
     "$PY" scripts/pose_track.py compare "$dir/live.json" "$dir/replay.json" || status=1
+    echo "== $suite: replay the file saved after playing (not baked) without Reach IK and compare"
+    run "$dir/played.blend" --python scripts/pose_track.py -- --out "$dir/played.json" >>"$dir/log.txt" 2>&1
+    "$PY" scripts/pose_track.py compare "$dir/live.json" "$dir/played.json" || status=1
 done
 exit $status

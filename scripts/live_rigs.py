@@ -302,15 +302,21 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
     bpy.ops.wm.read_homefile(use_empty=True)
     built = build_rigify(frames, seed) if kind == "rigify" else build_many(frames, seed)
     scenes = {k: built[k][0] for k in ("reach", "blender")}
-    stored: Any = importlib.import_module(f"{EXTENSION}.ik_addon.stored")
-    key_rotation = stored.key_rotation
+    # Helper keys written, counted when the extension keys its solutions (ik_addon.stored;
+    # an older version that writes the helpers on every frame is timed without the count).
+    try:
+        stored: Any = importlib.import_module(f"{EXTENSION}.ik_addon.stored")
+    except ImportError:
+        stored = None
+    key_rotation = getattr(stored, "key_rotation", None)
     writes = {"count": 0}
 
     def counted(*args: Any) -> Any:
         writes["count"] += 1
-        return key_rotation(*args)
+        return key_rotation(*args)  # type: ignore[misc]
 
-    stored.key_rotation = counted
+    if stored is not None:
+        stored.key_rotation = counted
     try:
         first = _interleaved(scenes, frames, 1)
         first_writes = writes["count"]
@@ -321,7 +327,8 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
         edited = _interleaved(scenes, frames, 1)
         edit_writes = writes["count"] - first_writes - steady_writes
     finally:
-        stored.key_rotation = key_rotation
+        if stored is not None:
+            stored.key_rotation = key_rotation
     return {
         "rig": kind,
         "bones": built["bones"],

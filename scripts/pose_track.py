@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Record what Blender shows, frame by frame, and compare two recordings: the check that a
-bake reproduces the live pose (``scripts/check_blender_bake.sh``).
+"""Record what Blender shows, frame by frame, and compare two recordings: the checks that a
+bake, and a file saved after playing, reproduce the live pose
+(``scripts/check_blender_bake.sh``).
 
 Record (inside Blender, the ``bpy`` module or a Blender program)::
 
@@ -11,6 +12,9 @@ writes, for every frame of the scene's range, the evaluated world matrix of ever
 of every armature. ``--live`` loads Reach IK first (its live solving drives the chains);
 without it the recording refuses to run when Reach IK is loaded, so a replay shows the
 baked keys alone.
+
+``--save-played PLAYED.blend`` then saves the file as played (Reach IK keeps each shown
+frame's solution on its helpers), for a replay where Reach IK is not installed.
 
 Compare (any Python with numpy)::
 
@@ -70,6 +74,9 @@ def record(args: argparse.Namespace) -> int:
     }
     bake_cli.save_json(data, Path(args.out))
     print(f"recorded {len(bones)} bones over {len(frames)} frames -> {args.out}")
+    if args.save_played:
+        bake_cli.save_blend(bpy, Path(args.save_played))
+        print(f"saved the played (not baked) file -> {args.save_played}")
     return 0
 
 
@@ -114,6 +121,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("input", nargs="?", help="file to open (default: the open file)")
     parser.add_argument("--out", required=True, help="the JSON recording to write")
     parser.add_argument("--live", action="store_true", help="load Reach IK (live solving)")
+    parser.add_argument(
+        "--save-played",
+        metavar="FILE",
+        help="after recording, save the file as played (live solutions stored, not baked)",
+    )
     return record(parser.parse_args(argv))
 
 
