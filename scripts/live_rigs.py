@@ -179,7 +179,7 @@ def build_rigify(frames: int, seed: int) -> dict[str, Any]:
         out[kind] = (scene, rig)
         out["vertices"] = len(body.data.vertices)
         out["bones"] = len(rig.pose.bones)
-    out["edit"] = lambda kind: _shift_keys(out[kind][1])
+    out["edited"] = {kind: [out[kind][1]] for kind in ("reach", "blender")}
     return out
 
 
@@ -252,9 +252,8 @@ def build_many(frames: int, seed: int) -> dict[str, Any]:
             bench_live.add_blender_ik(obj, targets)
         out[kind] = (scene, obj)
         out["bones"] = len(obj.data.bones)
-        out["targets_" + kind] = list(targets.values())
+        out.setdefault("edited", {})[kind] = list(targets.values())
     out["vertices"] = 0
-    out["edit"] = lambda kind: [_shift_keys(t) for t in out["targets_" + kind]]
     return out
 
 
@@ -323,7 +322,8 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
         steady = _interleaved(scenes, frames, rounds)
         steady_writes = writes["count"] - first_writes
         for k in scenes:
-            built["edit"](k)
+            for obj in built["edited"][k]:
+                _shift_keys(obj)
         edited = _interleaved(scenes, frames, 1)
         edit_writes = writes["count"] - first_writes - steady_writes
     finally:
