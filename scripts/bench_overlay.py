@@ -8,28 +8,33 @@ under a virtual display (root; Debian's Blender 5.2 by default, ``--suite trixie
         --python scripts/bench_overlay.py -- --zip dist/reach_ik-<version>.zip --out out/bench
 
 It installs the extension zip, builds the Rigify human metarig with four Reach IK chains
-(both arms and legs, one leg out of reach so the red mark is drawn, one arm with a pole),
-swaps the overlay's draw handler for one that times the same callback
-(``ik_addon.overlay.draw``, its Python and its ``gpu`` calls, ``time.perf_counter``), and
-redraws the 3D View's main region ``--redraws`` times in each case — with
-``wm.redraw_timer`` (default), or with ``--event-loop`` as Blender's event loop does (a
-timer tags the region, the window manager draws it):
+(both arms and legs, one leg out of reach so the red mark is drawn, one arm with a pole,
+every target keyed to move over 48 frames), swaps the overlay's draw handler for one that
+times the same callback (``ik_addon.overlay.draw``, its Python and its ``gpu`` calls,
+``time.perf_counter``) and the overlay's after-solve app handler for a timed one, and
+redraws the 3D View's main region ``--redraws`` rounds — with ``wm.redraw_timer`` (default),
+or with ``--event-loop`` as Blender's event loop does (a timer prepares a case and tags the
+region, the window manager draws it; the message bus then reports the overlay switch as in
+use, where ``wm.redraw_timer`` needs the probe to report it). The cases:
 
-* **cached** — nothing changed since the last redraw (orbiting, panning, UI redraws): shaders
-  bound and the four cached batches drawn;
-* **rebuild** — the geometry marked out of date before every redraw, as after each frame of
-  playback: the evaluated joints of every chain read and the batches built again;
-* **overlays off** — the view's overlays off (the callback returns at once);
-* **empty** — no callback work at all: the timer's own cost, for calibration;
-* **cached, warm** — the cached case's callback called a second time in the same redraw.
-  The first call of a redraw meets caches that llvmpipe's rasterising (on the same two
-  CPU cores) has just evicted; the second shows the callback's own cost.
+* **steady** — nothing changed since the last redraw (orbiting, panning, UI redraws);
+* **playback** — ``frame_set`` to the next frame before the redraw (the live solve and the
+  overlay's handler run there; the handler's time is reported apart), so the callback reads
+  the new pose;
+* **dragging** — a target moved and the view layer updated before the redraw;
+* **overlays off** — the view's overlays off (the redraw right after switching is untimed:
+  it reads the views' switches again, once per switch);
+* **no chains** — no chain solved (the live status emptied for that redraw);
+* **…, no draw call** — the same with ``batch.draw`` replaced by a no-op: the Python side;
+  the difference is the draw call (llvmpipe, which rasterises on the CPU);
+* **steady, called again in the same redraw** — the callback's own cost with warm caches
+  (the first call of a redraw meets caches that llvmpipe's rasterising on the same cores
+  has just emptied);
+* **empty** — no callback work: the timer's own cost.
 
 The cases are interleaved redraw by redraw (one round = one redraw of each), so the load of
-a shared machine hits them alike. The ``gpu`` calls only queue work: the time is what the
-callback costs Blender's draw loop (llvmpipe's own rasterising comes later, and is not
-Reach IK's). Bar: cached ≤ 0.05 ms. Writes ``overlay.json`` and ``overlay.md`` to ``--out``
-and prints the table and the JSON.
+a shared machine hits them alike. Bar: ≤ 0.05 ms per redraw. Writes ``overlay.json`` and
+``overlay.md`` to ``--out`` and prints the table and the JSON.
 """
 
 from __future__ import annotations
@@ -49,7 +54,36 @@ addon_utils: Any = importlib.import_module("addon_utils")
 
 EXTENSION = "bl_ext.user_default.reach_ik"
 BAR_MS = 0.05
-CASES = ("cached", "rebuild", "overlays off", "empty")
+NO_DRAW = ", no draw call"
+#: One round: one redraw of each, in this order (each leaves the overlay up to date for the
+#: next, except where the case itself changes something).
+SWITCH_OFF, SWITCH_ON = "(overlays switched off)", "(overlays switched on)"
+AGAIN = "steady, called again in the same redraw"
+CASES = (
+    "steady",
+    "steady" + NO_DRAW,
+    "overlays off",
+    "no chains",
+    "playback",
+    "playback" + NO_DRAW,
+    "dragging",
+    "dragging" + NO_DRAW,
+    "empty",
+)
+#: One round: every case once, in this order (each leaves the overlay as the next expects),
+#: with untimed redraws after switching the overlays (the message bus reports a switch once;
+#: the redraw after it reads the views again, the ones after that do not).
+ROUND = (
+    *CASES[:2],
+    SWITCH_OFF,
+    *CASES[2:3],
+    SWITCH_ON,
+    *CASES[3:],
+)
+TIPS = ("forearm.L", "forearm.R", "shin.L", "shin.R")
+#: Playback loops over these frames; the targets are keyed to move between the first and
+#: the last, so every frame has a new pose.
+FRAMES = 48
 
 
 def _args() -> argparse.Namespace:
@@ -98,94 +132,180 @@ def _setup(zip_path: Path) -> Any:
     head = obj.matrix_world @ obj.data.bones["upper_arm.L"].head_local
     pole.location = head + type(head)((0.35, 0.35, -0.1))
     obj.pose.bones["forearm.L"].reach_ik.pole = pole
+    for tip in TIPS:
+        target = obj.pose.bones[tip].reach_ik.target
+        target.keyframe_insert("location", frame=1)
+        target.location.z += 0.15
+        target.keyframe_insert("location", frame=FRAMES)
     bpy.context.scene.frame_set(1)
     return obj
+
+
+class _NoDraw:
+    """Stands in for a batch: the callback without its draw call (``batch.draw``)."""
+
+    def draw(self, _shader: Any) -> None:
+        pass
 
 
 class _Probe:
     """The overlay's draw handler swapped for a timed one; :meth:`close` swaps it back."""
 
-    def __init__(self) -> None:
+    def __init__(self, obj: Any, event_loop: bool) -> None:
+        self.event_loop = event_loop
         self.overlay: Any = importlib.import_module(f"{EXTENSION}.ik_addon.overlay")
+        self.handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
         window = bpy.context.window
         self.window = window
         self.area = next(a for a in window.screen.areas if a.type == "VIEW_3D")
         self.region = next(r for r in self.area.regions if r.type == "WINDOW")
         self.space = self.area.spaces.active
-        self.times: dict[str, list[float]] = {case: [] for case in (*CASES, "cached, warm")}
-        self.case = "cached"
-        self.seen = {"batches": 0, "cached_rebuilt": 0}
+        self.scene = bpy.context.scene
+        self.targets = [obj.pose.bones[tip].reach_ik.target for tip in TIPS]
+        self.times: dict[str, list[float]] = {case: [] for case in (*CASES, AGAIN)}
+        self.case = CASES[0]
+        self.frame = 1
+        self.step = 0
+        self.drawn = 0
+        self.seen = {
+            "batches": 0,
+            "steady_redraws_that_read": 0,
+            "change_redraws_that_read": 0,
+            "overlays_off_redraws_not_seen_off": 0,
+        }
+        self.status: Any = None
+        self.prepared: list[float] = []
+        self.handler_times: dict[str, list[float]] = {"playback": [], "dragging": []}
         bpy.types.SpaceView3D.draw_handler_remove(self.overlay._handle, "WINDOW")
         self.handle = bpy.types.SpaceView3D.draw_handler_add(self.timed, (), "WINDOW", "POST_VIEW")
+        self.lists = (bpy.app.handlers.frame_change_post, bpy.app.handlers.depsgraph_update_post)
+        for handler_list in self.lists:
+            handler_list[handler_list.index(self.overlay.on_change)] = self.timed_handler
+
+    def timed_handler(self, scene: Any, depsgraph: Any) -> None:
+        """The overlay's app handler (after the live solve), timed."""
+        start = time.perf_counter()
+        self.overlay.on_change(scene, depsgraph)
+        self.prepared.append(time.perf_counter() - start)
 
     def set_case(self, case: str) -> None:
+        """Prepare the scene for one redraw of ``case`` (outside the timed callback)."""
         self.case = case
-        self.space.overlay.show_overlays = case != "overlays off"
+        self.prepared.clear()
+        on = case not in ("overlays off", SWITCH_OFF)
+        if self.space.overlay.show_overlays != on:
+            self.space.overlay.show_overlays = on
+            if not self.event_loop:  # no message bus without the event loop: tell it
+                self.overlay._views_changed()
+        if case.startswith("playback"):
+            self.frame = self.frame % FRAMES + 1
+            self.scene.frame_set(self.frame)  # live solve, then the overlay marks itself
+        elif case.startswith("dragging"):
+            self.step += 1
+            target = self.targets[self.step % len(self.targets)]
+            target.location.x += 0.01 if self.step % 2 else -0.01
+            bpy.context.view_layer.update()  # depsgraph_update_post: live solve, overlay
+        elif case == "no chains":
+            self.status = self.handlers.status
+            self.handlers.status = {}
+
+    def end_case(self) -> None:
+        for name in self.handler_times:
+            if self.case.startswith(name):
+                self.handler_times[name].append(sum(self.prepared))
+        if self.status is not None:
+            self.handlers.status = self.status
+            self.status = None
 
     def reset(self) -> None:
-        for values in self.times.values():
+        for values in (*self.times.values(), *self.handler_times.values()):
             values.clear()
-        self.seen["cached_rebuilt"] = 0
+        for name in self.seen:
+            if name != "batches":
+                self.seen[name] = 0
 
     def timed(self) -> None:
-        overlay, case, times = self.overlay, self.case, self.times
-        if case == "rebuild":
-            overlay.mark_dirty()
-        elif case == "cached" and overlay._dirty:
-            self.seen["cached_rebuilt"] += 1
+        overlay, case = self.overlay, self.case
+        self.drawn += 1
+        if case in (SWITCH_OFF, SWITCH_ON):
+            overlay.draw()  # untimed
+            return
         if case == "empty":
             start = time.perf_counter()
-            times[case].append(time.perf_counter() - start)
+            self.times[case].append(time.perf_counter() - start)
             return
+        plan: Any = next(iter(overlay._plans.values()), None)
+        dirty = plan is None or plan.stale
+        if case == "overlays off":  # the message bus told the overlay (or the probe did)
+            self.seen["overlays_off_redraws_not_seen_off"] += overlay._views != overlay.OFF
+        if case.startswith("steady"):
+            self.seen["steady_redraws_that_read"] += dirty
+        elif case.startswith(("playback", "dragging")):
+            self.seen["change_redraws_that_read"] += dirty
+        stub = case.endswith(NO_DRAW) and plan is not None and plan.layout.gpu is not None
+        if stub:  # the batches a stale plan will draw, and those a fresh one draws
+            kept = plan.layout.gpu
+            plan.layout.gpu = [_NoDraw() for _ in kept]
+            plan.draws = [(_NoDraw(), points, m) for _, points, m in plan.draws]
         start = time.perf_counter()
         overlay.draw()
-        times[case].append(time.perf_counter() - start)
-        if case == "cached":  # once more in the same redraw: the interpreter's caches warm
+        self.times[case].append(time.perf_counter() - start)
+        if stub:
+            plan.layout.gpu = kept
+            plan.draws = [(b, p, m) for b, (_, p, m) in zip(kept, plan.draws, strict=True)]
+        if case == "steady":  # once more: the callback's cost with the caches warm
             start = time.perf_counter()
             overlay.draw()
-            times["cached, warm"].append(time.perf_counter() - start)
-        self.seen["batches"] = max(self.seen["batches"], len(overlay._batches))
+            self.times[AGAIN].append(time.perf_counter() - start)
+        if plan is not None:
+            self.seen["batches"] = max(self.seen["batches"], len(plan.draws))
 
     def close(self) -> dict[str, Any]:
+        self.end_case()
+        for handler_list in self.lists:
+            handler_list[handler_list.index(self.timed_handler)] = self.overlay.on_change
         self.space.overlay.show_overlays = True
         bpy.types.SpaceView3D.draw_handler_remove(self.handle, "WINDOW")
         self.overlay._handle = bpy.types.SpaceView3D.draw_handler_add(
             self.overlay.draw, (), "WINDOW", "POST_VIEW"
         )
-        return {"times": self.times, **self.seen}
+        return {"times": self.times, "handler_times": self.handler_times, **self.seen}
 
 
-def _measure(redraws: int) -> dict[str, Any]:
+def _measure(obj: Any, redraws: int) -> dict[str, Any]:
     """Redraws forced by ``wm.redraw_timer`` (the region drawn at once, ``redraws`` rounds)."""
-    probe = _Probe()
+    probe = _Probe(obj, event_loop=False)
     try:
         override = {"window": probe.window, "area": probe.area, "region": probe.region}
         with bpy.context.temp_override(**override):
             bpy.ops.wm.redraw_timer(type="DRAW", iterations=3)  # warm up, build once
-            probe.reset()
-            for _ in range(redraws):
-                for case in CASES:
+            for round_ in range(redraws + 1):
+                if round_ == 1:
+                    probe.reset()  # the first round warms up
+                for case in ROUND:
                     probe.set_case(case)
                     bpy.ops.wm.redraw_timer(type="DRAW", iterations=1)
+                    probe.end_case()
     finally:
         measured = probe.close()
     return measured
 
 
-def _measure_event_loop(redraws: int, done: Any) -> None:
-    """Redraws as Blender's event loop makes them: a timer tags the 3D View for redraw and
-    waits until it was drawn before the next case (no operator, no context override);
-    calls ``done(measured)`` at the end."""
-    probe = _Probe()
-    plan = [case for _ in range(redraws + 1) for case in CASES]
+def _measure_event_loop(obj: Any, redraws: int, done: Any) -> None:
+    """Redraws as Blender's event loop makes them: a timer prepares a case, tags the 3D View
+    for redraw and waits until it was drawn before the next case (no operator, no context
+    override); calls ``done(measured)`` at the end."""
+    probe = _Probe(obj, event_loop=True)
+    plan = [case for _ in range(redraws + 1) for case in ROUND]
     state = {"step": -1, "count": 0}
 
     def tick() -> float | None:
         step = state["step"]
-        if step >= 0 and sum(map(len, probe.times.values())) == state["count"]:
+        if step >= 0 and probe.drawn == state["count"]:
             probe.region.tag_redraw()
             return 0.01  # not drawn yet
-        if step == len(CASES) - 1:
+        probe.end_case()
+        if step == len(ROUND) - 1:
             probe.reset()  # the first round warms up
         step += 1
         if step == len(plan):
@@ -193,52 +313,71 @@ def _measure_event_loop(redraws: int, done: Any) -> None:
             return None
         state["step"] = step
         probe.set_case(plan[step])
-        state["count"] = sum(map(len, probe.times.values()))
+        state["count"] = probe.drawn
         probe.region.tag_redraw()
         return 0.01
 
     bpy.app.timers.register(tick, first_interval=0.1)
 
 
+def _row(ms: list[float]) -> dict[str, Any]:
+    return {
+        "median_ms": statistics.median(ms),
+        "p90_ms": sorted(ms)[int(0.9 * (len(ms) - 1))],
+        "redraws": len(ms),
+    }
+
+
 def _report(measured: dict[str, Any], out: Path) -> None:
     times = measured["times"]
-    rows = {}
-    for case in times:
-        ms = [t * 1e3 for t in times[case]]
-        rows[case] = {
-            "median_ms": statistics.median(ms),
-            "p90_ms": sorted(ms)[int(0.9 * (len(ms) - 1))],
-            "redraws": len(ms),
-        }
+    rows = {case: _row([t * 1e3 for t in times[case]]) for case in times}
+    handlers = {
+        case: _row([t * 1e3 for t in values])
+        for case, values in measured["handler_times"].items()
+        if values
+    }
+    whole = ("steady", "playback", "dragging", "overlays off", "no chains")
     result = {
         "blender": bpy.app.version_string,
         "gpu_backend": _backend(),
         "chains": 4,
         "redraws_by": measured["mode"],
         "batches": measured["batches"],
-        "cached_redraws_that_rebuilt": measured["cached_rebuilt"],
+        "steady_redraws_that_read": measured["steady_redraws_that_read"],
+        "change_redraws_that_read": measured["change_redraws_that_read"],
+        "overlays_off_redraws_not_seen_off": measured["overlays_off_redraws_not_seen_off"],
         "bar_ms": BAR_MS,
         "cases": rows,
-        "cached_meets_bar": rows["cached"]["median_ms"] <= BAR_MS,
-        "cached_warm_meets_bar": rows["cached, warm"]["median_ms"] <= BAR_MS,
+        "after_solve_handler": handlers,
+        "meets_bar": {case: rows[case]["median_ms"] <= BAR_MS for case in whole},
     }
     lines = [
         f"Overlay draw callback per redraw, 4 chains on the metarig, Blender "
-        f"{result['blender']} ({result['gpu_backend']}), {rows['cached']['redraws']} redraws "
+        f"{result['blender']} ({result['gpu_backend']}), {rows['steady']['redraws']} redraws "
         f"per case, interleaved, redrawn by {measured['mode']}",
         "",
-        "| case | median ms | p90 ms |",
-        "|---|---|---|",
+        "| case | callback median ms | p90 ms | without the draw call, median ms "
+        "| the draw call (llvmpipe), median ms | after-solve handler, median ms |",
+        "|---|---|---|---|---|---|",
     ]
-    for case in rows:
+    for case in whole:
         r = rows[case]
-        lines.append(f"| {case} | {r['median_ms']:.4f} | {r['p90_ms']:.4f} |")
-    lines.append("")
+        split = rows.get(case + NO_DRAW)
+        extra = "– | –"
+        if split is not None:
+            extra = f"{split['median_ms']:.4f} | {r['median_ms'] - split['median_ms']:.4f}"
+        handler = handlers.get(case)
+        extra += f" | {handler['median_ms']:.4f}" if handler else " | –"
+        lines.append(f"| {case} | {r['median_ms']:.4f} | {r['p90_ms']:.4f} | {extra} |")
+    r = rows[AGAIN]
+    lines.append(f"| {AGAIN} | {r['median_ms']:.4f} | {r['p90_ms']:.4f} | – | – | – |")
+    r = rows["empty"]
     lines.append(
-        f"Bar: cached ≤ {BAR_MS} ms — first call "
-        f"{'met' if result['cached_meets_bar'] else 'not met'}, warm "
-        f"{'met' if result['cached_warm_meets_bar'] else 'not met'}."
+        f"| empty (the timer alone) | {r['median_ms']:.4f} | {r['p90_ms']:.4f} | – | – | – |"
     )
+    lines.append("")
+    met = [case for case in whole if result["meets_bar"][case]]
+    lines.append(f"Bar ≤ {BAR_MS} ms per redraw: met by {', '.join(met) or 'none'}.")
     table = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     (out / "overlay.md").write_text(table, encoding="utf-8")
@@ -257,7 +396,7 @@ def _backend() -> str:
 
 def main() -> None:
     args = _args()
-    _setup(args.zip)
+    obj = _setup(args.zip)
 
     def finish(measured: dict[str, Any] | None) -> None:
         code = 0
@@ -276,11 +415,11 @@ def main() -> None:
 
     def run() -> None:
         if args.event_loop:
-            _measure_event_loop(args.redraws, finish)
+            _measure_event_loop(obj, args.redraws, finish)
             return
         measured = None
         try:
-            measured = _measure(args.redraws)
+            measured = _measure(obj, args.redraws)
         except Exception:
             traceback.print_exc()
         finish(measured)

@@ -27,6 +27,9 @@ def _our_handlers(bpy: Any) -> list[str]:
         bpy.app.handlers.frame_change_post,
         bpy.app.handlers.depsgraph_update_post,
         bpy.app.handlers.load_post,
+        bpy.app.handlers.render_init,
+        bpy.app.handlers.render_complete,
+        bpy.app.handlers.render_cancel,
     )
     return [
         f"{fn.__module__}.{fn.__name__}"
@@ -47,7 +50,7 @@ def test_unregister_removes_everything_and_register_restores(clean_scene: Any, a
     target.location = head_world(obj, "upper") + np.array([0.2, 0.1, 0.1])
     bpy.context.scene.frame_set(2)
     handlers_before = sorted(_our_handlers(bpy))
-    assert len(handlers_before) == 6  # live solving's three, the overlay's three
+    assert len(handlers_before) == 9  # live solving's three, the overlay's six
 
     addon_utils.disable(EXTENSION, default_set=True)
     try:
