@@ -81,12 +81,13 @@ lengths would overflow); an empty batch gives empty arrays.
 
 Finally the bend plane is oriented by :func:`core.bend_plane.orient_bend` (poles, the default
 ``"rest"`` plane; ``"minimal"`` keeps the paper's shortest-rotation bend). Its effect is
-computed inline here on component arrays, because the general routine is too slow for the
+computed inline on component arrays, because the general routine is too slow for the
 benchmark's batches; tests check that the results equal calling it.
 
 Two implementations of the same algorithm: :func:`_solve_batch` (numpy, component arrays
-``(N,)``, every chain) and :func:`_solve_single` (plain Python floats, one target on a free
-chain, for interactive single solves); tests check they agree to rounding.
+``(N,)``, every chain; its pass is :mod:`core.triangulation_batch`, which builds on this
+module's plan and constrained rule) and :func:`_solve_single` (plain Python floats, one target
+on a free chain, for interactive single solves); tests check they agree to rounding.
 """
 
 from __future__ import annotations
@@ -107,7 +108,6 @@ from .components import (
     qconj,
     qmatrix,
     qmul,
-    qmul_conj,
     qrotate,
     vadd,
     vcombine,
@@ -443,27 +443,6 @@ def _turn_over(u: Vec, d: Vec, p: Vec, sqrt: Any) -> Quat:
     return qmul((w * inv, x[0] * inv, x[1] * inv, x[2] * inv), (0.0, p[0], p[1], p[2]))
 
 
-def _shortest_turn(u: Vec, d: Vec, axis: Vec) -> Quat:
-    """Unit quaternions of the shortest rotations taking unit ``u`` to unit ``d``.
-
-    An exact half turn (``d = −u``) goes about ``axis`` made perpendicular to ``u``.
-    """
-    dot = vdot(u, d)
-    x = vcross(u, d)
-    w = 1.0 + dot
-    # (exactly opposite vectors give a zero norm; they are among those patched below)
-    inv = 1.0 / np.sqrt(np.maximum(w * w + x[0] * x[0] + x[1] * x[1] + x[2] * x[2], _SAFE))
-    q: Quat = (w * inv, x[0] * inv, x[1] * inv, x[2] * inv)
-    back = np.flatnonzero(dot < _OPPOSITE)
-    if back.size:
-        ub, db, xb = _take(u, back), _take(d, back), _take(x, back)
-        xn = _norm(xb)
-        hint = _where(xn > _PARALLEL, vscale(xb, 1.0 / np.maximum(xn, _SAFE)), _take(axis, back))
-        p = _perpendicular(ub, hint)
-        q = _patch(q, back, _turn_over(ub, db, p, np.sqrt), np.size(dot))
-    return q
-
-
 def _stack(q: tuple[Num, ...], size: int) -> FloatArray:
     return np.stack([np.broadcast_to(np.asarray(x, dtype=np.float64), (size,)) for x in q], -1)
 
@@ -505,132 +484,66 @@ def _start_frame(chain: Chain, initial: list[Quat]) -> tuple[Vec, Vec]:
     return axis, bend
 
 
-def _rest_poles(problem: Problem, plan: _Plan, targets: Vec, initial: list[Quat]) -> Vec:
-    """The ``"rest"`` bend plane's implicit poles (as :func:`core.bend_plane.start_bend_points`).
-
-    The start pose's bend side, carried by the shortest rotation from the start pose's
-    root→effector direction to the root→target direction.
-    """
-    if all(_is_identity(q) for q in initial):
-        start_axis, bend = plan.rest_start
-    else:
-        start_axis, bend = _start_frame(problem.chain, initial)
-        if not all(type(x) is float for q in initial for x in q):
-            return qrotate(_between(start_axis, targets, bend), bend)
-        start_axis, bend = _floats(start_axis), _floats(bend)
-    return _carried(start_axis, bend, targets)
-
-
-def _carried(a: Vec, v: Vec, targets: Vec) -> Vec:
-    """``v`` turned by the shortest rotations from direction ``a`` to each target's direction.
-
-    Closed form of :func:`_rotate` ``(``:func:`_between` ``(a, t, v), v)`` for one ``a`` and
-    ``v`` (floats): ``R v = v − ((â + t̂)·v / (1 + â·t̂)) (â + t̂) + 2 (â·v) t̂``. As there, a
-    zero ``a`` or target leaves ``v``, and so does an opposite target (the half turn is about
-    ``v``, which is perpendicular to ``a``).
-    """
-    na = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
-    if na == 0.0:
-        return v
-    ua = (a[0] / na, a[1] / na, a[2] / na)
-    nt = _norm(targets)
-    ut = _unit_or_zero(targets, nt)
-    dot = vdot(ua, ut)
-    opposite = (dot < -1.0 + 1e-12) & (nt > 0.0)
-    both = vadd(ut, ua)
-    coef = np.where(opposite, 0.0, vdot(both, v) / np.where(opposite, 1.0, 1.0 + dot))
-    along = 2.0 * (ua[0] * v[0] + ua[1] * v[1] + ua[2] * v[2])
-    return vadd(vsub(v, vscale(both, coef)), vscale(ut, np.where(opposite, 0.0, along)))
-
-
-def _orient_batch(
-    problem: Problem,
-    plan: _Plan,
-    targets: Vec,
-    root: Quat,
-    points: list[Vec],
-    initial: list[Quat],
-) -> tuple[Quat, list[Vec]]:
-    """:func:`core.bend_plane.orient_bend` on component arrays (the same result to rounding).
-
-    ``root`` is joint 0's local rotation and ``points`` the joint positions ``1 … n``, as
-    component arrays. Returns them turned (unchanged where nothing is turned).
-    """
-    opts = problem.options
-    if problem.target_rotations is not None and opts.position_weight < 1.0:
-        return root, points
-    if problem.poles is not None:
-        poles: Vec = tuple(np.ascontiguousarray(problem.poles.T))
-    elif opts.bend_plane == "rest":
-        poles = _rest_poles(problem, plan, targets, initial)
-    else:
-        return root, points
-    reach = plan.reach
-    n = plan.n
-    eff = points[n - 1]
-    length = _norm(eff)
-    axis = _unit_or_zero(eff, np.where(length > _BEND_TINY * reach, length, 0.0))
-    if n > 1:
-        inner: Vec = points[0]
-        for j in range(1, n - 1):
-            inner = vadd(inner, points[j])
-        mean = vscale(inner, 1.0 / (n - 1))
-        bend = vsub(mean, vscale(axis, vdot(mean, axis)))
-    else:
-        bend = (0.0, 0.0, 0.0)
-    want = vsub(poles, vscale(axis, vdot(poles, axis)))
-    axis_len = _norm(axis)
-    unit_axis = _unit_or_zero(axis, axis_len)
-    if opts.pole_angle:
-        half = 0.5 * opts.pole_angle
-        want = qrotate((math.cos(half), *vscale(unit_axis, math.sin(half))), want)
-    usable = (
-        (_norm(bend) > _BEND_TINY * reach) & (_norm(want) > _BEND_TINY * reach) & (axis_len > 0.0)
-    )
-    if not np.any(usable):
-        return root, points
-    phi = np.arctan2(vdot(vcross(bend, want), axis), vdot(bend, want))
-    half_phi = 0.5 * np.where(usable, phi, 0.0)
-    turn: Quat = (np.cos(half_phi), *vscale(unit_axis, np.sin(half_phi)))
-    # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
-    q0 = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root)
-    limits0 = problem.chain.limits[0]
-    if not limits0.is_free:
-        usable = usable & (limits0.violation(_stack(q0, problem.size)) <= 1e-9)
-        turn = _where(usable, turn, _IDENTITY)
-    q0 = _where(usable, q0, root)
-    # Where the turn is unusable its matrix is exactly I, which leaves points unchanged; the
-    # effector lies on the turn's axis and stays.
-    m = qmatrix(turn)
-    return q0, [mapply(m, v) for v in points[:-1]] + [points[-1]]
-
-
 # --------------------------------------------------------------------------- batch pass
-def _triangle(a: float, b: Num, c: Num, c2: Num, inv_c: Num) -> tuple[Num, Num]:
+def _triangle(
+    a: float, b: Num, c: Num, c2: Num, inv_c: Num, out: tuple[Any, ...] | None = None
+) -> tuple[Num, Num]:
     """``cos δ`` (eq. 5, clipped to ``[−1, 1]``) and ``sin δ`` of the angle at ``a``–``c``.
 
     ``sin δ = √((c + b − a)(a + b − c)(a + c − b)(a + b + c)) / (2ac)`` (Heron's factors),
     zero outside the triangle inequality: accurate near a degenerate triangle, where
     ``√(1 − cos²δ)`` would turn a rounding error of ``1e-16`` into an angle of ``1e-8``.
-    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``.
+    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``. ``out``: four arrays of the result's shape
+    to write ``cos δ``, ``sin δ`` and two temporaries into (the batch pass's scratch rows),
+    or ``None`` to allocate them.
     """
-    scale = inv_c * (0.5 / a)
-    cos_d = np.clip((a * a - b * b + c2) * scale, -1.0, 1.0)
-    heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
-    return cos_d, np.sqrt(np.maximum(heron, 0.0)) * scale
+    cos_d, sin_d, scale, factor = out if out is not None else (None, None, None, None)
+    scale = np.multiply(inv_c, 0.5 / a, out=scale)
+    cos_d = np.add(a * a - b * b, c2, out=cos_d)
+    np.multiply(cos_d, scale, out=cos_d)
+    np.minimum(cos_d, 1.0, out=cos_d)  # (clipped to [−1, 1])
+    np.maximum(cos_d, -1.0, out=cos_d)
+    sin_d = np.add(c, b, out=sin_d)
+    np.subtract(sin_d, a, out=sin_d)
+    factor = np.subtract(a + b, c, out=factor)
+    np.multiply(sin_d, factor, out=sin_d)
+    np.add(a, c, out=factor)
+    np.subtract(factor, b, out=factor)
+    np.multiply(sin_d, factor, out=sin_d)
+    np.add(a + b, c, out=factor)
+    np.multiply(sin_d, factor, out=sin_d)
+    np.maximum(sin_d, 0.0, out=sin_d)
+    np.sqrt(sin_d, out=sin_d)
+    return cos_d, np.multiply(sin_d, scale, out=sin_d)
 
 
-def _free_rule(plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, delta90: bool) -> tuple[Num, Num]:
-    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant)."""
+def _free_rule(
+    plan: _Plan,
+    i: int,
+    c: Num,
+    c2: Num,
+    inv_c: Num,
+    delta90: bool,
+    out: tuple[Any, ...] | None = None,
+) -> tuple[Num, Num]:
+    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant);
+    ``out`` as for :func:`_triangle`."""
     a, b = plan.lengths[i], plan.remaining[i]
-    cos_d, sin_d = _triangle(a, b, c, c2, inv_c)
+    cos_d, sin_d = _triangle(a, b, c, c2, inv_c, out)
     if delta90 and b > a:
         r = plan.inner[i]
-        guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
-        cos_g = np.clip(np.minimum(0.0, guard), -1.0, 1.0)
+        _, _, guard, sin_g = out if out is not None else (None, None, None, None)
+        guard = np.add(a * a - r * r, c2, out=guard)
+        np.multiply(guard, inv_c, out=guard)
+        np.multiply(guard, 0.5 / a, out=guard)
+        np.minimum(guard, 0.0, out=guard)
+        cos_g = np.maximum(guard, -1.0, out=guard)
+        sin_g = np.multiply(cos_g, cos_g, out=sin_g)
+        np.subtract(1.0, sin_g, out=sin_g)
+        np.sqrt(sin_g, out=sin_g)
         close = c < b - a
-        cos_d = np.where(close, cos_g, cos_d)
-        sin_d = np.where(close, np.sqrt(1.0 - cos_g * cos_g), sin_d)
+        np.copyto(cos_d, cos_g, where=close)
+        np.copyto(sin_d, sin_g, where=close)
     return cos_d, sin_d
 
 
@@ -849,139 +762,11 @@ def _is_identity(q: Quat) -> bool:
     return type(q[0]) is float and q == _IDENTITY
 
 
-@dataclass
-class _PassState:
-    """What the pass carries from joint to joint (component arrays or floats).
-
-    Attributes:
-        world: the last placed joint's world rotation.
-        p: the next joint's position.
-        d: the last placed link's direction.
-        axis: the last rotation axis (§3.1.1 fallback), or ``None`` before the first.
-        formed: ``(N,)`` a full triangle has formed (§3.1.2).
-    """
-
-    world: Quat
-    p: Vec
-    d: Vec
-    axis: Vec | None
-    formed: Any
-
-
-def _place_joint(
-    problem: Problem,
-    plan: _Plan,
-    i: int,
-    targets: Vec,
-    start: Quat,
-    state: _PassState,
-) -> Quat:
-    """Place joint ``i`` for every target (one step of Algorithm 1); returns its local rotation.
-
-    ``start`` is the joint's start rotation; ``state`` is updated. A function of its own so
-    that its temporaries are freed before the next joint allocates.
-    """
-    size = problem.size
-    near = _NEAR * plan.reach
-    a = plan.lengths[i]
-    kind = plan.kinds[i]
-    formed = state.formed
-    parent = qmul(state.world, plan.rests[i]) if plan.rests[i] != _IDENTITY else state.world
-    current = parent if _is_identity(start) else qmul(parent, start)
-    # A straight chain's next link starts along the previous link's new direction.
-    follows = plan.straight[i] and _is_identity(start)
-    u = state.d if follows else qrotate(current, plan.units[i])
-    cv = vsub(targets, state.p)
-    c2 = vdot(cv, cv)
-    c = np.sqrt(c2)
-    inv_c = 1.0 / np.maximum(c, near)
-    chat = vscale(cv, inv_c)
-    # Rotation axis r = a × c (eq. 7); undefined when parallel (§3.1.1).
-    r = vcross(u, chat)
-    rn = _norm(r)
-    axis = vscale(r, 1.0 / np.maximum(rn, _SAFE))
-    bad = np.flatnonzero(rn <= _PARALLEL)
-    if bad.size:
-        # Links already pointing at the target after a full triangle need no axis.
-        aligned = formed[bad] & (vdot(_take(u, bad), _take(chat, bad)) > 0.0)
-        need = bad[~aligned]
-        if need.size:
-            hint = state.axis if state.axis is not None else qrotate(current, _X)
-            fallback = _perpendicular(_take(chat, need), _take(hint, need))
-            axis = _patch(axis, need, fallback, size)
-    w = vcross(chat, axis)
-    # Law of cosines (eqs. 4–6) with the special cases of §3.1.2–3.1.3.
-    cone_axis = qrotate(parent, _Y) if kind == "cone" else None
-    if plan.families[i] is not None:
-        kappa: Num = 0.0
-        if cone_axis is not None:
-            kappa = np.arccos(np.clip(vdot(cone_axis, chat), -1.0, 1.0))
-        cos_d, sin_d, now_formed = _constrained_rule(
-            plan, i, c, c2, inv_c, kappa, problem.options.delta_b_deg == 90.0
-        )
-    else:
-        cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, problem.options.delta_b_deg == 90.0)
-        b = plan.remaining[i]
-        now_formed = (c >= abs(a - b)) & (c <= a + b)
-    cos_d = np.where(formed, 1.0, cos_d)
-    sin_d = np.where(formed, 0.0, sin_d)
-    d = vcombine(cos_d, chat, sin_d, w)
-    at_joint = np.flatnonzero(c <= near)
-    if at_joint.size:
-        d = _patch(d, at_joint, _take(u, at_joint), size)
-    if cone_axis is not None:
-        d = _cone_select(d, chat, cos_d, sin_d, w, cone_axis, plan.cones[i])
-    turned = qmul(_shortest_turn(u, d, axis), current)
-    local = qmul_conj(parent, turned)
-    if kind == "project":
-        projected = problem.chain.limits[i].project(_stack(local, size))
-        local = tuple(np.moveaxis(projected, -1, 0))
-        turned = qmul(parent, local)
-        d = qrotate(turned, plan.units[i])
-    state.world = turned
-    state.p = vadd(state.p, vscale(d, a))
-    state.d = d
-    state.axis = axis
-    state.formed = formed | (now_formed & (c > near))
-    return local
-
-
 def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
-    """The pass for ``N`` targets at once, on ``(N,)`` component arrays."""
-    size = problem.size
-    n = plan.n
-    targets: Vec = tuple(np.ascontiguousarray(problem.targets.T))
-    init = problem.initial
-    shared = size == 1 or init.strides[0] == 0 or bool(np.all(init == init[:1]))
-    initial: list[Quat]
-    if shared:
-        initial = [tuple(float(x) for x in q) for q in init[0]]  # type: ignore[misc]
-    else:
-        initial = [tuple(np.ascontiguousarray(init[:, i, :].T)) for i in range(n)]
-    zero: Vec = (0.0, 0.0, 0.0)
-    state = _PassState(_IDENTITY, zero, zero, None, np.zeros(size, dtype=bool))
-    rot = np.empty((size, n, 4))
-    pos = np.empty((size, n + 1, 3))
-    pos[:, 0, :] = 0.0
-    root: Quat = _IDENTITY
-    points: list[Vec] = []
-    for i in range(n):
-        local = _place_joint(problem, plan, i, targets, initial[i], state)
-        if i == 0:
-            root = local
-        else:
-            for k in range(4):
-                rot[:, i, k] = local[k]
-        points.append(state.p)
-    del state
-    root, points = _orient_batch(problem, plan, targets, root, points, initial)
-    for k in range(4):
-        rot[:, 0, k] = root[k]
-    for j, v in enumerate(points, start=1):
-        for k in range(3):
-            pos[:, j, k] = v[k]
-    np.negative(rot, out=rot, where=rot[..., :1] < 0.0)
-    return rot, pos
+    """The pass for ``N`` targets at once (:func:`core.triangulation_batch.solve_batch`)."""
+    from .triangulation_batch import solve_batch  # (it builds on this module's rules)
+
+    return solve_batch(problem, plan)
 
 
 # --------------------------------------------------------------------------- single target
