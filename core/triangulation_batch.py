@@ -303,8 +303,9 @@ class _PassState:
         axis: the last rotation axis (§3.1.1 fallback), or ``None`` before the first.
         formed: ``(N,)`` a full triangle has formed (§3.1.2).
         any_formed: ``formed`` holds somewhere.
-        settled: ``formed`` before the last joint: those targets' links point at the target
-            from the last joint on.
+        settled: ``formed`` before the last joint, or the target lay beyond the rest of the
+            chain at the last joint: those targets' links point at the target from the last
+            joint on.
     """
 
     world: Quat
@@ -412,6 +413,7 @@ def _place_joint(
     # Law of cosines (eqs. 4–6) with the special cases of §3.1.2–3.1.3.
     delta90 = problem.options.delta_b_deg == 90.0
     cone_axis = qrotate(parent, _Y) if kind == "cone" else None
+    beyond: Any = False
     if plan.families[i] is not None:
         kappa: Num = 0.0
         if cone_axis is not None:
@@ -422,6 +424,9 @@ def _place_joint(
         cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90, scratch)
         b = plan.remaining[i]
         now_formed = (c >= abs(a - b)) & (c <= a + b)
+        # Beyond the rest of the chain by a margin no rounding closes: this link and every
+        # later one point straight at the target.
+        beyond = c > a + b + _BEYOND * plan.reach
     if state.any_formed:
         # cos δ = 1, sin δ = 0 where formed (selected by multiplying with 0 and 1)
         np.multiply(cos_d, ~formed, out=cos_d)
@@ -450,7 +455,7 @@ def _place_joint(
     state.p = p_out
     state.d = d
     state.axis = axis
-    state.settled = formed
+    state.settled = formed | beyond
     state.formed = formed | (now_formed & (c > near))
     state.any_formed = bool(state.formed.any())
     return local
@@ -685,14 +690,17 @@ def _matrix_into(q: Quat, out: Rows, products: Rows) -> Rows:
     return out
 
 
-def _mapply_into(m: Rows, v: Vec, out: Rows, acc: FloatArray, tmp: FloatArray) -> None:
-    """``m · v`` into ``out`` (as :func:`core.components.mapply`), summed in ``acc``."""
+def _mapply_into(m: Rows, v: Vec, out: FloatArray) -> None:
+    """``m · v`` into ``out`` (as :func:`core.components.mapply`): ``v`` three ``(k, N)``
+    component arrays of ``k`` points each, ``m`` nine ``(N,)`` rows, ``out`` ``(3, k, N)``."""
+    tmp = np.empty_like(out[0])
     for k in range(3):
-        np.multiply(m[3 * k], v[0], out=acc)
+        row = out[k]
+        np.multiply(m[3 * k], v[0], out=row)
         np.multiply(m[3 * k + 1], v[1], out=tmp)
-        np.add(acc, tmp, out=acc)
+        np.add(row, tmp, out=row)
         np.multiply(m[3 * k + 2], v[2], out=tmp)
-        np.add(acc, tmp, out=out[k])
+        np.add(row, tmp, out=row)
 
 
 _MATRIX_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
@@ -701,13 +709,17 @@ _MATRIX_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
 # --------------------------------------------------------------------------- the pass
 #: Targets leave the pass early (:func:`_finish_straight`) when their count times the joints
 #: left reaches this: fewer are cheaper to carry along than to gather out.
-_RETIRE = 4096
+_RETIRE = 1024
+#: A target farther than the rest of the chain plus this fraction of the reach stays beyond
+#: it at every later joint, whatever the rounding of the joint positions.
+_BEYOND = 1e-9
 
 
 def _straight_from(plan: _Plan, initial: list[Quat]) -> list[bool]:
     """Per joint ``i``: every joint from ``i`` on is free, starts at rest and continues the
-    previous link (a target whose triangle has formed two joints before ``i`` keeps its links
-    from ``i`` on straight toward it: :func:`_finish_straight`)."""
+    previous link (a target whose triangle has formed two joints before ``i``, or which lay
+    beyond the rest of the chain at joint ``i − 1``, keeps its links from ``i`` on straight
+    toward it: :func:`_finish_straight`)."""
     out = [False] * (plan.n + 1)
     out[plan.n] = True
     for i in range(plan.n - 1, 0, -1):
@@ -723,15 +735,22 @@ def _straight_from(plan: _Plan, initial: list[Quat]) -> list[bool]:
 def _finish_straight(
     plan: _Plan, i: int, rows: Any, p: Vec, d: Vec, joints: FloatArray, locals_: FloatArray
 ) -> None:
-    """Joints ``i … n − 1`` of targets ``rows`` whose links already point at them: each link
-    continues the last one (direction ``d``, from position ``p``) with the identity as its
-    local rotation — what the pass gives them (its turn from ``d`` to the direction to the
-    target is the identity to rounding)."""
+    """Joints ``i … n − 1`` of targets ``rows`` (``None``: all) whose links already point at
+    them: each link continues the last one (direction ``d``, from position ``p``) with the
+    identity as its local rotation — what the pass gives them (its turn from ``d`` to the
+    direction to the target is the identity to rounding)."""
     for k in range(3):
         at, step = p[k], d[k]
         for j in range(i, plan.n):
             at = at + step * plan.lengths[j]
-            joints[j + 1, k][rows] = at
+            if rows is None:
+                joints[j + 1, k] = at
+            else:
+                joints[j + 1, k][rows] = at
+    if rows is None:
+        locals_[i:, 0] = 1.0
+        locals_[i:, 1:] = 0.0
+        return
     for j in range(i, plan.n):
         locals_[j, 0][rows] = 1.0
         for k in range(1, 4):
@@ -765,13 +784,17 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
         done = None
         if straight_from[i] and state.settled is not None:
             done = np.flatnonzero(state.settled)
-        if done is not None and done.size * (n - i) >= _RETIRE:
-            # Targets whose links point at them from here on leave the pass.
+        rows = 0 if done is None else len(state.formed)
+        if done is not None and done.size * (n - i) >= max(_RETIRE, 2 * (rows - done.size)):
+            # Targets whose links point at them from here on leave the pass (when that saves
+            # more work than gathering the others costs).
             keep = np.flatnonzero(~state.settled)
-            where = done if active is None else active[done]
-            _finish_straight(
-                plan, i, where, _take(state.p, done), _take(state.d, done), joints, locals_
-            )
+            if active is None:
+                # (every target finished straight: those that stay are overwritten below)
+                _finish_straight(plan, i, None, state.p, state.d, joints, locals_)
+            else:
+                p, d = _take(state.p, done), _take(state.d, done)
+                _finish_straight(plan, i, active[done], p, d, joints, locals_)
             if keep.size == 0:
                 break
             state = state.take(keep)
@@ -797,12 +820,12 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
         for x, row in zip(root, locals_[0], strict=True):
             np.copyto(row, x)
     if matrix is not None:
-        # The inner joints turn about the root→effector axis (the effector stays).
-        turned = work.axes[0]
-        for v in points[:-1]:
-            _mapply_into(matrix, v, turned, work.t1, work.t2)
-            for x, row in zip(turned, v, strict=True):
-                np.copyto(row, x)
+        # The inner joints turn about the root→effector axis (the root and effector stay).
+        turned = np.empty_like(joints)
+        turned[0] = joints[0]
+        turned[n] = joints[n]
+        _mapply_into(matrix, tuple(joints[1:n].transpose(1, 0, 2)), turned[1:n].transpose(1, 0, 2))
+        joints = turned
     # w ≥ 0: −q where w < 0 (the same rotation)
     flip = locals_[:, 0, :] < 0.0
     if flip.any():
