@@ -156,7 +156,8 @@ def _rotate_into(q: Quat, v: Vec, out: Rows, t: Rows, tmp: FloatArray) -> Rows:
 # --------------------------------------------------------------------------- scratch rows
 #: Named rows of the scratch block: a count, or ``(2, count)`` for a pair (what the next
 #: joint reads while this joint writes its own: the previous link's direction, the last
-#: axis, the last world rotation, the next joint's position).
+#: axis, the last world rotation, the next joint's position). The bend-plane step reuses
+#: them under its own names (:class:`_Scratch`).
 _LAYOUT: tuple[tuple[str, Any], ...] = (
     # per joint
     ("chat", 3),
@@ -182,16 +183,6 @@ _LAYOUT: tuple[tuple[str, Any], ...] = (
     ("dirs", (2, 3)),
     ("worlds", (2, 4)),
     ("points", (2, 3)),
-    # bend plane
-    ("poles", 3),
-    ("ut", 3),
-    ("axis", 3),
-    ("bend", 3),
-    ("want", 3),
-    ("cross", 3),
-    ("q0", 4),
-    ("matrix", 9),
-    ("products", 9),
 )
 _ROWS = sum(s if isinstance(s, int) else s[0] * s[1] for _, s in _LAYOUT)
 
@@ -212,6 +203,16 @@ class _Scratch:
             else:
                 value = tuple(tuple(next(rows) for _ in range(shape[1])) for _ in range(shape[0]))
             setattr(self, name, value)
+        # The bend-plane step runs after the pass, on the rows the joints used (except
+        # spin, turn, dot and t1…t4, which it uses as they are named).
+        self.poles = self.chat
+        self.ut = self.w
+        self.axis = self.u
+        self.bend, self.want = self.axes
+        self.cross = self.dirs[0]
+        self.q0 = self.current
+        self.matrix = (*self.worlds[0], *self.worlds[1], self.parent[0])
+        self.products = (*self.parent[1:], *self.local, *self.points[0][:2])
 
     def view(self, m: int) -> _Scratch:
         return _Scratch(self.block[:, :m])
@@ -759,7 +760,8 @@ def _finish_straight(
 
 def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
     """The pass for ``N`` targets at once: local rotations ``(N, n, 4)`` (``w ≥ 0``) and
-    joint positions ``(N, n + 1, 3)``."""
+    joint positions ``(N, n + 1, 3)``, both transposed views of component rows
+    (:func:`_interleaved`)."""
     size = problem.size
     n = plan.n
     targets: Vec = tuple(np.ascontiguousarray(problem.targets.T))
@@ -835,9 +837,7 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
 
 
 def _interleaved(rows: FloatArray) -> FloatArray:
-    """``(m, k, N)`` component rows as a C-ordered ``(N, m, k)`` array (writing it through its
-    transpose reads the rows in order, faster than copying the transposed rows)."""
-    m, k, size = rows.shape
-    out = np.empty((size, m * k))
-    out.T[...] = rows.reshape(m * k, size)
-    return out.reshape(size, m, k)
+    """``(m, k, N)`` component rows seen as an ``(N, m, k)`` array (a transposed view: the
+    values and shape of the result, in the memory order the pass wrote them; copying them into
+    C order would cost about a tenth of the pass)."""
+    return rows.transpose(2, 0, 1)
