@@ -144,6 +144,8 @@ _MINIMA = 3
 _OPPOSITE = -1.0 + 1e-6
 #: Floor for divisors that may be zero in a branch whose result is discarded.
 _SAFE = 1e-300
+#: 1, −1 and 0 as one-element arrays (numpy takes them faster than Python floats).
+_K_ONE, _K_MINUS_ONE, _K_ZERO = np.array([1.0]), np.array([-1.0]), np.array([0.0])
 
 _IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 _X: Vec = (1.0, 0.0, 0.0)
@@ -498,21 +500,23 @@ def _triangle(
     or ``None`` to allocate them.
     """
     cos_d, sin_d, scale, factor = out if out is not None else (None, None, None, None)
-    scale = np.multiply(inv_c, 0.5 / a, out=scale)
-    cos_d = np.add(a * a - b * b, c2, out=cos_d)
+    # (floats as one-element arrays, which numpy takes faster; b may be an array)
+    k_a, k_b, k_ab = np.array([a]), np.array([b]) if np.ndim(b) == 0 else b, np.array([a]) + b
+    scale = np.multiply(inv_c, np.array([0.5 / a]), out=scale)
+    cos_d = np.add(k_a * k_a - k_b * k_b, c2, out=cos_d)
     np.multiply(cos_d, scale, out=cos_d)
-    np.minimum(cos_d, 1.0, out=cos_d)  # (clipped to [−1, 1])
-    np.maximum(cos_d, -1.0, out=cos_d)
-    sin_d = np.add(c, b, out=sin_d)
-    np.subtract(sin_d, a, out=sin_d)
-    factor = np.subtract(a + b, c, out=factor)
+    np.minimum(cos_d, _K_ONE, out=cos_d)  # (clipped to [−1, 1])
+    np.maximum(cos_d, _K_MINUS_ONE, out=cos_d)
+    sin_d = np.add(c, k_b, out=sin_d)
+    np.subtract(sin_d, k_a, out=sin_d)
+    factor = np.subtract(k_ab, c, out=factor)
     np.multiply(sin_d, factor, out=sin_d)
-    np.add(a, c, out=factor)
-    np.subtract(factor, b, out=factor)
+    np.add(k_a, c, out=factor)
+    np.subtract(factor, k_b, out=factor)
     np.multiply(sin_d, factor, out=sin_d)
-    np.add(a + b, c, out=factor)
+    np.add(k_ab, c, out=factor)
     np.multiply(sin_d, factor, out=sin_d)
-    np.maximum(sin_d, 0.0, out=sin_d)
+    np.maximum(sin_d, _K_ZERO, out=sin_d)
     np.sqrt(sin_d, out=sin_d)
     return cos_d, np.multiply(sin_d, scale, out=sin_d)
 

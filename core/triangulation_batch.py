@@ -59,6 +59,16 @@ if TYPE_CHECKING:
 
 Rows = tuple[Any, ...]
 
+
+def _k(x: float) -> FloatArray:
+    """``x`` as a one-element array: it broadcasts like the float, and a ufunc takes it
+    about 1 µs faster than a Python float (which it converts on every call)."""
+    return np.array([x])
+
+
+_ONE, _ZERO, _TWO, _K_SAFE = _k(1.0), _k(0.0), _k(2.0), _k(_SAFE)
+_K_OPPOSITE, _K_PARALLEL = _k(_OPPOSITE), _k(_PARALLEL)
+
 #: Hamilton products as signed terms ``(sign, i, j)`` meaning ``± p[i] q[j]``, summed left
 #: to right (the order of :func:`core.components.qmul` and ``qmul_conj``).
 _QMUL = (
@@ -86,55 +96,142 @@ def _terms_into(terms: list[tuple[int, Num, Num]], out: FloatArray, tmp: FloatAr
     """``Σ ± f·g`` over ``terms`` ``(sign, f, g)``, left to right, into ``out``."""
     first = True
     for sign, f, g in terms:
-        if _zero(f) or _zero(g):
-            continue
+        if (type(f) is float and f == 0.0) or (type(g) is float and g == 0.0):
+            continue  # (as _zero)
         if first:
-            np.multiply(f, g, out=out)
+            np.multiply(f, g, out)
             if sign < 0:
-                np.negative(out, out=out)
+                np.negative(out, out)
             first = False
         else:
-            np.multiply(f, g, out=tmp)
-            (np.add if sign > 0 else np.subtract)(out, tmp, out=out)
+            np.multiply(f, g, tmp)
+            (np.add if sign > 0 else np.subtract)(out, tmp, out)
     if first:
         out.fill(0.0)
     return out
 
 
+def _arrays(*parts: tuple[Num, ...]) -> bool:
+    """True when no component is a Python float (the unrolled paths below apply)."""
+    return all(float not in map(type, part) for part in parts)
+
+
+_mul, _add, _sub = np.multiply, np.add, np.subtract
+
+
 def _dot_into(a: Vec, b: Vec, out: FloatArray, tmp: FloatArray) -> FloatArray:
     """``a·b`` into ``out`` (as :func:`core.components.vdot`)."""
-    return _terms_into([(1, a[0], b[0]), (1, a[1], b[1]), (1, a[2], b[2])], out, tmp)
+    if not _arrays(a, b):
+        return _terms_into([(1, a[0], b[0]), (1, a[1], b[1]), (1, a[2], b[2])], out, tmp)
+    _mul(a[0], b[0], out)
+    _mul(a[1], b[1], tmp)
+    _add(out, tmp, out)
+    _mul(a[2], b[2], tmp)
+    return _add(out, tmp, out)
 
 
 def _cross_into(a: Vec, b: Vec, out: Rows, tmp: FloatArray) -> Rows:
     """``a × b`` into ``out`` (as :func:`core.components.vcross`; ``out`` aliases neither)."""
-    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
-        _terms_into([(1, a[i], b[j]), (-1, a[j], b[i])], out[k], tmp)
+    if not _arrays(a, b):
+        for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
+            _terms_into([(1, a[i], b[j]), (-1, a[j], b[i])], out[k], tmp)
+        return out
+    a0, a1, a2 = a
+    b0, b1, b2 = b
+    o0, o1, o2 = out
+    _mul(a1, b2, o0)
+    _mul(a2, b1, tmp)
+    _sub(o0, tmp, o0)
+    _mul(a2, b0, o1)
+    _mul(a0, b2, tmp)
+    _sub(o1, tmp, o1)
+    _mul(a0, b1, o2)
+    _mul(a1, b0, tmp)
+    _sub(o2, tmp, o2)
     return out
 
 
 def _combine_into(s: Num, a: Vec, t: Num, b: Vec, out: Rows, tmp: FloatArray) -> Rows:
     """``s·a + t·b`` into ``out`` (as :func:`core.components.vcombine`)."""
-    for k in range(3):
-        _terms_into([(1, s, a[k]), (1, t, b[k])], out[k], tmp)
+    if not _arrays((s, t), a, b):
+        for k in range(3):
+            _terms_into([(1, s, a[k]), (1, t, b[k])], out[k], tmp)
+        return out
+    for ak, bk, ok in zip(a, b, out, strict=True):
+        _mul(s, ak, ok)
+        _mul(t, bk, tmp)
+        _add(ok, tmp, ok)
     return out
 
 
 def _products_into(p: Quat, q: Quat, table: tuple[Any, ...], out: Rows, tmp: FloatArray) -> Rows:
     """A Hamilton product (``table``: :data:`_QMUL` or :data:`_QMUL_CONJ`) into ``out``,
     which aliases neither factor."""
-    if any(type(x) is float for x in p) or any(type(x) is float for x in q):
+    if not _arrays(p, q):
         for k, terms in enumerate(table):
             _terms_into([(sign, p[i], q[j]) for sign, i, j in terms], out[k], tmp)
         return out
-    mul, add, sub = np.multiply, np.add, np.subtract
-    for k, terms in enumerate(table):
-        row = out[k]
-        (_, i, j), *rest = terms
-        mul(p[i], q[j], row)
-        for sign, i, j in rest:
-            mul(p[i], q[j], tmp)
-            (add if sign > 0 else sub)(row, tmp, row)
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    ow, ox, oy, oz = out
+    if table is _QMUL:
+        _mul(pw, qw, ow)
+        _mul(px, qx, tmp)
+        _sub(ow, tmp, ow)
+        _mul(py, qy, tmp)
+        _sub(ow, tmp, ow)
+        _mul(pz, qz, tmp)
+        _sub(ow, tmp, ow)
+        _mul(pw, qx, ox)
+        _mul(px, qw, tmp)
+        _add(ox, tmp, ox)
+        _mul(py, qz, tmp)
+        _add(ox, tmp, ox)
+        _mul(pz, qy, tmp)
+        _sub(ox, tmp, ox)
+        _mul(pw, qy, oy)
+        _mul(px, qz, tmp)
+        _sub(oy, tmp, oy)
+        _mul(py, qw, tmp)
+        _add(oy, tmp, oy)
+        _mul(pz, qx, tmp)
+        _add(oy, tmp, oy)
+        _mul(pw, qz, oz)
+        _mul(px, qy, tmp)
+        _add(oz, tmp, oz)
+        _mul(py, qx, tmp)
+        _sub(oz, tmp, oz)
+        _mul(pz, qw, tmp)
+        _add(oz, tmp, oz)
+        return out
+    _mul(pw, qw, ow)
+    _mul(px, qx, tmp)
+    _add(ow, tmp, ow)
+    _mul(py, qy, tmp)
+    _add(ow, tmp, ow)
+    _mul(pz, qz, tmp)
+    _add(ow, tmp, ow)
+    _mul(pw, qx, ox)
+    _mul(px, qw, tmp)
+    _sub(ox, tmp, ox)
+    _mul(py, qz, tmp)
+    _sub(ox, tmp, ox)
+    _mul(pz, qy, tmp)
+    _add(ox, tmp, ox)
+    _mul(pw, qy, oy)
+    _mul(px, qz, tmp)
+    _add(oy, tmp, oy)
+    _mul(py, qw, tmp)
+    _sub(oy, tmp, oy)
+    _mul(pz, qx, tmp)
+    _sub(oy, tmp, oy)
+    _mul(pw, qz, oz)
+    _mul(px, qy, tmp)
+    _sub(oz, tmp, oz)
+    _mul(py, qx, tmp)
+    _add(oz, tmp, oz)
+    _mul(pz, qw, tmp)
+    _sub(oz, tmp, oz)
     return out
 
 
@@ -144,12 +241,12 @@ def _rotate_into(q: Quat, v: Vec, out: Rows, t: Rows, tmp: FloatArray) -> Rows:
     u = q[1:]
     _cross_into(u, v, t, tmp)
     for row in t:
-        np.multiply(row, 2.0, out=row)
+        np.multiply(row, _TWO, row)
     _cross_into(u, t, out, tmp)
     for k in range(3):
-        np.multiply(t[k], q[0], out=tmp)
-        np.add(v[k], tmp, out=tmp)
-        np.add(tmp, out[k], out=out[k])
+        np.multiply(t[k], q[0], tmp)
+        np.add(v[k], tmp, tmp)
+        np.add(tmp, out[k], out[k])
     return out
 
 
@@ -257,7 +354,7 @@ def _spare(pair: tuple[Rows, Rows], held: tuple[Any, ...] | None) -> Rows:
 
 
 def _is_floats(q: tuple[Num, ...]) -> bool:
-    return all(type(x) is float for x in q)
+    return set(map(type, q)) == {float}
 
 
 # --------------------------------------------------------------------------- one joint
@@ -270,16 +367,16 @@ def _shortest_turn_into(u: Vec, d: Vec, axis: Vec, out: Rows, work: _Scratch) ->
     _dot_into(u, d, dot, t1)
     x = out[1:]
     _cross_into(u, d, x, t1)
-    w = np.add(dot, 1.0, out=out[0])
-    np.multiply(w, w, out=t1)
+    w = np.add(dot, _ONE, out[0])
+    np.multiply(w, w, t1)
     for xk in x:
-        np.multiply(xk, xk, out=t2)
-        np.add(t1, t2, out=t1)
+        np.multiply(xk, xk, t2)
+        np.add(t1, t2, t1)
     # (exactly opposite vectors give a zero norm; they are among those patched below)
-    np.maximum(t1, _SAFE, out=t1)
-    np.sqrt(t1, out=t1)
-    np.divide(1.0, t1, out=t1)
-    back = np.flatnonzero(dot < _OPPOSITE)
+    np.maximum(t1, _K_SAFE, t1)
+    np.sqrt(t1, t1)
+    np.divide(_ONE, t1, t1)
+    back = (dot < _K_OPPOSITE).nonzero()[0]
     patch: tuple[Num, ...] = ()
     if back.size:
         ub, db, xb = _take(u, back), _take(d, back), tuple(xk[back] for xk in x)
@@ -287,7 +384,7 @@ def _shortest_turn_into(u: Vec, d: Vec, axis: Vec, out: Rows, work: _Scratch) ->
         hint = _where(xn > _PARALLEL, vscale(xb, 1.0 / np.maximum(xn, _SAFE)), _take(axis, back))
         patch = _turn_over(ub, db, _perpendicular(ub, hint), np.sqrt)
     for row in out:
-        np.multiply(row, t1, out=row)
+        np.multiply(row, t1, row)
     for row, value in zip(out, patch, strict=False):
         row[back] = value
     return out
@@ -383,28 +480,29 @@ def _place_joint(
     # c⃗ = t − p, c = |c⃗|, ĉ = c⃗ / max(c, near)
     chat, c2, c, inv_c = work.chat, work.c2, work.c, work.inv_c
     cv: Vec = targets
-    if not all(_zero(x) for x in state.p):
-        cv = tuple(np.subtract(targets[k], state.p[k], out=chat[k]) for k in range(3))
+    if not (_zero(state.p[0]) and _zero(state.p[1]) and _zero(state.p[2])):
+        cv = tuple(np.subtract(targets[k], state.p[k], chat[k]) for k in range(3))
     _dot_into(cv, cv, c2, t1)
-    np.sqrt(c2, out=c)
-    np.maximum(c, near, out=inv_c)
-    np.divide(1.0, inv_c, out=inv_c)
+    np.sqrt(c2, c)
+    k_near = _k(near)
+    np.maximum(c, k_near, inv_c)
+    np.divide(_ONE, inv_c, inv_c)
     for k in range(3):
-        np.multiply(cv[k], inv_c, out=chat[k])
+        np.multiply(cv[k], inv_c, chat[k])
     # Rotation axis r = a × c (eq. 7); undefined when parallel (§3.1.1).
     axis = _cross_into(u, chat, _spare(work.axes, state.axis), t1)
     rn = work.rn
-    np.sqrt(_dot_into(axis, axis, rn, t1), out=rn)
-    np.maximum(rn, _SAFE, out=t1)
-    np.divide(1.0, t1, out=t1)
+    np.sqrt(_dot_into(axis, axis, rn, t1), rn)
+    np.maximum(rn, _K_SAFE, t1)
+    np.divide(_ONE, t1, t1)
     for row in axis:
-        np.multiply(row, t1, out=row)
-    bad = rn <= _PARALLEL
+        np.multiply(row, t1, row)
+    bad = np.less_equal(rn, _K_PARALLEL)
     if bad.any():
         if state.any_formed:
             # Links already pointing at the target after a full triangle need no axis.
-            bad &= ~(formed & (_dot_into(u, chat, work.dot, t1) > 0.0))
-        need = np.flatnonzero(bad)
+            bad &= ~(formed & np.greater(_dot_into(u, chat, work.dot, t1), _ZERO))
+        need = bad.nonzero()[0]
         if need.size:
             hint = state.axis if state.axis is not None else qrotate(current, _X)
             fallback = _perpendicular(_take(chat, need), _take(hint, need))
@@ -424,17 +522,17 @@ def _place_joint(
         scratch = (work.cos_d, work.sin_d, work.t3, work.t4)
         cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90, scratch)
         b = plan.remaining[i]
-        now_formed = (c >= abs(a - b)) & (c <= a + b)
+        now_formed = np.greater_equal(c, _k(abs(a - b))) & np.less_equal(c, _k(a + b))
         # Beyond the rest of the chain by a margin no rounding closes: this link and every
         # later one point straight at the target.
-        beyond = c > a + b + _BEYOND * plan.reach
+        beyond = np.greater(c, _k(a + b + _BEYOND * plan.reach))
     if state.any_formed:
         # cos δ = 1, sin δ = 0 where formed (selected by multiplying with 0 and 1)
-        np.multiply(cos_d, ~formed, out=cos_d)
-        np.add(cos_d, formed, out=cos_d)
-        np.multiply(sin_d, ~formed, out=sin_d)
+        np.multiply(cos_d, ~formed, cos_d)
+        np.add(cos_d, formed, cos_d)
+        np.multiply(sin_d, ~formed, sin_d)
     d = _combine_into(cos_d, chat, sin_d, w, _spare(work.dirs, state.d), t1)
-    at_joint = np.flatnonzero(c <= near)
+    at_joint = np.less_equal(c, k_near).nonzero()[0]
     if at_joint.size:
         for row, value in zip(d, _take(u, at_joint), strict=True):
             row[at_joint] = value
@@ -449,15 +547,16 @@ def _place_joint(
         local = tuple(np.moveaxis(projected, -1, 0))
         world = qmul(parent, local)
         d = qrotate(world, plan.units[i])
+    k_a = _k(a)
     for k in range(3):
-        np.multiply(d[k], a, out=p_out[k])
-        np.add(state.p[k], p_out[k], out=p_out[k])
+        np.multiply(d[k], k_a, p_out[k])
+        np.add(state.p[k], p_out[k], p_out[k])
     state.world = world
     state.p = p_out
     state.d = d
     state.axis = axis
     state.settled = formed | beyond
-    state.formed = formed | (now_formed & (c > near))
+    state.formed = formed | (now_formed & np.greater(c, k_near))
     state.any_formed = bool(state.formed.any())
     return local
 
@@ -498,34 +597,34 @@ def _carried(a: Vec, v: Vec, targets: Vec, work: _Scratch) -> Vec:
         return v
     ua = (a[0] / na, a[1] / na, a[2] / na)
     t1, t2, nt, dot = work.t1, work.t2, work.t3, work.t4
-    np.sqrt(_dot_into(targets, targets, nt, t1), out=nt)
-    inv = np.divide(1.0, np.maximum(nt, _SAFE, out=t2), out=t2)
+    np.sqrt(_dot_into(targets, targets, nt, t1), nt)
+    inv = np.divide(1.0, np.maximum(nt, _SAFE, t2), t2)
     away = nt > 0.0
     if not away.all():
         np.copyto(inv, 0.0, where=~away)
     ut = work.ut
     for k in range(3):
-        np.multiply(targets[k], inv, out=ut[k])
+        np.multiply(targets[k], inv, ut[k])
     _dot_into(ua, ut, dot, t1)
     opposite = (dot < -1.0 + 1e-12) & away
     flip = bool(opposite.any())
     both = work.cross
     for k in range(3):
-        np.add(ut[k], ua[k], out=both[k])
-    coef = np.add(dot, 1.0, out=dot)
+        np.add(ut[k], ua[k], both[k])
+    coef = np.add(dot, 1.0, dot)
     if flip:
         np.copyto(coef, 1.0, where=opposite)
-    np.divide(_dot_into(both, v, t2, t1), coef, out=coef)
+    np.divide(_dot_into(both, v, t2, t1), coef, coef)
     along: Num = 2.0 * (ua[0] * v[0] + ua[1] * v[1] + ua[2] * v[2])
     if flip:
         np.copyto(coef, 0.0, where=opposite)
         along = np.where(opposite, 0.0, along)
     out = work.poles
     for k in range(3):
-        np.multiply(both[k], coef, out=t1)
-        np.subtract(v[k], t1, out=out[k])
-        np.multiply(ut[k], along, out=t1)
-        np.add(out[k], t1, out=out[k])
+        np.multiply(both[k], coef, t1)
+        np.subtract(v[k], t1, out[k])
+        np.multiply(ut[k], along, t1)
+        np.add(out[k], t1, out[k])
     return out
 
 
@@ -539,23 +638,23 @@ def _half_turn_of(
     multiplying with 0 and 1 (exact)."""
     t1, t2 = work.t1, work.t2
     h = _terms_into([(1, x, x), (1, y, y)], t1, t2)
-    np.sqrt(h, out=h)
+    np.sqrt(h, h)
     ahead = x >= 0.0
     behind = ~ahead
-    big = np.add(h, np.abs(x, out=x), out=x)
-    small = np.abs(y, out=t2)
-    np.multiply(big, ahead, out=cos_h)
-    np.multiply(small, behind, out=h)
-    np.add(cos_h, h, out=cos_h)
-    np.multiply(small, ahead, out=sin_h)
-    np.multiply(big, behind, out=h)
-    np.add(sin_h, h, out=sin_h)
-    np.copysign(sin_h, y, out=sin_h)
+    big = np.add(h, np.abs(x, x), x)
+    small = np.abs(y, t2)
+    np.multiply(big, ahead, cos_h)
+    np.multiply(small, behind, h)
+    np.add(cos_h, h, cos_h)
+    np.multiply(small, ahead, sin_h)
+    np.multiply(big, behind, h)
+    np.add(sin_h, h, sin_h)
+    np.copysign(sin_h, y, sin_h)
     _terms_into([(1, cos_h, cos_h), (1, sin_h, sin_h)], h, t2)
-    np.sqrt(h, out=h)
-    np.maximum(h, _SAFE, out=h)
-    np.divide(cos_h, h, out=cos_h)
-    np.divide(sin_h, h, out=sin_h)
+    np.sqrt(h, h)
+    np.maximum(h, _SAFE, h)
+    np.divide(cos_h, h, cos_h)
+    np.divide(sin_h, h, sin_h)
 
 
 def _orient_batch(
@@ -591,27 +690,27 @@ def _orient_batch(
     tiny = _BEND_TINY * plan.reach
     t1, t2, t3, t4 = work.t1, work.t2, work.t3, work.t4
     eff = points[n - 1]
-    length = np.sqrt(_dot_into(eff, eff, t3, t1), out=t3)
-    inv = np.divide(1.0, np.maximum(length, _SAFE, out=t2), out=t2)
+    length = np.sqrt(_dot_into(eff, eff, t3, t1), t3)
+    inv = np.divide(1.0, np.maximum(length, _SAFE, t2), t2)
     short = length <= tiny
     if short.any():
         np.copyto(inv, 0.0, where=short)
     axis = work.axis
     for k in range(3):
-        np.multiply(eff[k], inv, out=axis[k])
+        np.multiply(eff[k], inv, axis[k])
     bend = work.bend
     for k in range(3):
         np.copyto(bend[k], points[0][k])
         for j in range(1, n - 1):
-            np.add(bend[k], points[j][k], out=bend[k])
-        np.multiply(bend[k], 1.0 / (n - 1), out=bend[k])
+            np.add(bend[k], points[j][k], bend[k])
+        np.multiply(bend[k], 1.0 / (n - 1), bend[k])
     _across(bend, axis, bend, work)
     want = _across(poles, axis, work.want, work)
-    axis_len = np.sqrt(_dot_into(axis, axis, t3, t1), out=t3)
-    inv = np.divide(1.0, np.maximum(axis_len, _SAFE, out=t2), out=t2)
+    axis_len = np.sqrt(_dot_into(axis, axis, t3, t1), t3)
+    inv = np.divide(1.0, np.maximum(axis_len, _SAFE, t2), t2)
     unit_axis = work.spin
     for k in range(3):
-        np.multiply(axis[k], inv, out=unit_axis[k])
+        np.multiply(axis[k], inv, unit_axis[k])
     usable = axis_len > 0.0
     if not usable.all():
         for row in unit_axis:
@@ -619,8 +718,8 @@ def _orient_batch(
     if opts.pole_angle:
         half = 0.5 * opts.pole_angle
         want = qrotate((math.cos(half), *vscale(unit_axis, math.sin(half))), want)
-    usable &= np.sqrt(_dot_into(bend, bend, t3, t1), out=t3) > tiny
-    usable &= np.sqrt(_dot_into(want, want, t3, t1), out=t3) > tiny
+    usable &= np.sqrt(_dot_into(bend, bend, t3, t1), t3) > tiny
+    usable &= np.sqrt(_dot_into(want, want, t3, t1), t3) > tiny
     if not usable.any():
         return root, None
     # φ = atan2((bend × want)·x̂, bend·want); the turn is (cos φ/2, sin φ/2 · x̂)
@@ -631,11 +730,11 @@ def _orient_batch(
     _half_turn_of(x, y, turn[0], sin_h, work)
     if not usable.all():
         # the identity where no turn is usable (selected by multiplying with 0 and 1)
-        np.multiply(turn[0], usable, out=turn[0])
-        np.add(turn[0], ~usable, out=turn[0])
-        np.multiply(sin_h, usable, out=sin_h)
+        np.multiply(turn[0], usable, turn[0])
+        np.add(turn[0], ~usable, turn[0])
+        np.multiply(sin_h, usable, sin_h)
     for k in range(3):
-        np.multiply(unit_axis[k], sin_h, out=turn[k + 1])
+        np.multiply(unit_axis[k], sin_h, turn[k + 1])
     # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
     vector: Vec = turn[1:]
     if plan.rest0_inverse != _MATRIX_IDENTITY:
@@ -655,8 +754,8 @@ def _across(v: Vec, axis: Vec, out: Rows, work: _Scratch) -> Rows:
     """``v − (v·axis) axis`` into ``out`` (which may be ``v``)."""
     along = _dot_into(v, axis, work.dot, work.t1)
     for k in range(3):
-        np.multiply(axis[k], along, out=work.t1)
-        np.subtract(v[k], work.t1, out=out[k])
+        np.multiply(axis[k], along, work.t1)
+        np.subtract(v[k], work.t1, out[k])
     return out
 
 
@@ -670,7 +769,7 @@ def _matrix_into(q: Quat, out: Rows, products: Rows) -> Rows:
         ((x, x), (y, y), (z, z), (x, y), (x, z), (y, z), (w, x), (w, y), (w, z)),
         strict=True,
     ):
-        np.multiply(f, g, out=row)
+        np.multiply(f, g, row)
     add, sub = np.add, np.subtract
     entries: tuple[tuple[FloatArray, FloatArray, np.ufunc, bool], ...] = (
         (yy, zz, add, True),
@@ -684,10 +783,10 @@ def _matrix_into(q: Quat, out: Rows, products: Rows) -> Rows:
         (xx, yy, add, True),
     )
     for row, (f, g, op, one) in zip(out, entries, strict=True):
-        op(f, g, out=row)
-        np.multiply(row, 2.0, out=row)
+        op(f, g, row)
+        np.multiply(row, 2.0, row)
         if one:
-            np.subtract(1.0, row, out=row)
+            np.subtract(1.0, row, row)
     return out
 
 
@@ -697,11 +796,11 @@ def _mapply_into(m: Rows, v: Vec, out: FloatArray) -> None:
     tmp = np.empty_like(out[0])
     for k in range(3):
         row = out[k]
-        np.multiply(m[3 * k], v[0], out=row)
-        np.multiply(m[3 * k + 1], v[1], out=tmp)
-        np.add(row, tmp, out=row)
-        np.multiply(m[3 * k + 2], v[2], out=tmp)
-        np.add(row, tmp, out=row)
+        np.multiply(m[3 * k], v[0], row)
+        np.multiply(m[3 * k + 1], v[1], tmp)
+        np.add(row, tmp, row)
+        np.multiply(m[3 * k + 2], v[2], tmp)
+        np.add(row, tmp, row)
 
 
 _MATRIX_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
@@ -785,12 +884,12 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
     for i in range(n):
         done = None
         if straight_from[i] and state.settled is not None:
-            done = np.flatnonzero(state.settled)
+            done = state.settled.nonzero()[0]
         rows = 0 if done is None else len(state.formed)
         if done is not None and done.size * (n - i) >= max(_RETIRE, 2 * (rows - done.size)):
             # Targets whose links point at them from here on leave the pass (when that saves
             # more work than gathering the others costs).
-            keep = np.flatnonzero(~state.settled)
+            keep = (~state.settled).nonzero()[0]
             if active is None:
                 # (every target finished straight: those that stay are overwritten below)
                 _finish_straight(plan, i, None, state.p, state.d, joints, locals_)
@@ -832,7 +931,7 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
     flip = locals_[:, 0, :] < 0.0
     if flip.any():
         sign = np.subtract(1.0, np.multiply(2.0, flip))
-        np.multiply(locals_, sign[:, None, :], out=locals_)
+        np.multiply(locals_, sign[:, None, :], locals_)
     return _interleaved(locals_), _interleaved(joints)
 
 
