@@ -144,8 +144,6 @@ _MINIMA = 3
 _OPPOSITE = -1.0 + 1e-6
 #: Floor for divisors that may be zero in a branch whose result is discarded.
 _SAFE = 1e-300
-#: 1, −1 and 0 as one-element arrays (numpy takes them faster than Python floats).
-_K_ONE, _K_MINUS_ONE, _K_ZERO = np.array([1.0]), np.array([-1.0]), np.array([0.0])
 
 _IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 _X: Vec = (1.0, 0.0, 0.0)
@@ -487,67 +485,31 @@ def _start_frame(chain: Chain, initial: list[Quat]) -> tuple[Vec, Vec]:
 
 
 # --------------------------------------------------------------------------- batch pass
-def _triangle(
-    a: float, b: Num, c: Num, c2: Num, inv_c: Num, out: tuple[Any, ...] | None = None
-) -> tuple[Num, Num]:
+def _triangle(a: float, b: Num, c: Num, c2: Num, inv_c: Num) -> tuple[Num, Num]:
     """``cos δ`` (eq. 5, clipped to ``[−1, 1]``) and ``sin δ`` of the angle at ``a``–``c``.
 
     ``sin δ = √((c + b − a)(a + b − c)(a + c − b)(a + b + c)) / (2ac)`` (Heron's factors),
     zero outside the triangle inequality: accurate near a degenerate triangle, where
     ``√(1 − cos²δ)`` would turn a rounding error of ``1e-16`` into an angle of ``1e-8``.
-    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``. ``out``: four arrays of the result's shape
-    to write ``cos δ``, ``sin δ`` and two temporaries into (the batch pass's scratch rows),
-    or ``None`` to allocate them.
+    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``.
     """
-    cos_d, sin_d, scale, factor = out if out is not None else (None, None, None, None)
-    # (floats as one-element arrays, which numpy takes faster; b may be an array)
-    k_a, k_b, k_ab = np.array([a]), np.array([b]) if np.ndim(b) == 0 else b, np.array([a]) + b
-    scale = np.multiply(inv_c, np.array([0.5 / a]), out=scale)
-    cos_d = np.add(k_a * k_a - k_b * k_b, c2, out=cos_d)
-    np.multiply(cos_d, scale, out=cos_d)
-    np.minimum(cos_d, _K_ONE, out=cos_d)  # (clipped to [−1, 1])
-    np.maximum(cos_d, _K_MINUS_ONE, out=cos_d)
-    sin_d = np.add(c, k_b, out=sin_d)
-    np.subtract(sin_d, k_a, out=sin_d)
-    factor = np.subtract(k_ab, c, out=factor)
-    np.multiply(sin_d, factor, out=sin_d)
-    np.add(k_a, c, out=factor)
-    np.subtract(factor, k_b, out=factor)
-    np.multiply(sin_d, factor, out=sin_d)
-    np.add(k_ab, c, out=factor)
-    np.multiply(sin_d, factor, out=sin_d)
-    np.maximum(sin_d, _K_ZERO, out=sin_d)
-    np.sqrt(sin_d, out=sin_d)
-    return cos_d, np.multiply(sin_d, scale, out=sin_d)
+    scale = inv_c * (0.5 / a)
+    cos_d = np.clip((a * a - b * b + c2) * scale, -1.0, 1.0)
+    heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
+    return cos_d, np.sqrt(np.maximum(heron, 0.0)) * scale
 
 
-def _free_rule(
-    plan: _Plan,
-    i: int,
-    c: Num,
-    c2: Num,
-    inv_c: Num,
-    delta90: bool,
-    out: tuple[Any, ...] | None = None,
-) -> tuple[Num, Num]:
-    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant);
-    ``out`` as for :func:`_triangle`."""
+def _free_rule(plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, delta90: bool) -> tuple[Num, Num]:
+    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant)."""
     a, b = plan.lengths[i], plan.remaining[i]
-    cos_d, sin_d = _triangle(a, b, c, c2, inv_c, out)
+    cos_d, sin_d = _triangle(a, b, c, c2, inv_c)
     if delta90 and b > a:
         r = plan.inner[i]
-        _, _, guard, sin_g = out if out is not None else (None, None, None, None)
-        guard = np.add(a * a - r * r, c2, out=guard)
-        np.multiply(guard, inv_c, out=guard)
-        np.multiply(guard, 0.5 / a, out=guard)
-        np.minimum(guard, 0.0, out=guard)
-        cos_g = np.maximum(guard, -1.0, out=guard)
-        sin_g = np.multiply(cos_g, cos_g, out=sin_g)
-        np.subtract(1.0, sin_g, out=sin_g)
-        np.sqrt(sin_g, out=sin_g)
+        guard = (a * a - r * r + c2) * inv_c * (0.5 / a)
+        cos_g = np.clip(np.minimum(0.0, guard), -1.0, 1.0)
         close = c < b - a
-        np.copyto(cos_d, cos_g, where=close)
-        np.copyto(sin_d, sin_g, where=close)
+        cos_d = np.where(close, cos_g, cos_d)
+        sin_d = np.where(close, np.sqrt(1.0 - cos_g * cos_g), sin_d)
     return cos_d, sin_d
 
 

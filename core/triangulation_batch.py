@@ -267,8 +267,6 @@ _LAYOUT: tuple[tuple[str, Any], ...] = (
     ("t2", 1),
     ("t3", 1),
     ("t4", 1),
-    ("cos_d", 1),
-    ("sin_d", 1),
     ("w", 3),
     ("u", 3),
     ("spin", 3),
@@ -324,8 +322,6 @@ class _Scratch:
     t2: FloatArray
     t3: FloatArray
     t4: FloatArray
-    cos_d: FloatArray
-    sin_d: FloatArray
     w: Rows
     u: Rows
     spin: Rows
@@ -519,8 +515,7 @@ def _place_joint(
             kappa = np.arccos(np.clip(vdot(cone_axis, chat), -1.0, 1.0))
         cos_d, sin_d, now_formed = _constrained_rule(plan, i, c, c2, inv_c, kappa, delta90)
     else:
-        scratch = (work.cos_d, work.sin_d, work.t3, work.t4)
-        cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90, scratch)
+        cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90)
         b = plan.remaining[i]
         now_formed = np.greater_equal(c, _k(abs(a - b))) & np.less_equal(c, _k(a + b))
         # Beyond the rest of the chain by a margin no rounding closes: this link and every

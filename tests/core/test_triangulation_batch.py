@@ -21,7 +21,7 @@ from core.chain import Chain
 from core.limits import JointLimits
 from core.options import SolveOptions
 from core.problem import Problem
-from core.triangulation import _free_rule, _plan, _solve_batch, _solve_single
+from core.triangulation import _plan, _solve_batch, _solve_single
 
 U = Chain.from_lengths([9, 9, 9, 9, 4])
 C = Chain.from_lengths([18, 18, 4], bend_limits_deg=[None, 126, 90])
@@ -190,20 +190,3 @@ def test_half_turn_equals_half_of_atan2() -> None:
     half = [0.5 * math.atan2(b, a) for a, b in zip(x.tolist(), y.tolist(), strict=True)]
     np.testing.assert_allclose(cos_h, [math.cos(h) for h in half], rtol=0, atol=4e-16)
     np.testing.assert_allclose(sin_h, [math.sin(h) for h in half], rtol=0, atol=4e-16)
-
-
-@pytest.mark.parametrize("delta90", [False, True])
-def test_free_rule_into_rows_equals_the_allocating_rule(delta90: bool) -> None:
-    rng = np.random.default_rng(9)
-    plan = _plan(Chain.from_lengths([1.0, 4.0, 2.5, 0.5]))
-    c = np.concatenate([rng.uniform(0.0, 9.0, size=1000), [0.0, 2.0, 3.0, 7.0, 8.0]])
-    c2 = c * c
-    inv_c = 1.0 / np.maximum(c, 1e-12)
-    for i in range(plan.n):
-        expected = _free_rule(plan, i, c, c2, inv_c, delta90)
-        rows = tuple(np.full(c.size, np.nan) for _ in range(4))
-        got = _free_rule(plan, i, c, c2, inv_c, delta90, rows)
-        assert got[0] is rows[0]
-        assert got[1] is rows[1]
-        np.testing.assert_array_equal(got[0], expected[0])
-        np.testing.assert_array_equal(got[1], expected[1])
