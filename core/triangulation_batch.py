@@ -785,10 +785,10 @@ def _matrix_into(q: Quat, out: Rows, products: Rows) -> Rows:
     return out
 
 
-def _mapply_into(m: Rows, v: Vec, out: FloatArray) -> None:
+def _mapply_into(m: Rows, v: Vec, out: FloatArray, tmp: FloatArray) -> None:
     """``m · v`` into ``out`` (as :func:`core.components.mapply`): ``v`` three ``(k, N)``
-    component arrays of ``k`` points each, ``m`` nine ``(N,)`` rows, ``out`` ``(3, k, N)``."""
-    tmp = np.empty_like(out[0])
+    component arrays of ``k`` points each, ``m`` nine ``(N,)`` rows, ``out`` ``(3, k, N)``,
+    ``tmp`` ``(k, N)``."""
     for k in range(3):
         row = out[k]
         np.multiply(m[3 * k], v[0], row)
@@ -867,12 +867,16 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
         initial = [tuple(np.ascontiguousarray(init[:, i, :].T)) for i in range(n)]
     zero: Vec = (0.0, 0.0, 0.0)
     state = _PassState(_IDENTITY, zero, zero, None, np.zeros(size, dtype=bool), False)
-    all_work = _Scratch(np.empty((_ROWS, size)))
+    # One scratch block (its last rows for turning the inner joints) and one block for the
+    # results, so that the allocator sees the same two allocations on every call.
+    block = np.empty((_ROWS + 4 * (n - 1), size))
+    all_work = _Scratch(block[:_ROWS])
     work = all_work
     # Joint positions 0 … n and local rotations, component rows (transposed at the end).
-    joints = np.empty((n + 1, 3, size))
+    results = np.empty((3 * (n + 1) + 4 * n, size))
+    joints = results[: 3 * (n + 1)].reshape(n + 1, 3, size)
     joints[0] = 0.0
-    locals_ = np.empty((n, 4, size))
+    locals_ = results[3 * (n + 1) :].reshape(n, 4, size)
     straight_from = _straight_from(plan, initial)
     active: Any = None  # the targets still being placed (None: all)
     placing: Vec = targets
@@ -917,16 +921,17 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
             np.copyto(row, x)
     if matrix is not None:
         # The inner joints turn about the root→effector axis (the root and effector stay).
-        turned = np.empty_like(joints)
-        turned[0] = joints[0]
-        turned[n] = joints[n]
-        _mapply_into(matrix, tuple(joints[1:n].transpose(1, 0, 2)), turned[1:n].transpose(1, 0, 2))
-        joints = turned
+        inner = joints[1:n]
+        turned = block[_ROWS : _ROWS + 3 * (n - 1)].reshape(3, n - 1, size)
+        _mapply_into(matrix, tuple(inner.transpose(1, 0, 2)), turned, block[_ROWS + 3 * (n - 1) :])
+        np.copyto(inner, turned.transpose(1, 0, 2))
     # w ≥ 0: −q where w < 0 (the same rotation)
-    flip = locals_[:, 0, :] < 0.0
-    if flip.any():
-        sign = np.subtract(1.0, np.multiply(2.0, flip))
-        np.multiply(locals_, sign[:, None, :], locals_)
+    sign = work.t1
+    for q in locals_:
+        flip = q[0] < 0.0
+        if flip.any():
+            np.subtract(_ONE, np.multiply(flip, _TWO, sign), sign)
+            np.multiply(q, sign, q)
     return _interleaved(locals_), _interleaved(joints)
 
 
