@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from core import rotations as rot
-from core import triangulation_batch
+from core import triangulation_batch, triangulation_bend
 from core.chain import Chain
 from core.limits import JointLimits
 from core.options import SolveOptions
@@ -186,7 +186,7 @@ def test_half_turn_equals_half_of_atan2() -> None:
     y[100:200] *= 1e6
     work = triangulation_batch._Scratch(np.empty((triangulation_batch._ROWS, x.size)))
     cos_h, sin_h = np.empty(x.size), np.empty(x.size)
-    triangulation_batch._half_turn_of(x.copy(), y.copy(), cos_h, sin_h, work)
+    triangulation_bend.half_turn_of(x.copy(), y.copy(), cos_h, sin_h, work)
     half = [0.5 * math.atan2(b, a) for a, b in zip(x.tolist(), y.tolist(), strict=True)]
     np.testing.assert_allclose(cos_h, [math.cos(h) for h in half], rtol=0, atol=4e-16)
     np.testing.assert_allclose(sin_h, [math.sin(h) for h in half], rtol=0, atol=4e-16)
