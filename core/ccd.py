@@ -764,7 +764,10 @@ def solve_batch(problem: Problem) -> Solution:
 
     With the triangulation seed, targets it meets (or, beyond reach, gets as near as
     possible) keep it as their answer with 0 iterations; CCD solves the others from the
-    start pose, from which it does better on limited chains than from the seed."""
+    start pose, from which it does better on limited chains than from the seed; the seed
+    is kept instead where it is closer to the target by more than the tolerance. On a
+    limited chain, targets within its length still missed take triangulation within the
+    limits where that comes closer (:func:`core.ccd_seed.within_limits`)."""
     seeded = ccd_seed.seed(problem)
     if seeded is None:
         return _iterate_batch(problem)
@@ -792,12 +795,20 @@ def solve_batch(problem: Problem) -> Solution:
                 initial=problem.initial[rows],
             )
         )
+        # The seed stays where it is closer by more than the tolerance (an admissible pose
+        # within the limits, from which CCD's own iteration may stall farther away).
+        seed_error = np.linalg.norm(p_seed[rows, -1] - problem.targets[rows], axis=-1)
+        error = np.linalg.norm(sub.positions[:, -1] - problem.targets[rows], axis=-1)
+        closer = ~(seed_error < error - problem.tolerance)
+        rows, picked = rows[closer], np.flatnonzero(closer)
         rotations, positions = rotations.copy(), positions.copy()
         rotations[rows], positions[rows], iterations[rows] = (
-            sub.rotations,
-            sub.positions,
-            sub.iterations,
+            sub.rotations[picked],
+            sub.positions[picked],
+            sub.iterations[picked],
         )
+    if not chain.is_free:
+        rotations, positions = ccd_seed.within_limits(problem, rotations, positions)
     effector = None
     if problem.target_rotations is not None:
         effector = forward_kinematics(chain, rotations)[1][:, -1]

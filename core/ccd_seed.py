@@ -4,7 +4,9 @@
 :func:`seed` runs triangulation's pass (``core/triangulation.py``) on the chain without its
 limits and, for a limited chain, carries that pose onto the limits with :func:`retarget`;
 :func:`core.ccd.solve_ccd` keeps the seed as its answer where it meets the goal and
-otherwise iterates from the start pose (``docs/ccd.md``, *The start pose*).
+otherwise iterates from the start pose, keeping the closer of the two; targets within the
+chain's length still missed on a limited chain then take triangulation within the limits
+where it comes closer (:func:`within_limits`; ``docs/ccd.md``, *The start pose*).
 :func:`seed_one` is the same for one target in plain floats (triangulation's float pass).
 """
 
@@ -50,6 +52,33 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
         return rot.positive_w(sol.rotations), sol.positions
     poses = [retarget(chain, points) for points in sol.positions.tolist()]
     return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
+
+
+def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Answers ``q (N, n, 4)``, ``p (N, n + 1, 3)`` on a limited chain, where they miss a
+    target within the chain's length, replaced by triangulation *within the limits*
+    (:func:`core.triangulation.solve_triangulation` on the limited chain: admissible, and
+    it reaches where an admissible pose does but for rare misses) when that comes closer."""
+    tolerance = problem.tolerance
+    error = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
+    within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
+    rows = np.flatnonzero(~(error <= tolerance) & within)
+    if rows.size == 0:
+        return q, p
+    sub = triangulation.solve_triangulation(
+        dataclasses.replace(
+            problem,
+            targets=problem.targets[rows],
+            target_rotations=None,
+            poles=None if problem.poles is None else problem.poles[rows],
+            initial=problem.initial[rows],
+        )
+    )
+    closer = np.linalg.norm(sub.positions[:, -1] - problem.targets[rows], axis=-1) < error[rows]
+    q, p = q.copy(), p.copy()
+    q[rows[closer]] = rot.positive_w(sub.rotations[closer])
+    p[rows[closer]] = sub.positions[closer]
+    return q, p
 
 
 def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:

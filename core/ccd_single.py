@@ -627,6 +627,8 @@ def solve_one_target(problem: Problem) -> Solution:
         g_s, reached_s = _score(s, pos_s[-1], frame, goal)
         if reached_s or g_s <= goal.settled:
             return _solution(problem, rots_s, pos_s, 0)  # type: ignore[arg-type]
+    else:
+        pos_s = None
     rots = _start(problem, problem.initial[0].tolist())
     g, reached, positions, _ = _start_score(s, chain, goal, rots)
     iterations = 0
@@ -639,6 +641,15 @@ def solve_one_target(problem: Problem) -> Solution:
             if q0[0] < 0.0:
                 rots[0] = (-q0[0], -q0[1], -q0[2], -q0[3])
         positions = _fk(chain, rots)[0]
+    if pos_s is None:
+        return _solution(problem, rots, positions, iterations)
+    # As core.ccd.solve_batch: the seed where it is closer by more than the tolerance, then
+    # triangulation within the limits where the target is still missed.
+    if math.dist(pos_s[-1], (x, y, z)) < math.dist(positions[-1], (x, y, z)) - problem.tolerance:
+        rots, positions, iterations = rots_s, pos_s, 0  # type: ignore[assignment]
+    if not chain.is_free:
+        q, p = ccd_seed.within_limits(problem, np.array([rots]), np.array([positions]))
+        rots, positions = q[0].tolist(), p[0].tolist()
     return _solution(problem, rots, positions, iterations)
 
 

@@ -40,7 +40,8 @@ chain straightens). Positions are therefore always the forward kinematics of the
   target within the chain's length (several hinges whose parents cannot twist, tight
   cones), CCD (:mod:`core.ccd`) continues from FABRIK's pose, one joint at a time within
   the limits, and its pose is kept where it comes closer (:func:`_polish`); ``iterations``
-  then adds CCD's sweeps.
+  then adds CCD's sweeps. Targets still missed take triangulation within the limits
+  (:mod:`core.triangulation_limits`, one more iteration) where it comes closer.
 
 Orientation goals are not pursued (position only).
 
@@ -62,6 +63,7 @@ from .components import Ops, Quat, Vec, pick, vadd, vdot, vscale, vsub
 from .problem import Problem
 from .result import Solution
 from .spread import spread_pose, stack
+from .triangulation import solve_triangulation
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
 _STALL = 1e-13
@@ -143,6 +145,9 @@ def solve_fabrik(problem: Problem) -> Solution:
         A :class:`Solution`; ``iterations`` counts stage 1 + stage 2 rounds per target
         (``0`` where the seed already reaches).
     """
+    if problem.size == 0:
+        n = problem.chain.n_joints
+        return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
     if not problem.shares_start:  # each target its own seed
         return Solution.concatenate([solve_fabrik(problem.row(k)) for k in range(problem.size)])
     rots, pos, ops, plan, signs, hints = spread_pose(problem)
@@ -187,12 +192,35 @@ def _polish(
         problem.options.replace(ccd_start="initial"),
     )
     sol = solve_ccd(sub)
-    better = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1) < miss[left]
+    error = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1)
+    better = error < miss[left]
     take = left[better]
     r, p, its = r.copy(), p.copy(), its.copy()
     r[take] = sol.rotations[better]
     p[take] = sol.positions[better]
     its[take] += sol.iterations[better]
+    miss[take] = error[better]
+    # Still missed: triangulation within the limits (core.triangulation_limits), kept where
+    # it comes closer.
+    left = np.flatnonzero((miss > problem.tolerance) & within)
+    if left.size == 0:
+        return r, p, its
+    tri = solve_triangulation(
+        Problem(
+            problem.chain,
+            problem.targets[left],
+            None,
+            None if problem.poles is None else problem.poles[left],
+            problem.initial[left],
+            problem.tolerance,
+            problem.options,
+        )
+    )
+    better = np.linalg.norm(tri.positions[:, -1] - problem.targets[left], axis=-1) < miss[left]
+    take = left[better]
+    r[take] = np.where(tri.rotations[better, :, :1] < 0.0, -1.0, 1.0) * tri.rotations[better]
+    p[take] = tri.positions[better]
+    its[take] += 1
     return r, p, its
 
 

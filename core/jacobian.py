@@ -95,11 +95,13 @@ from .jacobian_seed import seeded, start_rotations
 from .jacobian_single import Rule as RuleName
 from .jacobian_single import solve_single
 from .jacobian_step import damped_step, dls_step, mean_gram, pinv_step, transpose_step
+from .kinematics import forward_kinematics
 from .parameterization import DofLayout
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
 from .screw import pose_twist, twist_at
+from .triangulation import solve_triangulation
 
 Rule = Callable[[FloatArray, FloatArray, FloatArray | None], tuple[FloatArray, FloatArray]]
 """``(J (A, m, k), Δe (A, m), z (A, k) | None) -> (Δp (A, k), σ_min (A,))``."""
@@ -151,19 +153,54 @@ def _dispatch(problem: Problem, rule: RuleName) -> Solution:
         sol = _batched(problem, rule, start)
     if seeded(problem):
         sol = _second_attempt(problem, rule, sol)
+    if (
+        problem.options.jacobian_start == "triangulation"
+        and not problem.chain.is_free
+        and (problem.target_rotations is None or problem.options.position_weight == 1.0)
+    ):
+        sol = _within_limits(problem, sol)
     return sol
+
+
+def _missed(problem: Problem, sol: Solution) -> tuple[NDArray[np.intp], FloatArray]:
+    """Targets within reach that ``sol`` left unreached, and every target's error."""
+    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    missed = (error > problem.tolerance) & (
+        np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
+    )
+    return np.flatnonzero(missed), error
+
+
+def _within_limits(problem: Problem, sol: Solution) -> Solution:
+    """Position goals within reach on a limited chain that the iteration left unreached
+    (from the seed and the given start, or from the given start alone for stiffness or a
+    posture bias): triangulation within the limits (:mod:`core.triangulation_limits`,
+    admissible; it costs milliseconds, so it runs only here), kept where it comes closer.
+    ``jacobian_start="initial"`` (the references' protocol) has no such fallback."""
+    rows, error = _missed(problem, sol)
+    if rows.size == 0:
+        return sol
+    sub = replace(
+        problem,
+        targets=problem.targets[rows],
+        target_rotations=None,
+        poles=None if problem.poles is None else problem.poles[rows],
+        initial=problem.initial[rows],
+    )
+    tri = solve_triangulation(sub)
+    if sol.effector_rotation is not None:
+        tri = replace(
+            tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
+        )
+    return _keep_closer(sol, rows, error, sub, tri)
 
 
 def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
     """Targets within reach that the seeded start left unreached (a local minimum under
     limits) are solved again from the given start; the closer pose of the two is kept."""
-    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
-    missed = (error > problem.tolerance) & (
-        np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
-    )
-    if not np.any(missed):
+    rows, error = _missed(problem, sol)
+    if rows.size == 0:
         return sol
-    rows = np.flatnonzero(missed)
     again = replace(
         problem,
         targets=problem.targets[rows],
@@ -171,7 +208,14 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
         initial=problem.initial[rows],
         options=problem.options.replace(jacobian_start="initial"),
     )
-    other = _dispatch(again, rule)
+    return _keep_closer(sol, rows, error, again, _dispatch(again, rule))
+
+
+def _keep_closer(
+    sol: Solution, rows: NDArray[np.intp], error: FloatArray, again: Problem, other: Solution
+) -> Solution:
+    """``sol`` with rows ``rows`` taken from ``other`` (the answer to ``again``, those rows'
+    problem) where it comes closer to the target; their iterations add up."""
     better = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1) < error[rows]
     if not np.any(better):
         return sol

@@ -11,10 +11,12 @@
   pose, bend plane and pole) of the chain *without its limits*, projected onto the limits.
   On a free chain it already reaches every reachable target, so the iteration takes no
   update; with limits the iteration starts from an admissible pose near a solution instead
-  of the straight chain. The seed depends only on the problem's inputs (target, pole,
-  start pose, options), so the answer stays a function of the frame's inputs. Orientation
-  and pose goals, chains with stiffness and a posture bias start from the given pose:
-  triangulation pursues none of them, and a start at its pose would leave them no effect.
+  of the straight chain (targets it still misses take triangulation *within* the limits
+  where that comes closer: :func:`core.jacobian._within_limits`). The seed depends only on
+  the problem's inputs (target, pole, start pose, options), so the answer stays a function
+  of the frame's inputs. Orientation and pose goals, chains with stiffness and a posture
+  bias start from the given pose: triangulation pursues none of them, and a start at its
+  pose would leave them no effect.
 """
 
 from __future__ import annotations

@@ -330,6 +330,21 @@ def _keep_best(
     ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place)."""
     chain = problem.chain
     tol = problem.tolerance
+    if first_is_pass:
+        # The pass's own pose, refined, wins wherever it reaches: the other candidates are
+        # refined only for the targets where it does not (the same choice, less work).
+        q0, pos0, err0 = _refine(chain, candidates[0].copy(), problem.targets[miss], tol, nearest)
+        done = err0 <= tol
+        idx = miss[done & (err0 < err[miss])]
+        keep = done & (err0 < err[miss])
+        rotations[idx] = rot.positive_w(q0[keep])
+        positions[idx] = pos0[keep]
+        err[idx] = err0[keep]
+        if done.all():
+            return
+        rest = ~done
+        miss = miss[rest]
+        candidates = [q0[rest]] + [c[rest] for c in candidates[1:]]
     targets = problem.targets[miss]
     start = problem.initial[miss]
     k, m = len(candidates), miss.size

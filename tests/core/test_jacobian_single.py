@@ -209,8 +209,9 @@ def test_adaptive_step_needs_far_fewer_updates(method: str) -> None:
 def test_reach_under_limits_never_leaves_them(method: str) -> None:
     """The issue-11 property (random chains of 2–8 links, hinge / one-sided / rest-excluding
     / cone / per-axis limits, targets = FK of admissible poses): no joint ever violates
-    its limit by more than 1e-6 rad, and DLS and pinv reach at least 93 % to 1e-4 × reach
-    (the acceptance bar is 99.5 %: not met yet, see docs/jacobian.md)."""
+    its limit by more than 1e-6 rad, and DLS and pinv reach at least 99 % to 1e-4 × reach,
+    transpose 97 % (measured 200, 200 and 195 of 200; the shared property test,
+    tests/core/test_reach_within_limits.py, holds the issue's 99.5 % for every method)."""
     rng = np.random.default_rng(11)
     reached = total = 0
     for _ in range(40):
@@ -221,8 +222,7 @@ def test_reach_under_limits_never_leaves_them(method: str) -> None:
             assert np.max(lim.violation(result.rotations[:, i])) <= 1e-6
         reached += int(np.sum(result.error <= 1e-4 * chain.reach))
         total += targets.shape[0]
-    if method != "jacobian_transpose":
-        assert reached / total >= 0.93
+    assert reached / total >= (0.97 if method == "jacobian_transpose" else 0.99)
 
 
 @pytest.mark.parametrize("method", METHODS)

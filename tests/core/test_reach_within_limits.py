@@ -15,23 +15,8 @@ from limited_chains import REACHED, VIOLATION, reach_under_limits
 
 from core import METHODS
 
-#: Methods whose reach under limits is being fixed on other branches in parallel (issue 11,
-#: the "ccd" and "jacobian" helpers); the lead removes these marks when merging their work.
-#: (Not run meanwhile: on this branch each takes 60–95 s and fails.)
-_PARALLEL = {
-    name: pytest.mark.xfail(
-        strict=False,
-        run=False,
-        reason=f"{name}: reach under limits is fixed on a parallel branch",
-    )
-    for name in METHODS
-    if name != "triangulation"
-}
 
-
-@pytest.mark.parametrize(
-    "method", [pytest.param(name, marks=_PARALLEL.get(name, ())) for name in METHODS]
-)
+@pytest.mark.parametrize("method", METHODS)
 def test_reaches_targets_reachable_within_limits(method: str) -> None:
     stats = reach_under_limits(method, seed=11, chains=40, per_chain=10)
     assert stats.worst_violation <= VIOLATION

@@ -507,21 +507,7 @@ def test_valid_option_edge_values(field: str, value: object) -> None:
 
 
 # ---------------------------------------------------------------------- robustness (issue 11)
-_NOT_YET = {  # fixed on a parallel branch (the Jacobian helper); the lead removes the mark
-    "jacobian_transpose": pytest.mark.xfail(
-        strict=False, reason="jacobian_transpose: LinAlgError on huge links, parallel branch"
-    )
-}
-
-
-_EMPTY_NOT_YET = {  # a method added on a parallel branch (the "natural" helper)
-    "fabrik": pytest.mark.xfail(strict=False, reason="fabrik: empty batches, parallel branch")
-}
-
-
-@pytest.mark.parametrize(
-    "method", [pytest.param(m, marks=_EMPTY_NOT_YET.get(m, ())) for m in sorted(METHODS)]
-)
+@pytest.mark.parametrize("method", sorted(METHODS))
 def test_an_empty_batch_gives_an_empty_result(method: str) -> None:
     res = solve(CHAIN, np.zeros((0, 3)), method=method)
     assert res.rotations.shape == (0, N, 4)
@@ -530,9 +516,7 @@ def test_an_empty_batch_gives_an_empty_result(method: str) -> None:
     assert res.message.startswith(f"{method}: 0 of 0 goals reached")
 
 
-@pytest.mark.parametrize(
-    "method", [pytest.param(m, marks=_NOT_YET.get(m, ())) for m in sorted(METHODS)]
-)
+@pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("scale", [1e77, 1e150])
 def test_huge_links_give_finite_results(method: str, scale: float) -> None:
     """Lengths whose squares (or Heron's product of four) overflow."""
