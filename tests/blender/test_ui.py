@@ -216,7 +216,10 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
     evaluate = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
     core = importlib.import_module(f"{EXTENSION}.core")
     obj = metarig
-    target = _arm_chain(obj)
+    # Out of reach: three updates cannot settle there, so the step clamp shows in the pose
+    # (within reach a limited chain the updates leave short takes triangulation within the
+    # limits, which does not depend on the step).
+    target = _arm_chain(obj, (1.5, -2.0, -1.0))
     s = obj.pose.bones["forearm.L"].reach_ik
     s.solver, s.iterations = "jacobian_dls", 3
     # A limited elbow: the Jacobian methods' triangulation seed is projected onto its
