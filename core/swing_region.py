@@ -268,6 +268,7 @@ class SwingRegion:
         u = np.linspace(0.0, 1.0, _CURVE_SAMPLES + 1)
         s = curves[:, :1] + (curves[:, 1:2] - curves[:, :1]) * u  # (C, S+1)
         px, pz, tx, tz = _curve(np.repeat(curves, u.size, axis=0), s.ravel())
+        px, pz = self._in_disc(px, pz)
         pair = np.ones(s.shape, dtype=bool)
         pair[:, -1] = False
         return s.ravel(), px, pz, tx, tz, self.contains(px, pz), pair.ravel()
@@ -303,9 +304,18 @@ class SwingRegion:
                         x2 = (1.0 - r * r / (b * b)) / (1.0 / (a * a) - 1.0 / (b * b))
                         if 0.0 <= x2 <= r * r:
                             points.append((sx * math.sqrt(x2), sz * math.sqrt(r * r - x2)))
-        x, z = np.array(points).T
+        x, z = self._in_disc(*np.array(points).T)
         keep = self.contains(x, z)
         return x[keep], z[keep]
+
+    def _in_disc(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Points ``x, z`` outside the cone's disc moved onto it, radially (the membership
+        test's slack would otherwise admit a half turn, ``w = 0``, whose swing axis and
+        twist are undefined, beyond the largest bend of a limited joint)."""
+        r = self.radius
+        n2 = x * x + z * z
+        scale = np.where(n2 > r * r, r / np.sqrt(np.maximum(n2, r * r)), 1.0)
+        return x * scale, z * scale
 
     def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
@@ -344,6 +354,7 @@ class SwingRegion:
                 curve, v[rows], s[cols], s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
             )
             rx, rz, _, _ = _curve(curve, root)
+            rx, rz = self._in_disc(rx, rz)
             fr = np.where(self.contains(rx, rz), _axis_dot(rx, rz, v[rows]), -np.inf)
             order = np.argsort(fr, kind="stable")  # the best root of a row written last
             rows, fr, rx, rz = rows[order], fr[order], rx[order], rz[order]

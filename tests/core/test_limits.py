@@ -218,6 +218,7 @@ def _assert_allowed(lim: JointLimits, p: np.ndarray, tol: float = 1e-9) -> None:
 @FAST
 @given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=(None, (0.0, PI), (0.0, 2.0))), seed=1)  # twist at +π
+@example(lim=JointLimits(ranges=((1.0, 1.0), None, None)), seed=0)  # no half turn (w = 0)
 def test_projection_satisfies_limits(lim: JointLimits, seed: int) -> None:
     _assert_allowed(lim, lim.project(_random_quats(seed)), tol=1e-7)
 
