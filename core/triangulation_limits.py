@@ -7,6 +7,14 @@ IK locks, e.g. a knee) then usually lands off the triangle's plane or on the wro
 the target is missed although an admissible pose reaches it. This module takes the pass's
 admissible pose and, where it misses, searches the admissible poses for one that reaches.
 
+First, without any search: when the last joint is a hinge, the pass's pose with its last
+two joints placed in closed form (:func:`_hinge_last`, the joint before the hinge turned
+as little as its limits allow from the pass's rotation, so the pass's bend plane stays) is
+the answer wherever it reaches; a target beyond the chain's length takes the hinge at its
+longest allowed extension aimed at the target where that comes closer than the pass
+(:func:`_hinge_reach`), else the pass's pose refined toward it (below). The search is for
+the targets within the chain's length that are still missed.
+
 Candidates, all admissible (every joint's rotation is its own projection):
 
 1. the pass's pose;
@@ -108,14 +116,9 @@ def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray 
     if n < 2 or last.kind != "hinge":
         return None
     j = n - 2
-    h, limits = last.hinge
-    lo, hi = limits if limits is not None else (-np.pi, np.pi)
+    h, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
     o_j, o_h = chain.offsets[j], chain.offsets[-1]
     rest_h = chain.rest_rotations[-1]
-    g = rot.rotate(rot.conjugate(rest_h), o_j)
-    a_ = float(g @ h) * float(h @ o_h)
-    b_ = float(g @ o_h) - a_
-    c_ = float(g @ np.cross(h, o_h))
     pos, world = forward_kinematics(chain, q)
     parent = (
         chain.rest_rotations[j]
@@ -146,19 +149,75 @@ def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray 
         v = o_j + rot.rotate(rot.multiply(rest_h, qh), o_h)
         v_hat = v / np.linalg.norm(v, axis=-1, keepdims=True)
         aim = rot.between(v_hat, c_local)  # (M, 4)
-        turns = rot.from_axis_angle(c_local[:, None, :], spins[None, :])  # (M, S, 4)
-        cand = rot.multiply(turns, aim[:, None, :])
-        allowed = chain.limits[j].allows(cand, 1e-12)
-        cost = rot.angle(rot.multiply(rot.conjugate(q[:, j])[:, None, :], cand))
-        cost = np.where(allowed, cost, np.inf)
-        pick = np.argmin(cost, axis=1)
-        rows = np.arange(len(q))
-        chosen = cost[rows, pick] + np.abs(phi)
+        pick_q, pick_cost = _nearest_spin(chain.limits[j], q[:, j], aim, c_local, spins)
+        chosen = pick_cost + np.abs(phi)
         take = ok & np.isfinite(chosen) & (chosen < best_cost)
-        out[take, j] = chain.limits[j].project(cand[rows, pick][take])
+        out[take, j] = chain.limits[j].project(pick_q[take])
         out[take, -1] = qh[take]
         best_cost = np.where(take, chosen, best_cost)
     return out
+
+
+def _nearest_spin(
+    lim: JointLimits, current: FloatArray, aim: FloatArray, axis: FloatArray, spins: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Of the rotations ``R(axis, ψ)·aim`` (``current``, ``aim (M, 4)``, unit ``axis (M,
+    3)``), the one nearest ``current`` that ``lim`` allows, and its angle from ``current``
+    (``inf`` where none of the sampled ``spins`` is allowed).
+
+    The nearest of all is closed form: ``⟨R(axis, ψ)·aim, current⟩ = a cos(ψ/2) + b sin(ψ/2)``
+    with ``a = ⟨aim, current⟩``, ``b = ⟨axis ⊗ aim, current⟩`` (``axis`` as a pure
+    quaternion), largest in magnitude at ``ψ/2 = atan2(b, a)``. Where the limits refuse it,
+    the allowed one nearest ``current`` among ``R(axis, ψ_k)·aim`` for the sampled spins."""
+    pure = np.concatenate([np.zeros((len(axis), 1)), axis], axis=-1)
+    a = np.sum(aim * current, axis=-1)
+    b = np.sum(rot.multiply(pure, aim) * current, axis=-1)
+    best = rot.multiply(rot.from_axis_angle(axis, 2.0 * np.arctan2(b, a)), aim)
+    cost = rot.angle(rot.multiply(rot.conjugate(current), best))
+    refused = ~lim.allows(best, 1e-12)
+    if refused.any():
+        r = np.flatnonzero(refused)
+        turns = rot.from_axis_angle(axis[r, None, :], spins[None, :])  # (R, S, 4)
+        cand = rot.multiply(turns, aim[r, None, :])
+        c = rot.angle(rot.multiply(rot.conjugate(current[r])[:, None, :], cand))
+        c = np.where(lim.allows(cand, 1e-12), c, np.inf)
+        k = np.argmin(c, axis=1)
+        rows = np.arange(r.size)
+        best[r] = cand[rows, k]
+        cost[r] = c[rows, k]
+    return best, cost
+
+
+def _hinge_terms(
+    chain: Chain,
+) -> tuple[FloatArray, tuple[float, float], float, float, float]:
+    """A last hinge's axis ``h``, range, and the terms ``A, B, C`` of
+    ``|v(φ)|² = |o_j|² + |o_h|² + 2(A + B cos φ + C sin φ)`` (:func:`_hinge_last`)."""
+    h, limits = chain.limits[-1].hinge
+    o_j, o_h = chain.offsets[-2], chain.offsets[-1]
+    g = rot.rotate(rot.conjugate(chain.rest_rotations[-1]), o_j)
+    a_ = float(g @ h) * float(h @ o_h)
+    return (
+        h,
+        limits if limits is not None else (-np.pi, np.pi),
+        a_,
+        float(g @ o_h) - a_,
+        float(g @ np.cross(h, o_h)),
+    )
+
+
+def _hinge_reach(chain: Chain) -> float | None:
+    """The longest distance from the last joint but one to the effector that a last hinge
+    allows (``|v(φ)|`` of :func:`_hinge_last` at its largest over the hinge's range), or
+    ``None`` when the last joint is not a hinge."""
+    if chain.n_joints < 2 or chain.limits[-1].kind != "hinge":
+        return None
+    _, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
+    o_j, o_h = chain.offsets[-2], chain.offsets[-1]
+    best = float(np.arctan2(c_, b_))
+    phis = [lo, hi] + [p for p in (best, best - 2 * np.pi, best + 2 * np.pi) if lo <= p <= hi]
+    top = max(b_ * np.cos(p) + c_ * np.sin(p) for p in phis)
+    return float(np.sqrt(max(o_j @ o_j + o_h @ o_h + 2.0 * (a_ + top), 0.0)))
 
 
 def _project_all(chain: Chain, q: FloatArray) -> FloatArray:
@@ -275,14 +334,46 @@ def reach_within_limits(
     miss = np.flatnonzero(err > tol)
     if miss.size == 0:
         return rotations, positions
+    rotations = rotations.copy()
+    positions = positions.copy()
+    # A last hinge placed in closed form from the pass's own pose (its bend plane kept):
+    # where that reaches, it is the answer and nothing is searched.
+    placed = _hinge_last(chain, rotations[miss].copy(), targets[miss])
+    if placed is not None:
+        _store_reaching(chain, problem, miss, placed, rotations, positions, err)
+        miss = miss[err[miss] > tol]
+        if miss.size == 0:
+            return rotations, positions
+    # Beyond the chain's length no pose reaches: the pass's pose, refined toward the
+    # target, is the closest admissible pose; the search below is for targets within it.
+    far = np.linalg.norm(targets[miss] - positions[miss, 0], axis=-1) > chain.reach + tol
+    if far.any():
+        rows = miss[far]
+        longest = _hinge_reach(chain)
+        if longest is not None:  # the hinge at its longest, aimed at the target
+            j = chain.n_joints - 2
+            toward = targets[rows] - positions[rows, j]
+            toward *= longest * (1.0 - 1e-12) / np.linalg.norm(toward, axis=-1, keepdims=True)
+            placed = _hinge_last(chain, rotations[rows].copy(), positions[rows, j] + toward)
+            if placed is not None:
+                pos_p, _ = forward_kinematics(chain, placed)
+                e = np.linalg.norm(targets[rows] - pos_p[:, -1], axis=-1)
+                closer = e < err[rows]
+                rotations[rows[closer]] = rot.positive_w(placed[closer])
+                positions[rows[closer]] = pos_p[closer]
+                err[rows[closer]] = e[closer]
+                rows = rows[~closer]
+        if rows.size:
+            _keep_best(problem, rows, [rotations[rows]], rotations, positions, err, False)
+        miss = miss[~far]
+        if miss.size == 0:
+            return rotations, positions
     start = problem.initial[miss]
     passed = rotations[miss]
     side = passed.copy()
     for i, lim in enumerate(chain.limits):
         if not lim.is_free:
             side[:, i] = _middle(lim)
-    rotations = rotations.copy()
-    positions = positions.copy()
     rng = np.random.default_rng(_SEED)
     candidates = [passed, side, _project_all(chain, start)]
     for base in (passed, side):
@@ -313,6 +404,24 @@ _SEED = 2007
 def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
     q = rng.normal(size=shape)
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def _store_reaching(
+    chain: Chain,
+    problem: Problem,
+    miss: np.ndarray,
+    q: FloatArray,
+    rotations: FloatArray,
+    positions: FloatArray,
+    err: FloatArray,
+) -> None:
+    """Store the poses ``q (M, n, 4)`` of targets ``miss`` that reach them (in place)."""
+    pos, _ = forward_kinematics(chain, q)
+    e = np.linalg.norm(problem.targets[miss] - pos[:, -1], axis=-1)
+    ok = e <= problem.tolerance
+    rotations[miss[ok]] = rot.positive_w(q[ok])
+    positions[miss[ok]] = pos[ok]
+    err[miss[ok]] = e[ok]
 
 
 def _keep_best(
