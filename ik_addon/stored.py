@@ -10,9 +10,11 @@ evaluation like any keyed rig, and a file opened where Reach IK is not installed
 the solved pose at every frame that was shown.
 
 Keys (:func:`key_rotation`): one per component at the frame (subframes too: the time is
-``scene.frame_current_final``), value ``q`` with ``w ≥ 0`` (``q`` and ``−q`` are the same
-rotation; one sign per rotation keeps neighbouring keys close), **linear** interpolation, so
-a time between two stored keys plays the normalised linear blend of the two rotations. Keys
+``scene.frame_current_final``), value ``q`` or ``−q`` (the same rotation), whichever is nearer
+what the curves already hold at that time (``w ≥ 0`` for a first key), so neighbouring keys
+stay in one hemisphere even where a rotation passes a half turn; **linear** interpolation,
+so a time between two stored keys plays the normalised linear blend of the two rotations,
+turning the short way. Keys
 are inserted with ``keyframe_points.insert(..., options={'FAST'})``, which replaces a key
 already at that frame and tags the action for re-evaluation; a solution equal to the key
 already there (:func:`is_keyed`: a key at that time, each component within
@@ -135,20 +137,25 @@ def _has_key(fcurve: Any, time: float) -> bool:
 def is_keyed(fcurves: Sequence[Any], time: float, q: Sequence[float]) -> bool:
     """The helper's F-curves (w, x, y, z) hold a key at ``time`` equal to ``q`` (wxyz, either
     sign) within :data:`KEY_TOLERANCE`."""
-    if q[0] < 0.0:
-        q = (-q[0], -q[1], -q[2], -q[3])
     if not _has_key(fcurves[0], time):
         return False
-    return all(
-        abs(fc.evaluate(time) - value) <= KEY_TOLERANCE
-        for fc, value in zip(fcurves, q, strict=True)
+    held = [fc.evaluate(time) for fc in fcurves]
+    return all(abs(h - v) <= KEY_TOLERANCE for h, v in zip(held, q, strict=True)) or all(
+        abs(h + v) <= KEY_TOLERANCE for h, v in zip(held, q, strict=True)
     )
 
 
 def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[float]) -> None:
     """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
     its ``rotation_quaternion`` to it."""
-    if q[0] < 0.0:
+    if len(fcurves[0].keyframe_points):
+        # The sign nearest what the curves hold there (their neighbouring keys), so the
+        # linear blend between neighbours turns the short way even through a half turn.
+        near = sum(fc.evaluate(time) * v for fc, v in zip(fcurves, q, strict=True))
+        flip = near < 0.0
+    else:
+        flip = q[0] < 0.0
+    if flip:
         q = (-q[0], -q[1], -q[2], -q[3])
     for fc, value in zip(fcurves, q, strict=True):
         fc.keyframe_points.insert(time, value, options={"FAST"}).interpolation = "LINEAR"

@@ -381,3 +381,29 @@ def test_reopened_file_solves_again_without_writing(
     assert _keys(obj) == keys
     for f in FRAMES:
         np.testing.assert_array_equal(replayed[f], played[f])
+
+
+def test_keys_keep_one_hemisphere_through_a_half_turn(addon: Any) -> None:
+    """Two solutions 0.2 rad apart on either side of a half turn about X (``w`` of opposite
+    signs): the key between them must blend the short way, so the F-curves at the midpoint
+    hold the half turn itself (a ``w ≥ 0`` rule would store them 2π − 0.2 apart and the
+    midpoint would be the identity)."""
+    bpy = blender_module()
+    helper = bpy.data.objects.new("sign helper", None)
+    helper.rotation_mode = "QUATERNION"
+    try:
+        curves = addon.stored.helper_fcurves(helper)
+        before = (math.cos((math.pi - 0.2) / 2), math.sin((math.pi - 0.2) / 2), 0.0, 0.0)
+        after = (math.cos((math.pi + 0.2) / 2), math.sin((math.pi + 0.2) / 2), 0.0, 0.0)
+        assert after[0] < 0.0
+        addon.stored.key_rotation(helper, curves, 1.0, before)
+        addon.stored.key_rotation(helper, curves, 2.0, after)
+        mid = np.array([fc.evaluate(1.5) for fc in curves])
+        mid /= np.linalg.norm(mid)
+        # The half turn about X, up to sign.
+        assert abs(abs(mid[1]) - 1.0) <= 1e-6, mid
+        assert addon.stored.is_keyed(curves, 2.0, after)
+        assert addon.stored.is_keyed(curves, 2.0, tuple(-c for c in after))
+    finally:
+        addon.stored.remove_action(helper)
+        bpy.data.objects.remove(helper)
