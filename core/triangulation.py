@@ -728,6 +728,13 @@ def _is_identity(q: Quat) -> bool:
     return type(q[0]) is float and q == _IDENTITY
 
 
+def _spreads(plan: _Plan, options: SolveOptions) -> bool:
+    """True when ``options.distribution == "even"`` takes the spread (:mod:`core.spread`):
+    on one or two links the spread is the paper's triangle (the only pose with the
+    start pose's bend side), so the pass places them."""
+    return options.distribution == "even" and plan.n > 2
+
+
 def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
     """The pass for ``N`` targets at once (:func:`core.triangulation_batch.solve_batch`)."""
     from .triangulation_batch import solve_batch  # (it builds on this module's rules)
@@ -764,7 +771,7 @@ def solve_single(
     ``n + 1`` joint positions (3 floats each).
     """
     plan = _plan(chain)
-    if not plan.all_free or options.distribution == "even" or _scale(chain) != 1.0:
+    if not plan.all_free or _spreads(plan, options) or _scale(chain) != 1.0:
         return None
     return _single_pass(plan, chain, target, None, options, pole, True)
 
@@ -794,7 +801,7 @@ def solve_single_points(
         The ``n + 1`` joint positions (3 floats each, base frame), root first.
     """
     plan = _plan(chain)
-    if not plan.all_free or options.distribution == "even" or _scale(chain) != 1.0:
+    if not plan.all_free or _spreads(plan, options) or _scale(chain) != 1.0:
         return None
     if plan.n == 2:
         pos = _two_links(plan, target, options, pole)
@@ -1235,7 +1242,7 @@ def solve_triangulation(problem: Problem) -> Solution:
     if scale != 1.0:
         return _solve_scaled(problem, scale)
     plan = _plan(problem.chain)
-    if plan.all_free and problem.options.distribution == "even":
+    if plan.all_free and _spreads(plan, problem.options):
         return solve_spread(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)

@@ -263,8 +263,8 @@ def quaternion_to_values(
 
 # ----------------------------------------------------------------------------- settings
 #: A chain's *Advanced* settings as :func:`_options` takes them: ``(bend_plane,
-#: delta_b_deg, damping, max_step_deg, posture_weight, sweep_steps)``; ``()`` = the
-#: core's defaults.
+#: delta_b_deg, damping, max_step_deg, posture_weight, sweep_steps, distribution)``; ``()``
+#: = the core's defaults.
 Advanced = tuple[Any, ...]
 
 
@@ -334,6 +334,7 @@ def advanced_settings(s: Any) -> Advanced:
         float(s.max_step),
         float(s.posture_weight),
         int(s.sweep_steps),
+        s.distribution,
     )
 
 
@@ -555,7 +556,7 @@ def _options(
 ) -> SolveOptions:
     extra: dict[str, Any] = {}
     if advanced:
-        bend_plane, delta_b, damping, max_step, posture, sweep = advanced
+        bend_plane, delta_b, damping, max_step, posture, sweep, distribution = advanced
         extra = {
             "bend_plane": bend_plane,
             "delta_b_deg": delta_b,
@@ -563,6 +564,7 @@ def _options(
             "max_step_deg": max_step,
             "posture_weight": posture,
             "sweep_steps": sweep,
+            "distribution": distribution,
         }
     return SolveOptions(
         max_iterations=max(iterations, 1),

@@ -50,6 +50,7 @@ CHAIN_SETTINGS = (
     "max_step",
     "posture_weight",
     "sweep_steps",
+    "distribution",
 )
 
 

@@ -33,6 +33,7 @@ BONE_PANEL_ORDER = 0
 _READERS = {
     "bend_plane": ("triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"),
     "delta_b": ("triangulation",),
+    "distribution": ("triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"),
     "damping": ("jacobian_dls",),
     "max_step": ("jacobian_transpose", "jacobian_pinv", "jacobian_dls"),
     "posture_weight": ("jacobian_transpose", "jacobian_pinv", "jacobian_dls"),

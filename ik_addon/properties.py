@@ -275,6 +275,31 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         override=OVERRIDABLE,
         update=_tag,
     )
+    distribution: EnumProperty(  # type: ignore[valid-type]
+        name="Bend Spread",
+        description=(
+            "Triangulation, and the start of CCD and the Jacobian solvers, on chains without "
+            "limits: how the bend is shared between the joints"
+        ),
+        items=(
+            (
+                "even",
+                "Even",
+                "Every joint keeps its share of the rest bend: tails and necks curl evenly",
+                0,
+            ),
+            (
+                "root",
+                "Root First",
+                "The paper: each joint bends as far as it can, root first (long chains fold)",
+                1,
+            ),
+        ),
+        default="even",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
     damping: FloatProperty(  # type: ignore[valid-type]
         name="Damping",
         description="Jacobian DLS: the largest damping λ, used near singular poses",

@@ -234,7 +234,8 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
         bpy.context.scene.frame_set(1)
         spec = evaluate.read_spec(obj.pose.bones["forearm.L"])
         assert spec.advanced[:2] == ("rest", 180.0)
-        assert spec.advanced[2:] == pytest.approx((0.1, step, 0.0, 5))
+        assert spec.advanced[2:6] == pytest.approx((0.1, step, 0.0, 5))
+        assert spec.advanced[6] == "even"
         report = evaluate.solve_chains(obj, _update())
         live = np.array(report.solved[0].rotations)
         rig = evaluate.rig_chain(obj, "forearm.L", 2, True)
@@ -260,6 +261,7 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
             sweep_steps=5,
             damping=spec.advanced[2],
             position_weight=1.0,
+            distribution="even",
         )
     gap = np.abs(np.sum(shown[10.0] * shown[0.5], axis=-1))
     assert gap.min() < 1.0 - 1e-6  # the step clamp changes the live pose

@@ -266,3 +266,31 @@ def test_start_poses_that_differ_per_target_solve_each_on_its_own(method: str) -
         expected = np.array([solve_spread(problem.row(k)).rotations[0] for k in range(6)])
     np.testing.assert_allclose(rotations, expected, atol=1e-12)
     assert not np.allclose(expected[0], expected[1])  # the starts do matter
+
+
+def test_spread_on_two_links_is_the_papers_triangle() -> None:
+    """On two links the spread (solved by :func:`solve_spread` itself) and the paper's pass
+    place the same pose — the one triangle on the start pose's bend side — for bent start
+    poses, poles and targets from near the root to beyond the reach; so
+    ``distribution="even"`` takes the pass there (every path: batch, float, points)."""
+    rng = np.random.default_rng(21)
+    for _ in range(30):
+        chain = Chain.from_lengths(rng.uniform(0.3, 1.5, size=2), direction=(0.0, 1.0, 0.0))
+        size = 8
+        initial = rot.normalize(
+            np.array([1.0, 0.0, 0.0, 0.0]) + 0.4 * rng.normal(size=(size, 2, 4))
+        )
+        targets = rng.normal(size=(size, 3))
+        targets *= (rng.uniform(0.05, 1.2, size) * chain.reach)[:, None] / np.linalg.norm(
+            targets, axis=1
+        )[:, None]
+        poles = rng.normal(size=(size, 3)) if rng.random() < 0.5 else None
+        even = SolveOptions(distribution="even")
+        problem = Problem(chain, targets, None, poles, initial, 1e-6 * chain.reach, even)
+        spread = solve_spread(problem)
+        paper = solve(chain, targets, method="triangulation", pole=poles, initial=initial)
+        np.testing.assert_allclose(spread.positions, paper.positions, atol=1e-8 * chain.reach)
+        taken = solve(
+            chain, targets, method="triangulation", pole=poles, initial=initial, options=even
+        )
+        np.testing.assert_array_equal(taken.positions, paper.positions)
