@@ -79,6 +79,36 @@ def start_bend_points(problem: Problem) -> FloatArray:
     return rot.rotate(carry, bend)
 
 
+def _wanted(poles: FloatArray, axis: FloatArray, pole_angle: float) -> FloatArray:
+    """Directions ``(N, 3)`` the bends should face: the poles' offsets across the unit
+    root→effector ``axis (N, 3)``, turned by ``pole_angle`` about it (not normalised)."""
+    want = _perpendicular_part(np.asarray(poles, dtype=np.float64), axis)
+    if pole_angle:
+        want = rot.rotate(rot.from_axis_angle(axis, np.full(len(axis), pole_angle)), want)
+    return want
+
+
+def wanted_bends(problem: Problem) -> FloatArray | None:
+    """The directions ``(N, 3)`` (base frame, not normalised; zero where undefined) that
+    :func:`orient_bend` turns the chains' bends toward, across the root→target lines: the
+    poles', else the ``"rest"`` rule's; ``None`` for ``"minimal"`` without poles."""
+    opts = problem.options
+    if problem.poles is not None:
+        poles = problem.poles
+    elif opts.bend_plane == "rest":
+        poles = start_bend_points(problem)
+    else:
+        return None
+    length = np.linalg.norm(problem.targets, axis=-1, keepdims=True)
+    axis = np.divide(
+        problem.targets,
+        length,
+        out=np.zeros_like(problem.targets),
+        where=length > _TINY * problem.chain.reach,
+    )
+    return _wanted(poles, axis, opts.pole_angle)
+
+
 def apply_pole(
     chain: Chain,
     rotations: FloatArray,
@@ -101,9 +131,7 @@ def apply_pole(
         line, or whose root limits forbid the turn are returned unchanged.
     """
     axis, bend = _bend_and_axis(chain, positions)
-    want = _perpendicular_part(np.asarray(poles, dtype=np.float64), axis)
-    if pole_angle:
-        want = rot.rotate(rot.from_axis_angle(axis, np.full(len(axis), pole_angle)), want)
+    want = _wanted(poles, axis, pole_angle)
     usable = (
         (np.linalg.norm(bend, axis=-1) > _TINY * chain.reach)
         & (np.linalg.norm(want, axis=-1) > _TINY * chain.reach)

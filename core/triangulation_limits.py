@@ -8,11 +8,13 @@ the target is missed although an admissible pose reaches it. This module takes t
 admissible pose and, where it misses, searches the admissible poses for one that reaches.
 
 First, without any search: when the last joint is a hinge, the pass's pose with its last
-two joints placed in closed form (:func:`_hinge_last`, the joint before the hinge turned
-as little as its limits allow from the pass's rotation, so the pass's bend plane stays) is
-the answer wherever it reaches; a target beyond the chain's length takes the hinge at its
-longest allowed extension aimed at the target where that comes closer than the pass
-(:func:`_hinge_reach`), else the pass's pose refined toward it (below). The search is for
+two joints placed in closed form (:func:`_hinge_last`: the hinge bent on its rest side
+where its range allows, the bend facing the pole or the rest pose's side carried to the
+target, as :mod:`core.bend_plane` turns every method's bend) is the answer for every
+target it reaches, also those the pass's projected pose reached; a target beyond the
+chain's length takes the hinge at its longest allowed extension aimed at the target where
+that comes closer than the pass (:func:`_hinge_reach`), else the pass's pose refined
+toward it (below). The search is for
 the targets within the chain's length that are still missed.
 
 Candidates, all admissible (every joint's rotation is its own projection):
@@ -53,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rotations as rot
+from .bend_plane import wanted_bends
 from .chain import Chain
 from .kinematics import forward_kinematics
 from .limits import JointLimits
@@ -97,7 +100,9 @@ def _middle(lim: JointLimits) -> FloatArray:
 _SPINS = 1024
 
 
-def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray | None:
+def _hinge_last(
+    chain: Chain, q: FloatArray, targets: FloatArray, toward: FloatArray | None = None
+) -> FloatArray | None:
     """Poses ``q (M, n, 4)`` with the last two joints placed in closed form when the last is
     a hinge, or ``None`` when it is not (``q`` is not changed; joints before stay).
 
@@ -107,9 +112,15 @@ def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray 
     ``A = (g·h)(h·o_h)``, ``B = g·o_h − A``, ``C = g·(h × o_h)``: the hinge angle comes from
     the distance to the target (two solutions; the hinge's range keeps those it allows —
     its allowed sign picks the bend side). Joint ``j`` must then turn ``v̂`` onto the target
-    direction ``ĉ``: ``q_j = R(ĉ, ψ)·between(v̂, ĉ)``, one free spin ``ψ`` — the bend plane;
-    of 1024 spins the allowed one (:meth:`JointLimits.allows`) nearest the joint's current
-    rotation is kept. Where none is allowed the joints keep ``q``'s rotations.
+    direction ``ĉ``: ``q_j = R(ĉ, ψ)·between(v̂, ĉ)``, one free spin ``ψ`` — the bend plane,
+    chosen by :func:`_spin_toward`: the bend faces ``toward`` (``(M, 3)`` points in the base
+    frame, :func:`core.bend_plane.wanted_bends`: the pole's or the rest pose's side), else
+    the side where ``q`` puts the hinge. Where ``j``'s limits refuse that spin, the allowed
+    one of 1024 nearest it; where none is allowed the joints keep ``q``'s rotations.
+
+    Of two allowed solutions, the one that bends the hinge's link the way it is bent at rest
+    (:func:`_bend_about_hinge`) is taken, else the one of smaller ``|φ|``: a hinge free both
+    ways (Lock IK Y and Z without a range, as Rigify's forearms) keeps its rest bend side.
     """
     n = chain.n_joints
     last = chain.limits[-1]
@@ -140,6 +151,16 @@ def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray 
     best_cost = np.full(len(q), np.inf)
     spins = np.linspace(-np.pi, np.pi, _SPINS, endpoint=False)
     c_local = rot.rotate(rot.conjugate(parent), cv / np.maximum(dist, 1e-300)[:, None])
+    # The direction the bend should face, across ĉ in j's parent frame: toward the wanted
+    # side, else where the pass put the hinge.
+    side = rot.rotate(q[:, j], o_j)
+    if toward is not None:
+        wanted = rot.rotate(rot.conjugate(parent), toward - pos[:, j])
+        wanted = wanted - np.sum(wanted * c_local, axis=-1, keepdims=True) * c_local
+        usable = np.linalg.norm(wanted, axis=-1) > 1e-9 * chain.reach
+        side = np.where(usable[:, None], wanted, side)
+    side = side - np.sum(side * c_local, axis=-1, keepdims=True) * c_local
+    rest_bend = _bend_about_hinge(chain, np.zeros(1))[0]
     for sign in (1.0, -1.0):
         phi = np.remainder(base + sign * spread + np.pi, 2.0 * np.pi) - np.pi
         ok = solvable & (phi >= lo - 1e-12) & (phi <= hi + 1e-12)
@@ -149,8 +170,13 @@ def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray 
         v = o_j + rot.rotate(rot.multiply(rest_h, qh), o_h)
         v_hat = v / np.linalg.norm(v, axis=-1, keepdims=True)
         aim = rot.between(v_hat, c_local)  # (M, 4)
-        pick_q, pick_cost = _nearest_spin(chain.limits[j], q[:, j], aim, c_local, spins)
-        chosen = pick_cost + np.abs(phi)
+        bend = _bend_about_hinge(chain, phi)
+        bend_sign = np.where(bend != 0.0, np.sign(bend), 1.0 if rest_bend >= 0.0 else -1.0)
+        hinge_axis = rot.rotate(aim, rot.rotate(rest_h, h))
+        pick_q = _spin_toward(chain.limits[j], aim, c_local, hinge_axis, bend_sign, side, spins)
+        chosen = np.abs(phi) + np.where(np.isfinite(pick_q[:, 0]), 0.0, np.inf)
+        # Against the rest bend: after any solution on the rest side (|φ| is below 2π).
+        chosen = np.where(rest_bend * bend < 0.0, chosen + 4 * np.pi, chosen)
         take = ok & np.isfinite(chosen) & (chosen < best_cost)
         out[take, j] = chain.limits[j].project(pick_q[take])
         out[take, -1] = qh[take]
@@ -158,34 +184,61 @@ def _hinge_last(chain: Chain, q: FloatArray, targets: FloatArray) -> FloatArray 
     return out
 
 
-def _nearest_spin(
-    lim: JointLimits, current: FloatArray, aim: FloatArray, axis: FloatArray, spins: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Of the rotations ``R(axis, ψ)·aim`` (``current``, ``aim (M, 4)``, unit ``axis (M,
-    3)``), the one nearest ``current`` that ``lim`` allows, and its angle from ``current``
-    (``inf`` where none of the sampled ``spins`` is allowed).
+def _bend_about_hinge(chain: Chain, phi: FloatArray) -> FloatArray:
+    """Signed bends ``(M,)`` (radians) of a last hinge's link from the link before it,
+    about the hinge's axis, at hinge angles ``phi (M,)``; 0 where the rest leaves them
+    within 1e-9 rad of straight (no rest side)."""
+    h, _ = chain.limits[-1].hinge
+    rest_h = chain.rest_rotations[-1]
+    d_j = chain.offsets[-2] / np.linalg.norm(chain.offsets[-2])
+    axis = rot.rotate(rest_h, h)  # in the frame of the joint before the hinge
+    d_h = rot.rotate(rot.multiply(rest_h, rot.from_axis_angle(h, phi)), chain.offsets[-1])
+    d_h = d_h / np.linalg.norm(d_h, axis=-1, keepdims=True)
+    bend = np.arctan2(np.cross(d_j, d_h) @ axis, d_h @ d_j)
+    rest = rot.rotate(rest_h, chain.offsets[-1])
+    rest = rest / np.linalg.norm(rest)
+    return bend if abs(float(np.cross(d_j, rest) @ axis)) > 1e-9 else np.zeros_like(bend)
 
-    The nearest of all is closed form: ``⟨R(axis, ψ)·aim, current⟩ = a cos(ψ/2) + b sin(ψ/2)``
-    with ``a = ⟨aim, current⟩``, ``b = ⟨axis ⊗ aim, current⟩`` (``axis`` as a pure
-    quaternion), largest in magnitude at ``ψ/2 = atan2(b, a)``. Where the limits refuse it,
-    the allowed one nearest ``current`` among ``R(axis, ψ_k)·aim`` for the sampled spins."""
-    pure = np.concatenate([np.zeros((len(axis), 1)), axis], axis=-1)
-    a = np.sum(aim * current, axis=-1)
-    b = np.sum(rot.multiply(pure, aim) * current, axis=-1)
-    best = rot.multiply(rot.from_axis_angle(axis, 2.0 * np.arctan2(b, a)), aim)
-    cost = rot.angle(rot.multiply(rot.conjugate(current), best))
+
+def _spin_toward(
+    lim: JointLimits,
+    aim: FloatArray,
+    axis: FloatArray,
+    hinge_axis: FloatArray,
+    bend_sign: FloatArray,
+    side: FloatArray,
+    spins: FloatArray,
+) -> FloatArray:
+    """Of the rotations ``R(axis, ψ)·aim`` (``aim (M, 4)``, unit ``axis (M, 3)``: the
+    target direction ĉ), the one that ``lim`` allows whose bend faces ``side (M, 3)``
+    (across ĉ) best; NaN rows where none of the sampled ``spins`` is allowed.
+
+    A hinge with axis ``a`` (``hinge_axis (M, 3)``, ``aim``'s) bending by a signed angle of
+    sign ``s`` (``bend_sign (M,)``) puts the joint before it on the side ``s·(ĉ × a)`` of
+    the line to the target (the bend turns the last link from ĉ toward ``a × ĉ``; aiming
+    the chord back at ĉ turns the joint the other way) — defined even where the chain is
+    straight, so the choice stays continuous through full extension. As the spin commutes
+    with ``ĉ ×``, ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ`` with
+    ``u = s·(ĉ × a)``, largest at ``ψ = atan2((ĉ × u)·side, u·side)``. Where the limits
+    refuse it, the allowed one of the sampled spins that faces ``side`` best."""
+    u = bend_sign[:, None] * np.cross(axis, hinge_axis)
+    cu = np.cross(axis, u)
+    psi = np.arctan2(np.sum(cu * side, axis=-1), np.sum(u * side, axis=-1))
+    best = rot.multiply(rot.from_axis_angle(axis, psi), aim)
     refused = ~lim.allows(best, 1e-12)
     if refused.any():
         r = np.flatnonzero(refused)
         turns = rot.from_axis_angle(axis[r, None, :], spins[None, :])  # (R, S, 4)
         cand = rot.multiply(turns, aim[r, None, :])
-        c = rot.angle(rot.multiply(rot.conjugate(current[r])[:, None, :], cand))
-        c = np.where(lim.allows(cand, 1e-12), c, np.inf)
-        k = np.argmin(c, axis=1)
+        facing = (
+            np.cos(spins)[None, :] * np.sum(u[r] * side[r], axis=-1)[:, None]
+            + np.sin(spins)[None, :] * np.sum(cu[r] * side[r], axis=-1)[:, None]
+        )
+        facing = np.where(lim.allows(cand, 1e-12), facing, -np.inf)
+        k = np.argmax(facing, axis=1)
         rows = np.arange(r.size)
-        best[r] = cand[rows, k]
-        cost[r] = c[rows, k]
-    return best, cost
+        best[r] = np.where(np.isfinite(facing[rows, k])[:, None], cand[rows, k], np.nan)
+    return best
 
 
 def _hinge_terms(
@@ -332,16 +385,23 @@ def reach_within_limits(
     tol = problem.tolerance
     err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
     miss = np.flatnonzero(err > tol)
-    if miss.size == 0:
+    hinge_last = chain.n_joints >= 2 and chain.limits[-1].kind == "hinge"
+    if miss.size == 0 and not hinge_last:
         return rotations, positions
     rotations = rotations.copy()
     positions = positions.copy()
-    # A last hinge placed in closed form from the pass's own pose (its bend plane kept):
-    # where that reaches, it is the answer and nothing is searched.
-    placed = _hinge_last(chain, rotations[miss].copy(), targets[miss])
-    if placed is not None:
-        _store_reaching(chain, problem, miss, placed, rotations, positions, err)
-        miss = miss[err[miss] > tol]
+    # A last hinge placed in closed form (bend side and plane by rule) for every target,
+    # also where the pass's projected pose reached (it may reach with the hinge bent
+    # against its rest side and the joint before it turned half round): where that
+    # reaches, it is the answer and nothing is searched.
+    want = wanted_bends(problem)
+    toward = None if want is None else targets + want
+    if hinge_last:
+        every = np.arange(len(targets))
+        placed = _hinge_last(chain, rotations.copy(), targets, toward)
+        if placed is not None:
+            _store_reaching(chain, problem, every, placed, rotations, positions, err)
+        miss = np.flatnonzero(err > tol)
         if miss.size == 0:
             return rotations, positions
     # Beyond the chain's length no pose reaches: the pass's pose, refined toward the
@@ -352,9 +412,10 @@ def reach_within_limits(
         longest = _hinge_reach(chain)
         if longest is not None:  # the hinge at its longest, aimed at the target
             j = chain.n_joints - 2
-            toward = targets[rows] - positions[rows, j]
-            toward *= longest * (1.0 - 1e-12) / np.linalg.norm(toward, axis=-1, keepdims=True)
-            placed = _hinge_last(chain, rotations[rows].copy(), positions[rows, j] + toward)
+            out_to = targets[rows] - positions[rows, j]
+            out_to *= longest * (1.0 - 1e-12) / np.linalg.norm(out_to, axis=-1, keepdims=True)
+            aims = positions[rows, j] + out_to
+            placed = _hinge_last(chain, rotations[rows].copy(), aims, _rows(want, rows, aims))
             if placed is not None:
                 pos_p, _ = forward_kinematics(chain, placed)
                 e = np.linalg.norm(targets[rows] - pos_p[:, -1], axis=-1)
@@ -377,7 +438,7 @@ def reach_within_limits(
     rng = np.random.default_rng(_SEED)
     candidates = [passed, side, _project_all(chain, start)]
     for base in (passed, side):
-        placed = _hinge_last(chain, base.copy(), targets[miss])
+        placed = _hinge_last(chain, base.copy(), targets[miss], _rows(toward, miss))
         if placed is not None:
             candidates.append(placed)
     nearest = False
@@ -393,6 +454,15 @@ def reach_within_limits(
             _project_all(chain, _random_rotations(rng, shape)) for _ in range(2)
         ]
     return rotations, positions
+
+
+def _rows(
+    points: FloatArray | None, rows: np.ndarray, at: FloatArray | None = None
+) -> FloatArray | None:
+    """``points[rows]`` (``None`` stays ``None``), moved by ``at`` when given."""
+    if points is None:
+        return None
+    return points[rows] if at is None else points[rows] + at
 
 
 #: Rounds of random admissible restarts for targets still missed, and their seed (fixed:
