@@ -8,8 +8,9 @@ the rest of the chain. This module takes the choice that spreads the bend: every
 keeps the *shape* of the start pose, scaled — the triangle at joint ``i`` is formed with
 ``b`` = the chord of the rest of the chain bent by the same scale (the way § 3.1.3 replaces
 ``b`` by a collapsed chain's length), which makes every joint's share of the bend the same
-fraction of its start bend. It is ``SolveOptions(distribution="even")`` for triangulation
-and FABRIK's seed (:mod:`core.fabrik`).
+fraction of its start bend. It is FABRIK's seed (:mod:`core.fabrik`), and so
+``SolveOptions(distribution="even")`` for triangulation, which answers with FABRIK (the
+spread where it reaches, FABRIK's rounds where it falls short).
 
 The family (a shape per chain and start pose, :func:`shape`):
 
@@ -317,7 +318,8 @@ def stack(rots: list[Quat], pos: list[Vec], size: int) -> tuple[np.ndarray, np.n
 
 
 def solve_spread(problem: Problem) -> Solution:
-    """Triangulation with ``distribution="even"``: the spread pose, bend plane oriented.
+    """The spread pose alone, bend plane oriented (FABRIK's seed; triangulation's answer
+    with ``distribution="even"`` where it reaches).
 
     A batch whose start poses differ is solved target by target (each its own family).
     """

@@ -120,7 +120,6 @@ from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
-from .spread import solve_spread
 from .triangulation_limits import reach_within_limits
 
 #: A target closer than this fraction of the reach to a joint is "at" the joint.
@@ -1243,7 +1242,12 @@ def solve_triangulation(problem: Problem) -> Solution:
         return _solve_scaled(problem, scale)
     plan = _plan(problem.chain)
     if plan.all_free and _spreads(plan, problem.options):
-        return solve_spread(problem)
+        # The spread, finished by FABRIK's rounds where it misses (a rest pose bent out of
+        # one plane or with offset links leaves it up to ~1e-3 × reach short): FABRIK from
+        # its spread seed, which it returns unchanged where that reaches.
+        from .fabrik import solve_fabrik  # (FABRIK builds on this module)
+
+        return solve_fabrik(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)
     else:
