@@ -932,6 +932,12 @@ def bake(
         if spec.target is None:
             warnings.append(f"chain '{spec.tip}' skipped: it has no target")
             continue
+        if evaluate.stretches(rigs[spec.tip].chain, spec.use_stretch):
+            warnings.append(
+                f"chain '{spec.tip}' skipped: its bones stretch (Stretch on), and the bake "
+                "keys rotations only; switch Stretch off to bake it"
+            )
+            continue
         usable.append(spec)
     if not usable:
         raise BakeError("no chain can be baked: " + "; ".join(warnings))

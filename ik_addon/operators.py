@@ -43,6 +43,8 @@ CHAIN_SETTINGS = (
     "use_tail",
     "use_rotation",
     "orient_weight",
+    "use_stretch",
+    "soft_reach",
     "source",
     "bend_plane",
     "delta_b",

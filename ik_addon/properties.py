@@ -236,6 +236,34 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         update=_tag,
         override=OVERRIDABLE,
     )
+    use_stretch: BoolProperty(  # type: ignore[valid-type]
+        name="Stretch",
+        description=(
+            "Let the chain's bones stretch to reach a target beyond the chain's length, "
+            "each as readily as its IK Stretch (Bone properties > Inverse Kinematics); the "
+            "stretch shows as the bones' scale"
+        ),
+        default=False,
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    soft_reach: FloatProperty(  # type: ignore[valid-type]
+        name="Soft Reach",
+        description=(
+            "Distance before full extension over which the target's pull eases out, so the "
+            "chain never snaps straight (with Stretch: the bones stretch by what it leaves "
+            "short); 0 = off; must stay below the chain's length"
+        ),
+        default=0.0,
+        min=0.0,
+        soft_max=0.5,
+        precision=4,
+        subtype="DISTANCE",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
     source: StringProperty(  # type: ignore[valid-type]
         name="Converted From",
         description=(
