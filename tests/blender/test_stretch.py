@@ -14,11 +14,13 @@ unlike the closed form (core.stretch), where the closed form reaches exactly.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from rigs import add_empty, blender_module, build_arm, world_matrix
+from test_bake import assert_same_pose, probe_without_addon, world_track
 
 CHAIN = ("upper", "fore")
 SHOWN = ("upper", "fore", "hand")
@@ -234,3 +236,65 @@ def test_stretch_off_leaves_no_scale_and_soft_reach_eases(clean_scene: Any, addo
         aimed = d if d <= r - sw else r - sw * np.exp(-(d - r + sw) / sw)
         gap = float(np.linalg.norm(tail - (head + d_unit * aimed)))
         assert gap <= 1e-5 * reach, (f, gap)
+
+
+def test_bake_keys_the_stretch_live_shows(clean_scene: Any, addon: Any, tmp_path: Path) -> None:
+    """A stretching chain baked (key reduction on, chain removed after): the saved file,
+    played by a separate Blender without Reach IK, shows the live pose — bones' tails within
+    1e-5 m and orientations within 0.01° (test_bake's bars), the stretch included."""
+    bpy = blender_module()
+    obj = build_arm()
+    for name, w in zip(CHAIN, (0.1, 0.5), strict=True):
+        obj.pose.bones[name].ik_stretch = w
+    points = _targets(obj)
+    head = world_matrix(obj, "upper")[:3, 3]
+    target = add_empty("Target", points[0])
+    frames = list(range(1, 13))
+    for frame in frames:  # within reach, then beyond it in every direction
+        p = points[(frame - 1) % len(points)]
+        target.location = head + (p - head) * (0.7 if frame <= 3 else 1.0)
+        target.keyframe_insert("location", frame=frame)
+    s = obj.pose.bones["fore"].reach_ik
+    s.chain_length, s.use_tail, s.target, s.use_stretch = 2, True, target, True
+    s.enabled = s.has_chain = True
+    bones = [(obj.name, n) for n in SHOWN]
+    live = world_track(bones, frames)
+    scales = np.linalg.norm(live[:, 1, :3, :3], axis=-2) / 1.5
+    assert scales.max() > 1.3  # the forearm stretched on the far frames
+    result = addon.bake.bake(obj, addon.bake.BakeOptions(1, frames[-1], after="REMOVE"))
+    assert result.warnings == []
+    assert not obj.pose.bones["fore"].reach_ik.has_chain
+    assert all(addon.constraints.find_scale(obj.pose.bones[n]) is None for n in CHAIN)
+    path = tmp_path / "stretch_baked.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    baked = probe_without_addon(path, bones, frames, tmp_path)
+    lengths = [obj.data.bones[n].length for n in SHOWN]
+    assert_same_pose(live, baked, lengths, bones)
+
+
+def test_played_stretch_plays_without_the_addon(
+    clean_scene: Any, addon: Any, tmp_path: Path
+) -> None:
+    """Frames played live (not baked) keep their stretch in the helpers' keys: the saved
+    file, played by a Blender without Reach IK, shows the live pose (test_bake's bars)."""
+    bpy = blender_module()
+    obj = build_arm()
+    for name in CHAIN:
+        obj.pose.bones[name].ik_stretch = 0.1
+    points = _targets(obj)
+    target = add_empty("Target", points[0])
+    frames = list(range(1, 10))
+    for frame in frames:
+        target.location = points[frame - 1]
+        target.keyframe_insert("location", frame=frame)
+    s = obj.pose.bones["fore"].reach_ik
+    s.chain_length, s.use_tail, s.target, s.use_stretch = 2, True, target, True
+    s.enabled = s.has_chain = True
+    bones = [(obj.name, n) for n in SHOWN]
+    live = world_track(bones, frames)
+    assert np.linalg.norm(live[:, 0, :3, :3], axis=-2).max() / 1.5 > 1.5  # stretched
+    path = tmp_path / "stretch_played.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    played = probe_without_addon(path, bones, frames, tmp_path)
+    lengths = [obj.data.bones[n].length for n in SHOWN]
+    assert_same_pose(live, played, lengths, bones)
