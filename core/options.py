@@ -22,6 +22,7 @@ BendPlane = Literal["rest", "minimal"]
 CcdStart = Literal["triangulation", "initial"]
 Distribution = Literal["root", "even"]
 JacobianStart = Literal["triangulation", "initial"]
+StretchRule = Literal["closed_form", "blender"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ class SolveOptions:
             approaches the reach smoothly, so the chain never snaps straight; with
             ``stretch`` the links lengthen by what that leaves short instead (see
             :mod:`core.stretch`).
+        stretch_rule: with ``stretch``: how long the links become. ``"closed_form"``
+            (default): unchanged within reach, beyond it the extra length shared ∝ w³,
+            the target reached exactly; ``"blender"``: the lengths Blender's Standard IK
+            gives from the start pose, within reach too (:mod:`core.blender_stretch`; up to
+            ``max_iterations`` of its steps; not with ``soft_reach``).
     """
 
     max_iterations: int = 100
@@ -114,6 +120,7 @@ class SolveOptions:
     adaptive_step: bool = True
     stretch: bool = False
     soft_reach: float = 0.0
+    stretch_rule: StretchRule = "closed_form"
 
     def __post_init__(self) -> None:
         def need(ok: bool, what: str) -> None:
@@ -195,6 +202,14 @@ class SolveOptions:
             and math.isfinite(self.soft_reach)
             and self.soft_reach >= 0.0,
             f"soft_reach must be a distance >= 0 (0 = off), got {self.soft_reach!r}",
+        )
+        need(
+            self.stretch_rule in ("closed_form", "blender"),
+            f"stretch_rule must be 'closed_form' or 'blender', got {self.stretch_rule!r}",
+        )
+        need(
+            not (self.stretch and self.stretch_rule == "blender" and self.soft_reach > 0.0),
+            "soft_reach works with stretch_rule 'closed_form'; with 'blender' set it to 0",
         )
         need(
             self.jacobian_start in ("triangulation", "initial"),

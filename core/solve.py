@@ -218,7 +218,9 @@ def _run(impl: Method, problem: Problem, distance: FloatArray) -> Solution:
         return impl(problem)
     stretch.check(chain, opts)
     targets = problem.targets  # far targets pulled in (FAR): a chain stretches that far at most
-    aims, scales = stretch.plan(chain, targets, np.minimum(distance, FAR * chain.reach), opts)
+    aims, scales = stretch.plan(
+        chain, targets, np.minimum(distance, FAR * chain.reach), opts, problem.initial
+    )
     if scales is None:
         return impl(dataclasses.replace(problem, targets=aims))
     size, n = problem.size, chain.n_joints

@@ -35,7 +35,13 @@ weights 1 and 0.5 split 8.0 : 1 (the rule: 8), 1 and 0.1 split 428 : 1 (the rule
 0.4 mm apart at 1.3× reach). Blender also lets bones **shorten** within reach (its
 iteration uses the stretch freedom there too, from the frame's FK pose: 1–17 mm on
 Rigify's limbs with weight 0.1, up to half a bone with weight 1); that depends on the
-iteration's path, and this rule does not reproduce it (``docs/addon.md``).
+iteration's path, and this closed form does not reproduce it: ``stretch_rule="blender"``
+does (below).
+
+``stretch_rule="blender"`` instead takes the lengths Blender's Standard IK gives from the
+start pose, within reach too (:mod:`core.blender_stretch`); the method then solves the
+chain with those lengths (beyond reach it ends where Blender's iteration stopped, a
+fraction of a millimetre short, rather than on the target).
 
 The links' scale factors (``(N, n)``, 1 = rest length) are the solution's
 :attr:`~core.result.Solution.scales`; the joints' positions are those of the stretched
@@ -48,6 +54,7 @@ import math
 
 import numpy as np
 
+from .blender_stretch import link_scales
 from .chain import Chain
 from .errors import SolveInputError
 from .options import SolveOptions
@@ -102,7 +109,11 @@ def shares(chain: Chain) -> FloatArray:
 
 
 def plan(
-    chain: Chain, targets: FloatArray, distance: FloatArray, options: SolveOptions
+    chain: Chain,
+    targets: FloatArray,
+    distance: FloatArray,
+    options: SolveOptions,
+    initial: FloatArray,
 ) -> tuple[FloatArray, FloatArray | None]:
     """Where each target is aimed at and how the links stretch.
 
@@ -110,7 +121,8 @@ def plan(
         chain: the chain.
         targets: ``(N, 3)`` targets in the base frame.
         distance: ``(N,)`` their distances from the root.
-        options: the settings (``stretch``, ``soft_reach``).
+        options: the settings (``stretch``, ``soft_reach``, ``stretch_rule``).
+        initial: ``(N, n, 4)`` the start poses (read by ``stretch_rule`` ``"blender"``).
 
     Returns:
         ``(aims, scales)``: ``aims (N, 3)`` the points to solve for (the targets where they
@@ -127,6 +139,14 @@ def plan(
         aims = targets.copy()
         aims[short] = targets[short] * (aimed[short] / distance[short])[:, None]
         return aims, None
+    if options.stretch_rule == "blender":
+        scales = np.array(
+            [
+                link_scales(chain, target, start, options.max_iterations)
+                for target, start in zip(targets, initial, strict=True)
+            ]
+        )
+        return targets, scales
     extra = np.zeros_like(distance)
     short = aimed < distance
     extra[short] = reach * (distance[short] / aimed[short] - 1.0)

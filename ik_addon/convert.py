@@ -25,9 +25,10 @@ listed in ``docs/addon.md``. Beyond plain values, what a production rig (Rigify)
   with no animation and no *Keep Source* is deleted, as before (so no driver is ever left
   pointing at a deleted constraint).
 
-*Stretch* (``use_stretch``) becomes the chain's *Stretch*; the bones' *IK Stretch* stays
-on the bones, where the chain reads it (:mod:`.rig`); converting back sets the
-constraint's *Stretch* from the chain's.
+*Stretch* (``use_stretch``) becomes the chain's *Stretch*, with *Stretch As* Blender's IK
+(the lengths Blender's iteration gives, :mod:`core.blender_stretch`); the bones' *IK
+Stretch* stays on the bones, where the chain reads it (:mod:`.rig`); converting back sets
+the constraint's *Stretch* from the chain's.
 
 What cannot be carried is never dropped silently: each item is named in the result's
 ``not_carried`` (the operator reports them): an animated (driven or keyframed) *IK
@@ -301,6 +302,7 @@ def _set_values(
     s.influence = main.influence
     s.use_rotation = bool(main.use_rotation)
     s.use_stretch = bool(main.use_stretch)
+    s.stretch_rule = "blender"
     weight = main.weight if main.use_location else 0.0
     total = weight + main.orient_weight
     s.orient_weight = main.orient_weight / total if total > 0.0 else 0.5

@@ -300,6 +300,7 @@ class ChainSpec:
     advanced: Advanced = ()
     use_stretch: bool = False
     soft_reach: float = 0.0
+    stretch_rule: str = "closed_form"
 
 
 def chain_tips(obj: Any) -> list[str]:
@@ -366,6 +367,7 @@ class _Fixed(NamedTuple):
     advanced: Advanced = ()
     use_stretch: bool = False
     soft_reach: float = 0.0
+    stretch_rule: str = "closed_form"
 
 
 def _fixed(s: Any) -> _Fixed:
@@ -383,6 +385,7 @@ def _fixed(s: Any) -> _Fixed:
         advanced_settings(s),
         bool(s.use_stretch),
         float(s.soft_reach),
+        str(s.stretch_rule),
     )
 
 
@@ -428,6 +431,7 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
         advanced=fixed.advanced,
         use_stretch=fixed.use_stretch,
         soft_reach=fixed.soft_reach,
+        stretch_rule=fixed.stretch_rule,
     )
 
 
@@ -587,6 +591,7 @@ def _options(
     advanced: Advanced = (),
     stretch: bool = False,
     soft_reach: float = 0.0,
+    stretch_rule: str = "closed_form",
 ) -> SolveOptions:
     extra: dict[str, Any] = {}
     if advanced:
@@ -606,6 +611,7 @@ def _options(
         position_weight=weight,
         stretch=stretch,
         soft_reach=soft_reach,
+        stretch_rule=stretch_rule,
         **extra,
     )
 
@@ -939,6 +945,7 @@ def solve_chain_frames(
                 spec.advanced,
                 spec.use_stretch,
                 spec.soft_reach,
+                spec.stretch_rule,
             ),
         )
         solved = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
@@ -1026,6 +1033,7 @@ def solve_frame(
             spec.advanced,
             spec.use_stretch,
             spec.soft_reach,
+            spec.stretch_rule,
         ),
         (spec.influence, spec.pole_angle, spec.orient_weight),
         Matrix(base),
@@ -1083,6 +1091,7 @@ def _solve_values(
         fixed.advanced,
         fixed.use_stretch,
         fixed.soft_reach,
+        fixed.stretch_rule,
     )
     pose: list[Sequence[float]]
     links: list[float] | None = None

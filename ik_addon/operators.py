@@ -44,6 +44,7 @@ CHAIN_SETTINGS = (
     "use_rotation",
     "orient_weight",
     "use_stretch",
+    "stretch_rule",
     "soft_reach",
     "source",
     "bend_plane",

@@ -153,6 +153,9 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         layout.prop(s, "influence", slider=True)
         col = layout.column(align=True)
         col.prop(s, "use_stretch")
+        sub = col.row()
+        sub.active = s.use_stretch
+        sub.prop(s, "stretch_rule")
         col.prop(s, "soft_reach")
         row = layout.row(heading="Rotation")
         row.prop(s, "use_rotation", text="")

@@ -248,6 +248,30 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         override=OVERRIDABLE,
         update=_tag,
     )
+    stretch_rule: EnumProperty(  # type: ignore[valid-type]
+        name="Stretch As",
+        description="How long the bones become when the chain stretches",
+        items=(
+            (
+                "closed_form",
+                "Closed Form",
+                "Lengths unchanged within reach; beyond it the chain straight, the bones "
+                "lengthened by shares of IK Stretch cubed; the target reached exactly",
+                0,
+            ),
+            (
+                "blender",
+                "Blender's IK",
+                "The lengths Blender's Standard IK gives (its iteration from the rest pose), "
+                "within reach too: what a converted rig showed",
+                1,
+            ),
+        ),
+        default="closed_form",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
     soft_reach: FloatProperty(  # type: ignore[valid-type]
         name="Soft Reach",
         description=(

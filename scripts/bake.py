@@ -39,7 +39,8 @@ to this ``scripts`` folder).
 keys: ``tip`` (required), ``length`` (default 2), ``target`` (required, an object; with an
 armature also ``target_bone``), ``pole``, ``pole_bone``, ``pole_angle`` (degrees),
 ``solver``, ``iterations``, ``use_tail`` (0/1), ``influence``, ``stretch`` (0/1: the bones
-stretch beyond reach, each by its *IK Stretch*), ``soft_reach`` (metres, 0 = off).
+stretch, each by its *IK Stretch*), ``stretch_rule`` (``closed_form`` or ``blender``: the
+lengths Blender's IK gives), ``soft_reach`` (metres, 0 = off).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ CHAIN_KEYS = {
     "use_tail",
     "influence",
     "stretch",
+    "stretch_rule",
     "soft_reach",
 }
 
@@ -315,6 +317,10 @@ def set_chain(bpy: Any, reach: Any, obj: Any, fields: dict[str, str]) -> str:
     s.iterations = _number(fields, "iterations", int, s.iterations)
     s.influence = _number(fields, "influence", float, 1.0)
     s.use_stretch = bool(_number(fields, "stretch", int, 0))
+    rule = fields.get("stretch_rule", "closed_form")
+    if rule not in ("closed_form", "blender"):
+        raise UsageError(f"stretch_rule must be closed_form or blender, got {rule!r}")
+    s.stretch_rule = rule
     s.soft_reach = _number(fields, "soft_reach", float, 0.0)
     if solver:
         s.solver = solver

@@ -43,9 +43,9 @@ def _pose(obj: Any) -> dict[str, np.ndarray]:
     return out
 
 
-def _targets(obj: Any) -> list[np.ndarray]:
-    """World points beyond the arm's reach: 1.05, 1.3 and 2 times its length from the
-    upper arm's head, in three directions."""
+def _targets(obj: Any, fractions: tuple[float, ...] = (1.05, 1.3, 2.0)) -> list[np.ndarray]:
+    """World points ``fractions`` of the arm's reach from the upper arm's head (by default
+    beyond it: 1.05, 1.3 and 2 times), in three directions."""
     head = world_matrix(obj, "upper")[:3, 3]
     fore = world_matrix(obj, "fore")
     tail = (fore @ np.array([0.0, obj.data.bones["fore"].length, 0.0, 1.0]))[:3]
@@ -55,7 +55,7 @@ def _targets(obj: Any) -> list[np.ndarray]:
     out: list[np.ndarray] = []
     for direction in ((1.0, 0.2, 0.1), (0.3, -1.0, 0.4), (-0.2, 0.5, 1.0)):
         d = np.array(direction) / np.linalg.norm(direction)
-        out.extend(head + d * reach * f for f in (1.05, 1.3, 2.0))
+        out.extend(head + d * reach * f for f in fractions)
     return out
 
 
@@ -112,7 +112,8 @@ def test_stretch_shares_as_blenders_ik_on_a_straight_chain(
     clean_scene: Any, addon: Any, lengths: tuple[float, float], weights: tuple[float, float]
 ) -> None:
     """A straight chain, targets along it beyond reach: Blender lengthens the bones by
-    shares ∝ IK Stretch³ (core.stretch); Reach IK's closed form within 1 mm of it."""
+    shares ∝ IK Stretch³ (core.stretch); Reach IK's closed form (*Stretch As* Closed Form,
+    set after converting) within 1 mm of it."""
     bpy = blender_module()
     obj, target = _straight_chain(lengths, weights)
     reach = float(np.sum(_lengths(obj, ("a", "b"))))
@@ -124,6 +125,9 @@ def test_stretch_shares_as_blenders_ik_on_a_straight_chain(
         blender.append((_lengths(obj, ("a", "b")), _pose_of(obj, ("b",))["b"][3:6]))
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
     assert addon.convert.last_result.not_carried == []
+    s = obj.pose.bones["b"].reach_ik
+    assert s.stretch_rule == "blender"  # Convert's choice
+    s.stretch_rule = "closed_form"
     length_gap = effector_gap = 0.0
     for p, (lengths_b, effector_b) in zip(points, blender, strict=True):
         target.location = p
@@ -141,17 +145,15 @@ def test_stretch_shares_as_blenders_ik_on_a_straight_chain(
     assert effector_gap <= 1e-3
 
 
-def test_stretch_on_an_arm_as_rigify_sets_it(clean_scene: Any, addon: Any) -> None:
-    """IK Stretch 0.1 (Rigify's) on the hand-built arm (bent at rest), targets beyond reach
-    in three directions: the effector within 1 mm of Blender's, the bones' lengths and the
-    hand (which inherits the forearm's uniform scale) within 2.5 mm: Blender leaves the arm
-    a little bent where the closed form is straight (measured 2.0 mm on the upper arm at
-    1.05x reach in one direction, 0.2 mm elsewhere); converting back restores the IK."""
+def _arm_with_blenders_ik(weight: float, fractions: tuple[float, ...]) -> Any:
+    """The hand-built arm with IK Stretch ``weight`` on both chain bones and Blender's IK
+    (Stretch on, 500 iterations) on the forearm; targets at ``fractions`` of the reach in
+    three directions. Returns (arm, target empty, points, Blender's poses at them)."""
     bpy = blender_module()
     obj = build_arm()
     for name in CHAIN:
-        obj.pose.bones[name].ik_stretch = 0.1
-    points = _targets(obj)  # from the rest pose
+        obj.pose.bones[name].ik_stretch = weight
+    points = _targets(obj, fractions)  # from the rest pose
     target = add_empty("Target", points[0])
     con = obj.pose.bones["fore"].constraints.new("IK")
     con.target, con.chain_count, con.use_stretch, con.iterations = target, 2, True, 500
@@ -160,43 +162,85 @@ def test_stretch_on_an_arm_as_rigify_sets_it(clean_scene: Any, addon: Any) -> No
         target.location = p
         bpy.context.view_layer.update()
         blender.append(_pose(obj))
-
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
     s = obj.pose.bones["fore"].reach_ik
-    assert s.has_chain
-    assert s.use_stretch
-    assert addon.convert.last_result.not_carried == []
-    effector_gap = length_gap = scale_gap = miss = 0.0
+    assert (s.has_chain, s.use_stretch, s.stretch_rule) == (True, True, "blender")
+    return obj, target, points, blender
+
+
+def _gaps(obj: Any, target: Any, points: list[np.ndarray], blender: list[Any]) -> np.ndarray:
+    """Largest (miss of the target, effector gap to Blender, bone length gap (upper, fore,
+    hand), spread of a bone's axis scales) over the points, metres."""
+    bpy = blender_module()
+    worst = np.zeros(4)
     for p, theirs in zip(points, blender, strict=True):
         target.location = p
         bpy.context.view_layer.update()
         ours = _pose(obj)
-        miss = max(miss, float(np.linalg.norm(ours["fore"][3:6] - p)))
-        effector_gap = max(
-            effector_gap, float(np.linalg.norm(ours["fore"][3:6] - theirs["fore"][3:6]))
-        )
-        for name in SHOWN:
-            lengths = [np.linalg.norm(x[name][3:6] - x[name][:3]) for x in (ours, theirs)]
-            length_gap = max(length_gap, abs(float(lengths[0] - lengths[1])))
+        lengths = [
+            abs(float(np.linalg.norm(ours[n][3:6] - ours[n][:3]) - np.linalg.norm(t)))
+            for n, t in ((n, theirs[n][3:6] - theirs[n][:3]) for n in SHOWN)
+        ]
+        row = [
+            float(np.linalg.norm(ours["fore"][3:6] - p)),
+            float(np.linalg.norm(ours["fore"][3:6] - theirs["fore"][3:6])),
+            max(lengths),
             # Blender scales a stretched bone uniformly (every axis), and so do we.
-            scale_gap = max(scale_gap, float(np.ptp(ours[name][6:])))
-    print(
-        f"\narm, IK Stretch 0.1: Reach IK misses the target by {miss * 1e3:.2e} mm; against "
-        f"Blender: effector {effector_gap * 1e3:.3f} mm, bone lengths (upper, fore, hand) "
-        f"{length_gap * 1e3:.3f} mm"
-    )
-    assert miss <= 1e-5  # Blender evaluates in single precision (metres of a 2 m arm)
-    assert effector_gap <= 1e-3
-    assert length_gap <= 2.5e-3
-    assert scale_gap <= 1e-5  # single precision
+            max(float(np.ptp(ours[n][6:])) for n in SHOWN),
+        ]
+        worst = np.maximum(worst, row)
+    return worst
 
+
+@pytest.mark.parametrize("weight", [0.1, 1.0])
+def test_converted_stretch_gives_blenders_lengths(
+    clean_scene: Any, addon: Any, weight: float
+) -> None:
+    """Converted (*Stretch As* Blender's IK), the arm's bones take the lengths Blender's IK
+    gives, within reach (where Blender shortens them, down to 3 mm of a 0.44 m upper arm
+    with IK Stretch 1) and beyond, within 0.05 mm, for IK Stretch 0.1 (Rigify's) and 1.
+    The effector within 0.25 mm of Blender's: beyond reach Blender's iteration stops about
+    0.19 mm short of the target with the arm slightly bent, where the chain with its
+    lengths is straightened toward the target. Converting back restores Blender's IK."""
+    bpy = blender_module()
+    fractions = (0.5, 0.8, 0.97, 1.05, 1.3, 2.0)
+    obj, target, points, blender = _arm_with_blenders_ik(weight, fractions)
+    miss, effector, length, spread = _gaps(obj, target, points, blender)
+    print(
+        f"\narm, IK Stretch {weight}, Stretch As Blender's IK, {fractions} of the reach: "
+        f"against Blender, effector {effector * 1e3:.4f} mm, bone lengths (upper, fore, "
+        f"hand) {length * 1e3:.4f} mm"
+    )
+    assert effector <= 2.5e-4
+    assert length <= 5e-5
+    assert spread <= 1e-5  # single precision
     assert bpy.ops.reach_ik.convert_constraints(direction="TO_BLENDER") == {"FINISHED"}
     (back,) = [c for c in obj.pose.bones["fore"].constraints if c.type == "IK"]
     assert back.use_stretch
     assert not [c for c in obj.pose.bones["fore"].constraints if c.type != "IK"]
-    target.location = points[0]
+    target.location = points[-1]
     bpy.context.view_layer.update()
-    assert np.abs(_pose(obj)["fore"] - blender[0]["fore"]).max() <= 1e-5
+    assert np.abs(_pose(obj)["fore"] - blender[-1]["fore"]).max() <= 1e-5
+
+
+def test_closed_form_stretch_on_an_arm(clean_scene: Any, addon: Any) -> None:
+    """*Stretch As* Closed Form, IK Stretch 0.1 on the arm (bent at rest), targets beyond
+    reach in three directions: the target reached; the effector within 1 mm of Blender's,
+    the bones' lengths and the hand (which inherits the forearm's uniform scale) within
+    2.5 mm: Blender leaves the arm a little bent where the closed form is straight
+    (measured 2.0 mm on the upper arm at 1.05x reach in one direction, 0.2 mm elsewhere)."""
+    obj, target, points, blender = _arm_with_blenders_ik(0.1, (1.05, 1.3, 2.0))
+    obj.pose.bones["fore"].reach_ik.stretch_rule = "closed_form"
+    miss, effector, length, spread = _gaps(obj, target, points, blender)
+    print(
+        f"\narm, IK Stretch 0.1, closed form: Reach IK misses the target by "
+        f"{miss * 1e3:.2e} mm; against Blender: effector {effector * 1e3:.3f} mm, bone "
+        f"lengths (upper, fore, hand) {length * 1e3:.3f} mm"
+    )
+    assert miss <= 1e-5  # Blender evaluates in single precision (metres of a 2 m arm)
+    assert effector <= 1e-3
+    assert length <= 2.5e-3
+    assert spread <= 1e-5
 
 
 def test_stretch_off_leaves_no_scale_and_soft_reach_eases(clean_scene: Any, addon: Any) -> None:

@@ -221,3 +221,77 @@ def test_soft_reach_must_stay_below_the_reach() -> None:
 def test_stretch_must_be_a_bool() -> None:
     with pytest.raises(SolveInputError, match="stretch must be True or False"):
         SolveOptions(stretch=1)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- Blender's rule
+#: Blender 5.0's Standard IK (bpy), measured: two connected bones (0, 0, 0) → (0, b, 0.3) →
+#: (0, 0, 0.6), Stretch on, both bones' IK Stretch w, rest pose; each target's change of
+#: the two bones' lengths in mm (rounded to 0.01 mm as printed).
+BLENDER_MEASURED = {
+    (0.02, 0.1): [
+        (-12.44, -13.37),
+        (-12.38, -13.0),
+        (-10.38, -10.77),
+        (-6.1, -6.17),
+        (-12.9, -13.89),
+        (49.27, 49.27),
+    ],
+    (0.02, 1.0): [
+        (-150.17, -150.44),
+        (-87.77, -101.17),
+        (-74.41, -66.64),
+        (-25.02, -25.07),
+        (-112.21, -113.97),
+        (50.04, 50.13),
+    ],
+    (0.05, 0.1): [
+        (-8.8, -9.75),
+        (-8.42, -9.12),
+        (-6.08, -6.51),
+        (-3.19, -3.27),
+        (-8.15, -9.22),
+        (45.78, 45.81),
+    ],
+    (0.05, 1.0): [
+        (-151.12, -152.65),
+        (-75.54, -117.25),
+        (-63.46, -81.05),
+        (-25.15, -25.41),
+        (-76.9, -155.86),
+        (50.25, 50.79),
+    ],
+}
+MEASURED_TARGETS = [
+    (0, 0, 0.3),
+    (0, 0.1, 0.4),
+    (0.2, 0.1, 0.4),
+    (0, 0, 0.55),
+    (0.1, 0.2, 0.3),
+    (0, 0, 0.7),
+]
+
+
+@pytest.mark.parametrize(("bend", "weight"), list(BLENDER_MEASURED))
+def test_blender_rule_gives_blenders_measured_lengths(bend: float, weight: float) -> None:
+    bent = Chain.from_offsets([[0.0, bend, 0.3], [0.0, -bend, 0.3]])
+    chain = Chain(bent.offsets, bent.rest_rotations, None, None, [weight, weight])
+    result = solve(
+        chain, MEASURED_TARGETS, stretch=True, stretch_rule="blender", max_iterations=500
+    )
+    assert result.scales is not None
+    changes = (result.scales - 1.0) * chain.lengths * 1e3
+    np.testing.assert_allclose(changes, BLENDER_MEASURED[(bend, weight)], atol=0.006)
+    lengths = _link_lengths(result.positions)
+    np.testing.assert_allclose(lengths, result.scales * chain.lengths, rtol=1e-12)
+    # Within reach the shortened chain still reaches; beyond it, where Blender stopped.
+    assert np.all(result.error[:-1] <= 1e-9)
+    assert result.error[-1] <= 1e-3
+
+
+def test_blender_rule_options() -> None:
+    with pytest.raises(SolveInputError, match="stretch_rule must be 'closed_form' or 'blender'"):
+        SolveOptions(stretch_rule="iterative")  # type: ignore[arg-type]
+    with pytest.raises(SolveInputError, match="soft_reach works with stretch_rule 'closed_form'"):
+        SolveOptions(stretch=True, stretch_rule="blender", soft_reach=0.1)
+    plain = solve(ARM, [0.1, 0.2, 0.5], stretch_rule="blender")
+    assert plain.scales is None  # the rule matters only with stretch on
