@@ -98,6 +98,7 @@ def link_scales(chain: Chain, target: FloatArray, start: FloatArray, iterations:
             weights.append(1.0 - min(1.0 - chain.stretch[i] ** 2, 0.99))
             norm_weights.append(100.0)
     w = np.array(weights)
+    update_scale = np.array(norm_weights)
     stretch_ids: list[tuple[int, int]] = []  # (link, its stretch freedom's index)
     k = 0
     for i in range(n):
@@ -123,13 +124,18 @@ def link_scales(chain: Chain, target: FloatArray, start: FloatArray, iterations:
         distance = float(np.linalg.norm(error))
         if distance > clamp:
             error = error * (clamp / distance)
-        columns: list[FloatArray] = []
+        jacobian = np.empty((3, w.size))
+        k = 0
         for i in range(n):
-            lever = heads[i] - effector
-            columns.extend(np.cross(lever, frames[i][:, a]) for a in free[i])
+            x, y, z = heads[i] - effector
+            lever = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])  # lever × axis
+            turns = (lever @ frames[i])[:, free[i]]
+            jacobian[:, k : k + turns.shape[1]] = turns
+            k += turns.shape[1]
             if stretchable[i]:
-                columns.append(frames[i] @ directions[i])
-        jacobian = np.array(columns).T * w_sqrt
+                jacobian[:, k] = frames[i] @ directions[i]
+                k += 1
+        jacobian *= w_sqrt
         delta, norm = _locked_step(jacobian, error, w, w_sqrt, translation, stretch_ids)
         k = 0
         for i in range(n):
@@ -144,7 +150,7 @@ def link_scales(chain: Chain, target: FloatArray, start: FloatArray, iterations:
             if stretchable[i]:
                 translation[i] += delta[k]
                 k += 1
-        if step > 10 and max(norm, float(np.max(np.abs(delta) * norm_weights))) < 1e-3:
+        if step > 10 and max(norm, float(np.max(np.abs(delta) * update_scale))) < 1e-3:
             break
     return translation / lengths
 
@@ -194,19 +200,16 @@ def _damped_step(
 ) -> FloatArray:
     """One selectively damped least-squares update of the freedoms (module docstring)."""
     u, singular, vt = np.linalg.svd(jacobian, full_matrices=False)
-    column_norms = np.linalg.norm(jacobian, axis=0)
-    delta = np.zeros(w.size)
-    for i, s in enumerate(singular):
-        if s <= 1e-10:
-            continue
-        alpha = float(u[:, i] @ error) / s
-        n_norm = float(np.linalg.norm(u[:, i]))
-        m_norm = float(np.abs(vt[i]) @ column_norms) / s
-        step = vt[i] * alpha
-        largest = float(np.max(np.abs(step) * w_sqrt))
-        gamma = _MAX_TURN * (n_norm / m_norm if n_norm < m_norm else 1.0)
-        damp = gamma / largest if gamma < largest else 1.0
-        delta += _STEP_SHARE * np.minimum(damp / w, 1.0) * step
+    keep = singular > 1e-10
+    u, singular, vt = u[:, keep], singular[keep], vt[keep]
+    column_norms = np.sqrt(np.einsum("ij,ij->j", jacobian, jacobian))
+    steps = vt * ((u.T @ error) / singular)[:, None]  # one row per singular value
+    n_norm = np.sqrt(np.einsum("ij,ij->j", u, u))
+    m_norm = (np.abs(vt) @ column_norms) / singular
+    gamma = _MAX_TURN * np.where(n_norm < m_norm, n_norm / m_norm, 1.0)
+    largest = np.max(np.abs(steps) * w_sqrt, axis=1)
+    damp = np.where(gamma < largest, gamma / np.where(largest > 0.0, largest, 1.0), 1.0)
+    delta = _STEP_SHARE * np.sum(np.minimum(damp[:, None] / w, 1.0) * steps, axis=0)
     delta *= w
     largest = float(np.max(np.abs(delta)))
     if largest > _MAX_TURN:
