@@ -205,7 +205,7 @@ def test_converted_stretch_gives_blenders_lengths(
     bpy = blender_module()
     fractions = (0.5, 0.8, 0.97, 1.05, 1.3, 2.0)
     obj, target, points, blender = _arm_with_blenders_ik(weight, fractions)
-    miss, effector, length, spread = _gaps(obj, target, points, blender)
+    _, effector, length, spread = _gaps(obj, target, points, blender)
     print(
         f"\narm, IK Stretch {weight}, Stretch As Blender's IK, {fractions} of the reach: "
         f"against Blender, effector {effector * 1e3:.4f} mm, bone lengths (upper, fore, "
