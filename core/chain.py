@@ -9,7 +9,10 @@ seen by the chain root's parent). Joint 0 sits at the base frame's origin. For j
   ``i − 1``'s frame (joint 0: relative to the base frame);
 * ``offsets[i]`` ``(3,)`` is where joint ``i + 1`` (the end effector for the last joint)
   sits in joint ``i``'s frame, in chain units (Blender: metres of armature space);
-* ``limits[i]`` is a :class:`~core.limits.JointLimits`; its bone axis is local +Y.
+* ``limits[i]`` is a :class:`~core.limits.JointLimits`; its bone axis is local +Y;
+* ``stretch[i]`` in ``[0, 1]`` is how readily link ``i`` stretches (Blender's per-bone
+  *IK Stretch*); read only when :attr:`~core.options.SolveOptions.stretch` is on (see
+  :mod:`core.stretch`).
 
 The pose of joint ``i`` is a local rotation ``q_i`` relative to its rest frame, so its
 world (base-frame) orientation is ``W_i = W_{i−1} · rest_i · q_i`` and the next joint is at
@@ -36,6 +39,20 @@ from .rotations import FloatArray
 MIN_LINK_LENGTH = 1e-9
 
 
+def _stretch_weights(stretch: Sequence[float] | None, n: int) -> tuple[float, ...]:
+    if stretch is None:
+        return (0.0,) * n
+    try:
+        weights = tuple(float(w) for w in stretch)
+    except (TypeError, ValueError):
+        raise ChainError(f"stretch must be {n} numbers in [0, 1], got {stretch!r:.60}") from None
+    if len(weights) != n:
+        raise ChainError(f"got {len(weights)} stretch weights for {n} joints; give one per joint")
+    if not all(0.0 <= w <= 1.0 for w in weights):
+        raise ChainError(f"stretch weights must be in [0, 1] (Blender's IK Stretch), got {weights}")
+    return weights
+
+
 def _names(names: Sequence[str] | None, n: int) -> tuple[str, ...]:
     if names is None:
         return tuple(f"joint{i}" for i in range(n))
@@ -57,12 +74,15 @@ class Chain:
             identity when ``None``.
         limits: one :class:`JointLimits` per joint; free ball joints when ``None``.
         names: one name per joint (e.g. the Blender bone names).
+        stretch: one weight in ``[0, 1]`` per joint, how readily its link stretches
+            (Blender's *IK Stretch*); all ``0`` (no link stretches) when ``None``.
     """
 
     offsets: FloatArray
     rest_rotations: FloatArray
     limits: tuple[JointLimits, ...]
     names: tuple[str, ...]
+    stretch: tuple[float, ...]
 
     def __init__(
         self,
@@ -70,6 +90,7 @@ class Chain:
         rest_rotations: ArrayLike | None = None,
         limits: Sequence[JointLimits] | None = None,
         names: Sequence[str] | None = None,
+        stretch: Sequence[float] | None = None,
     ) -> None:
         offs = np.array(offsets, dtype=np.float64)
         if offs.ndim != 2 or offs.shape[1] != 3 or offs.shape[0] < 1:
@@ -106,6 +127,7 @@ class Chain:
         object.__setattr__(self, "rest_rotations", rest)
         object.__setattr__(self, "limits", joint_limits)
         object.__setattr__(self, "names", _names(names or None, n))
+        object.__setattr__(self, "stretch", _stretch_weights(stretch, n))
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -117,6 +139,7 @@ class Chain:
         bend_limits_deg: Sequence[float | None] | None = None,
         limits: Sequence[JointLimits] | None = None,
         names: Sequence[str] | None = None,
+        stretch: Sequence[float] | None = None,
     ) -> Chain:
         """A straight chain from the origin along ``direction``.
 
@@ -127,6 +150,7 @@ class Chain:
                 the triangulation paper's chain C is ``(None, 126, 90)``.
             limits: full per-joint limits instead of ``bend_limits_deg``.
             names: joint names.
+            stretch: per-joint stretch weights in ``[0, 1]`` (see the class).
         """
         links = np.asarray(lengths, dtype=np.float64)
         if links.ndim > 1:
@@ -147,7 +171,7 @@ class Chain:
         offsets = np.zeros((n, 3))
         offsets[:, 1] = links
         joint_limits = tuple(limits) if limits is not None else cone_limits(bend_limits_deg, n)
-        return cls(offsets, rest, joint_limits, tuple(names) if names else ())
+        return cls(offsets, rest, joint_limits, tuple(names) if names else (), stretch)
 
     @classmethod
     def from_offsets(
@@ -228,7 +252,15 @@ class Chain:
 
     def with_limits(self, limits: Sequence[JointLimits]) -> Chain:
         """The same chain with other joint limits."""
-        return Chain(self.offsets, self.rest_rotations, tuple(limits), self.names)
+        return Chain(self.offsets, self.rest_rotations, tuple(limits), self.names, self.stretch)
+
+    def scaled(self, scales: ArrayLike) -> Chain:
+        """The same chain with link ``i``'s offset scaled by ``scales[i]`` (``(n,)``, each
+        > 0): the chain as it is when its links stretch (:mod:`core.stretch`)."""
+        factors = np.asarray(scales, dtype=np.float64).reshape(-1, 1)
+        return Chain(
+            self.offsets * factors, self.rest_rotations, self.limits, self.names, self.stretch
+        )
 
     def __repr__(self) -> str:
         lengths = ", ".join(f"{length:g}" for length in self.lengths)

@@ -13,6 +13,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from .errors import SolveInputError
 
 RotationParams = Literal["expmap", "euler"]
@@ -20,6 +22,7 @@ BendPlane = Literal["rest", "minimal"]
 CcdStart = Literal["triangulation", "initial"]
 Distribution = Literal["root", "even"]
 JacobianStart = Literal["triangulation", "initial"]
+StretchRule = Literal["closed_form", "blender"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,21 @@ class SolveOptions:
             iteration from the triangulation solution of the chain without limits,
             projected onto the limits (see :mod:`core.jacobian_seed`); ``"initial"`` from
             the start pose (``initial``, else the rest pose), the references' protocol.
+        stretch: every method: let the links stretch (Blender's IK constraint *Stretch*),
+            each as readily as its :attr:`Chain.stretch <core.chain.Chain.stretch>` weight;
+            a target beyond the chain's length is then reached with the chain straight and
+            its links lengthened (see :mod:`core.stretch`). Off: links keep their lengths.
+        soft_reach: every method: distance (chain units, ``0`` = off, below the chain's
+            length) over which the target's pull eases out before full extension: targets
+            farther than ``reach − soft_reach`` from the root are aimed at a distance that
+            approaches the reach smoothly, so the chain never snaps straight; with
+            ``stretch`` the links lengthen by what that leaves short instead (see
+            :mod:`core.stretch`).
+        stretch_rule: with ``stretch``: how long the links become. ``"closed_form"``
+            (default): unchanged within reach, beyond it the extra length shared ∝ w³,
+            the target reached exactly; ``"blender"``: the lengths Blender's Standard IK
+            gives from the start pose, within reach too (:mod:`core.blender_stretch`; up to
+            ``max_iterations`` of its steps; not with ``soft_reach``).
     """
 
     max_iterations: int = 100
@@ -103,6 +121,9 @@ class SolveOptions:
     restarts: int = 0
     jacobian_start: JacobianStart = "triangulation"
     adaptive_step: bool = True
+    stretch: bool = False
+    soft_reach: float = 0.0
+    stretch_rule: StretchRule = "closed_form"
 
     def __post_init__(self) -> None:
         def need(ok: bool, what: str) -> None:
@@ -175,6 +196,24 @@ class SolveOptions:
             f"restarts must be an integer >= 0, got {self.restarts!r}",
         )
 
+        need(
+            isinstance(self.stretch, bool | np.bool_),
+            f"stretch must be True or False, got {self.stretch!r}",
+        )
+        need(
+            isinstance(self.soft_reach, numbers.Real)
+            and math.isfinite(self.soft_reach)
+            and self.soft_reach >= 0.0,
+            f"soft_reach must be a distance >= 0 (0 = off), got {self.soft_reach!r}",
+        )
+        need(
+            self.stretch_rule in ("closed_form", "blender"),
+            f"stretch_rule must be 'closed_form' or 'blender', got {self.stretch_rule!r}",
+        )
+        need(
+            not (self.stretch and self.stretch_rule == "blender" and self.soft_reach > 0.0),
+            "soft_reach works with stretch_rule 'closed_form'; with 'blender' set it to 0",
+        )
         need(
             self.jacobian_start in ("triangulation", "initial"),
             f"jacobian_start must be 'triangulation' or 'initial', got {self.jacobian_start!r}",

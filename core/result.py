@@ -26,6 +26,9 @@ class Solution:
             computed it anyway (else :func:`core.solve` computes it when needed).
         min_singular_value: ``(N,)`` the smallest singular value of the Jacobian seen over
             the iterations (Jacobian methods only).
+        scales: ``(N, n)`` each link's length over its rest length (1 = unstretched) when
+            the links may stretch (:mod:`core.stretch`), else ``None``; ``positions`` are
+            then those of the stretched chain.
     """
 
     rotations: FloatArray
@@ -33,6 +36,7 @@ class Solution:
     iterations: NDArray[np.int64]
     effector_rotation: FloatArray | None = None
     min_singular_value: FloatArray | None = None
+    scales: FloatArray | None = None
 
     @staticmethod
     def concatenate(parts: Sequence[Solution]) -> Solution:
@@ -62,6 +66,10 @@ class IKResult:
         method: the method name.
         message: one line summarising the batch, e.g. how many targets were out of reach.
         min_singular_value: ``(...)`` Jacobian methods only, else ``None``.
+        scales: ``(..., n)`` each link's length over its rest length (1 = unstretched,
+            dimensionless) when ``options.stretch`` is on and some link may stretch
+            (:mod:`core.stretch`), else ``None``; ``positions`` are those of the stretched
+            chain.
     """
 
     rotations: FloatArray
@@ -73,6 +81,7 @@ class IKResult:
     method: str
     message: str
     min_singular_value: FloatArray | None = None
+    scales: FloatArray | None = None
 
     @property
     def success(self) -> bool:

@@ -8,6 +8,7 @@ the goal orientation, convergence), so methods can be compared fairly.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import ccd, fabrik, jacobian, rotations, triangulation
+from . import ccd, fabrik, jacobian, rotations, stretch, triangulation
 from .chain import Chain
 from .errors import SolveInputError
 from .kinematics import forward_kinematics
@@ -201,7 +202,57 @@ def solve(
     poles = None if pole is None else _batch("pole", pole, 3, batch)
     distance = _norm(targets)
     problem = _problem(chain, targets, distance, goal_rot, poles, start, opts)
-    return _measure(problem, targets, distance, method, impl(problem), batch)
+    return _measure(problem, targets, distance, method, _run(impl, problem, distance), batch)
+
+
+def _rows(a: FloatArray | None, rows: Any) -> FloatArray | None:
+    return None if a is None else a[rows]
+
+
+def _run(impl: Method, problem: Problem, distance: FloatArray) -> Solution:
+    """The method's solution of ``problem``, with soft reach and stretch where they apply
+    (:mod:`core.stretch`: targets aimed at pulled in, or solved on the stretched chain one
+    by one); ``distance (N,)`` the targets' distances from the root."""
+    chain, opts = problem.chain, problem.options
+    if not stretch.applies(chain, opts):
+        return impl(problem)
+    stretch.check(chain, opts)
+    targets = problem.targets  # far targets pulled in (FAR): a chain stretches that far at most
+    aims, scales = stretch.plan(
+        chain, targets, np.minimum(distance, FAR * chain.reach), opts, problem.initial
+    )
+    if scales is None:
+        return impl(dataclasses.replace(problem, targets=aims))
+    size, n = problem.size, chain.n_joints
+    same = np.all(scales == 1.0, axis=1)
+    parts: list[tuple[Any, Solution]] = []
+    if same.any():
+        plain = np.flatnonzero(same)
+        parts.append((plain, impl(_subproblem(problem, chain, plain))))
+    for k in np.flatnonzero(~same).tolist():
+        one = slice(k, k + 1)
+        parts.append((one, impl(_subproblem(problem, chain.scaled(scales[k]), one))))
+    rotations_out = np.empty((size, n, 4))
+    positions = np.empty((size, n + 1, 3))
+    iterations = np.empty(size, dtype=np.int64)
+    for rows, sol in parts:
+        rotations_out[rows] = sol.rotations
+        positions[rows] = sol.positions
+        iterations[rows] = sol.iterations
+    return Solution(rotations_out, positions, iterations, scales=scales)
+
+
+def _subproblem(problem: Problem, chain: Chain, rows: Any) -> Problem:
+    """The problem of the targets ``rows`` on ``chain``."""
+    return Problem(
+        chain,
+        problem.targets[rows],
+        _rows(problem.target_rotations, rows),
+        _rows(problem.poles, rows),
+        problem.initial[rows],
+        problem.tolerance,
+        problem.options,
+    )
 
 
 def _problem(
@@ -269,7 +320,8 @@ def solve_one(
         )
     poles = None if pole is None else _point("pole", pole, 3)
     start = _rest_pose(chain.n_joints)[None]
-    return impl(_problem(chain, targets, _norm(targets), goal_rot, poles, start, opts))
+    distance = _norm(targets)
+    return _run(impl, _problem(chain, targets, distance, goal_rot, poles, start, opts), distance)
 
 
 def _floats3(name: str, value: Any) -> tuple[float, float, float]:
@@ -327,13 +379,14 @@ def solve_floats(
 
     Returns:
         ``(rotations, positions)``: the ``n`` local rotations (4 floats each, wxyz) and
-        the ``n + 1`` joint positions (3 floats each, base frame).
+        the ``n + 1`` joint positions (3 floats each, base frame; with stretch, of the
+        stretched chain: each link's length over its rest length is its scale).
 
     Raises:
         SolveInputError: unknown method, malformed or non-finite inputs.
     """
     _, opts = _method_and_options(method, options)
-    if method == "triangulation":
+    if method == "triangulation" and not stretch.applies(chain, opts):
         out = triangulation.solve_single(chain, *_single_inputs(chain, target, pole), opts)
         if out is not None:
             return out
@@ -364,14 +417,15 @@ def solve_points(
         options: settings (default :class:`SolveOptions`).
 
     Returns:
-        The ``n + 1`` joint positions (3 floats each, base frame), root first.
+        The ``n + 1`` joint positions (3 floats each, base frame), root first (with
+        stretch, of the stretched chain).
 
     Raises:
         SolveInputError: unknown method, malformed or non-finite inputs.
     """
     _, opts = _method_and_options(method, options)
     seeded = _returns_its_seed(method, chain, opts)
-    if method == "triangulation" or seeded:
+    if (method == "triangulation" or seeded) and not stretch.applies(chain, opts):
         t, p = _single_inputs(chain, target, pole)
         out = triangulation.solve_single_points(chain, t, p, opts)
         if out is not None and (not seeded or _meets(out[-1], t, chain, opts)):
@@ -413,13 +467,22 @@ def _meets(
 
 
 def _message(
-    method: str, reached: int, size: int, beyond: int, reach: float, limited_misses: int = 0
+    method: str,
+    reached: int,
+    size: int,
+    beyond: int,
+    reach: float,
+    limited_misses: int = 0,
+    stretched: bool = False,
 ) -> str:
     """The summary line: goals reached; targets **out of reach** (farther from the root than
-    the chain's length); and, on chains with limits, missed targets within that length as
-    **unreachable within limits** (the method's closest admissible pose is returned)."""
+    the chain's length; named beyond it when the links ``stretched``); and, on chains with
+    limits, missed targets within that length as **unreachable within limits** (the
+    method's closest admissible pose is returned)."""
     message = f"{method}: {reached} of {size} goals reached"
-    if beyond:
+    if beyond and stretched:
+        message += f"; {beyond} beyond the chain's length {reach:g} (the links stretch)"
+    elif beyond:
         message += f"; {beyond} out of reach (beyond the chain's length {reach:g})"
     if limited_misses:
         message += (
@@ -467,10 +530,12 @@ def _measure_one(
             int(distance[0] > reach),
             reach,
             int(not converged and distance[0] <= reach and not problem.chain.is_free),
+            sol.scales is not None,
         ),
         min_singular_value=None
         if sol.min_singular_value is None
         else sol.min_singular_value.reshape(batch),
+        scales=None if sol.scales is None else sol.scales.reshape((*batch, n)),
     )
 
 
@@ -514,6 +579,7 @@ def _measure(
         out_of_reach,
         problem.chain.reach,
         _limited_misses(problem.chain, converged, distance),
+        sol.scales is not None,
     )
 
     def shaped(a: np.ndarray, tail: tuple[int, ...] = ()) -> Any:
@@ -531,4 +597,5 @@ def _measure(
         min_singular_value=None
         if sol.min_singular_value is None
         else shaped(sol.min_singular_value),
+        scales=None if sol.scales is None else shaped(sol.scales, (n,)),
     )

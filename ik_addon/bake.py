@@ -29,7 +29,9 @@ failed bake leaves the file as it was; only the scene's frame is set back):
    full bake within a distance at the effector and an angle at every joint (unless
    ``reduce`` is off: then every frame); :mod:`.keying` writes each chain bone's rotation
    channels (the bone's rotation mode only) in bulk; keys outside the range and other
-   channels stay untouched.
+   channels stay untouched. A stretching chain (*Stretch* on) also gets its bones'
+   ``scale`` keyed (the uniform factor live solving shows), and is keyed on every frame
+   (key reduction measures unstretched poses).
 4. **Report.** :mod:`.quality` measures each chain (residual error, frames out of reach,
    largest joint turn per frame, pops).
 
@@ -419,6 +421,7 @@ class _Solved:
     targets: np.ndarray  # (F, 3) world
     disabled: int = 0
     near_full_reach: np.ndarray | None = None  # (F,) bool, see NEAR_FULL_REACH
+    scales: np.ndarray | None = None  # (F, n) bone scale factors of a stretching chain
 
 
 def _solve_pole_groups(
@@ -465,17 +468,21 @@ def _solve_pole_groups(
         parts.append((rows, part))
     count = targets.shape[0]
     n = len(rig.bone_names)
+    stretching = all(part.scales is not None for _, part in parts)
     out = evaluate.FrameSolution(
         rotations=np.empty((count, n, 4)),
         errors=np.empty(count),
         reachable=np.empty(count, dtype=bool),
         effectors=np.empty((count, 3)),
+        scales=np.empty((count, n)) if stretching else None,
     )
     for rows, part in parts:
         out.rotations[rows] = part.rotations
         out.errors[rows] = part.errors
         out.reachable[rows] = part.reachable
         out.effectors[rows] = part.effectors
+        if out.scales is not None and part.scales is not None:
+            out.scales[rows] = part.scales
     return out
 
 
@@ -513,6 +520,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
         targets=target_w,
         disabled=int(np.count_nonzero(enabled <= 0.5)),
         near_full_reach=np.abs(margin) < NEAR_FULL_REACH,
+        scales=solved.scales,
     )
 
 
@@ -579,10 +587,10 @@ class _Forward:
             self.progress(value)
 
 
-def _checks(obj: Any, depsgraph: Any, tips: Sequence[str]) -> dict[str, np.ndarray]:
-    """The live solver's rotations ``(n, 4)`` per tip at the current frame."""
+def _checks(obj: Any, depsgraph: Any, tips: Sequence[str]) -> dict[str, evaluate.ChainPose]:
+    """The live solver's pose per tip at the current frame."""
     report = evaluate.solve_chains(obj, depsgraph)
-    return {p.tip: p.rotations for p in report.poses if p.tip in tips}
+    return {p.tip: p for p in report.poses if p.tip in tips}
 
 
 @contextmanager
@@ -607,7 +615,7 @@ def _sample_every_frame(
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,
-    checks: dict[int, dict[str, np.ndarray]],
+    checks: dict[int, dict[str, evaluate.ChainPose]],
 ) -> np.ndarray:
     """Set each frame and read every input; returns the armature's world ``(F, 4, 4)``."""
     depsgraph = _depsgraph(scene)
@@ -633,7 +641,7 @@ def _sample_from_curves(
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,
-    checks: dict[int, dict[str, np.ndarray]],
+    checks: dict[int, dict[str, evaluate.ChainPose]],
 ) -> np.ndarray | None:
     """Every input from F-curves (:mod:`.sampling`): the armature's world matrix, the posed
     matrices of the chains' parents and goal bones, the roots' locations, the animatable
@@ -732,7 +740,7 @@ def _sample_and_solve(
     """The batched bake (module docstring, steps 1–2); ``None`` if it does not apply or the
     check against the live solver failed."""
     samples = [_Samples(spec, rigs[spec.tip], obj) for spec in specs]
-    checks: dict[int, dict[str, np.ndarray]] = {}
+    checks: dict[int, dict[str, evaluate.ChainPose]] = {}
     if from_curves:
         world = _sample_from_curves(scene, obj, samples, frames, progress, checks)
         if world is None:
@@ -753,7 +761,9 @@ def _sample_and_solve(
             if want is None:
                 continue
             got = result.rotations[i]
-            gap = float(np.max(rot.angle(rot.multiply(rot.conjugate(want), got))))
+            gap = float(np.max(rot.angle(rot.multiply(rot.conjugate(want.rotations), got))))
+            if result.scales is not None and want.scales is not None:
+                gap = max(gap, float(np.max(np.abs(result.scales[i] - want.scales))))
             if not gap <= CHECK_TOLERANCE:
                 warnings.append(
                     f"chain '{result.spec.tip}': batched solve differs from the live solve by "
@@ -768,7 +778,7 @@ def _solve_near_full_reach(
     obj: Any,
     solved: list[_Solved],
     frames: np.ndarray,
-    checks: dict[int, dict[str, np.ndarray]],
+    checks: dict[int, dict[str, evaluate.ChainPose]],
 ) -> None:
     """Solve the frames near full reach (:data:`NEAR_FULL_REACH`) with the live solver at
     that frame, and key its pose there (the other frames stay batched)."""
@@ -791,7 +801,9 @@ def _solve_near_full_reach(
                 and result.near_full_reach is not None
                 and result.near_full_reach[i]
             ):
-                result.rotations[i] = live
+                result.rotations[i] = live.rotations
+                if result.scales is not None and live.scales is not None:
+                    result.scales[i] = live.scales
 
 
 def _solve_frame_by_frame(
@@ -827,6 +839,7 @@ def _solve_frame_by_frame(
                 continue
             acc = results[spec.tip]
             acc.setdefault("rotations", []).append(pose.rotations)
+            acc.setdefault("scales", []).append(pose.scales)
             acc.setdefault("errors", []).append(pose.error)
             acc.setdefault("reachable", []).append(pose.reachable)
             acc.setdefault("targets", []).append(pose.target_world)
@@ -848,6 +861,7 @@ def _solve_frame_by_frame(
                 errors=np.array(acc["errors"]),
                 reachable=np.array(acc["reachable"]),
                 targets=np.array(acc["targets"]),
+                scales=None if any(x is None for x in acc["scales"]) else np.array(acc["scales"]),
             )
         )
     return solved
@@ -971,7 +985,8 @@ def bake(
             "ask to overwrite shared actions to key it)"
         )
     channels = keying.Channels(obj)
-    keyed, to_key = 0, sum(len(r.bone_names) for r in solved)
+    keyed = 0
+    to_key = sum(len(r.bone_names) * (1 if r.scales is None else 2) for r in solved)
     keys_full = keys_written = 0
     reductions: list[dict[str, Any]] = []
     reduction_seconds = 0.0
@@ -988,7 +1003,20 @@ def bake(
                 )
             )
         keep = slopes = None
-        if options.reduce:
+        if result.scales is not None:
+            # A stretching chain: its bones' scales keyed on every frame, and so are its
+            # rotations (key reduction measures unstretched poses).
+            plans.extend(
+                keying.plan_bone_scales(
+                    channels,
+                    obj.pose.bones[name],
+                    result.scales[:, j],
+                    options.frame_start,
+                    options.frame_end,
+                )
+                for j, name in enumerate(result.bone_names)
+            )
+        elif options.reduce:
             clock = time.perf_counter()
             reduced, entry = _reduce(obj, result, plans, frames, options)
             reduction_seconds += time.perf_counter() - clock
@@ -1145,6 +1173,9 @@ def _join_blocks(parts: list[list[_Solved]], warnings: list[str]) -> list[_Solve
                 reachable=np.concatenate([r.reachable for r in pieces]),
                 targets=np.concatenate([r.targets for r in pieces]),
                 disabled=sum(r.disabled for r in pieces),
+                scales=None
+                if any(r.scales is None for r in pieces)
+                else np.concatenate([r.scales for r in pieces if r.scales is not None]),
             )
         )
     return joined

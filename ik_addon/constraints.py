@@ -11,6 +11,15 @@ frame shown, in an action of the helper's own (:mod:`.stored`), and the constrai
 replaces the bone's rotation with it, keeping its location and scale. The constraint, the
 helper and its keys are plain Blender data: they play without Reach IK installed.
 
+A chain whose links stretch (*Stretch* on, :func:`.evaluate.stretches`) also gives each of
+its bones a Copy Scale constraint named :data:`SCALE_NAME` (owner space Local, target space
+World: it replaces the bone's own scale, as the rotation is replaced) targeting the same
+helper, whose
+``scale`` is keyed with the bone's uniform scale factor (:func:`.evaluate.bone_scales`), as
+Blender's IK scales a stretched bone uniformly; children inherit it as they inherit
+Blender's. A chain shown without stretch has no such constraint (switching *Stretch* off
+takes it off; the helper's scale keys are left in its action, unread).
+
 Why not write the pose bones: any change to an armature object makes Blender copy the
 whole armature for evaluation again (about 0.6 ms for the 159-bone metarig), and a
 frame-change handler's change costs that on every frame; keys on the pose bones would also
@@ -58,6 +67,8 @@ from .rig import RigError, chain_bones
 
 #: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
 NAME = "Reach IK"
+#: Name of the Copy Scale constraint through which a stretching chain's bone shows its scale.
+SCALE_NAME = "Reach IK Scale"
 #: Custom property of a helper empty: the name of the armature object it serves.
 OWNER_KEY = "reach_ik_owner"
 
@@ -88,6 +99,12 @@ def find(pose_bone: Any) -> Any:
     """The bone's Reach IK constraint, or ``None``."""
     con = pose_bone.constraints.get(NAME)
     return con if con is not None and is_ours(con) else None
+
+
+def find_scale(pose_bone: Any) -> Any:
+    """The bone's Reach IK scale constraint, or ``None``."""
+    con = pose_bone.constraints.get(SCALE_NAME)
+    return con if con is not None and con.type == "COPY_SCALE" else None
 
 
 def is_helper(id_data: Any) -> bool:
@@ -175,6 +192,9 @@ def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
     stored solutions (the armature's record is dropped)."""
     stored.forget(obj)
     helper = con.target
+    scale = find_scale(pose_bone)
+    if scale is not None:
+        _remove_scale(pose_bone, scale)
     if _from_library(pose_bone, con):
         con.mute = True
         return
@@ -182,6 +202,46 @@ def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
     if _owned(helper, obj):
         stored.remove_action(helper)
         bpy.data.objects.remove(helper)
+
+
+def _remove_scale(pose_bone: Any, con: Any) -> None:
+    """Take the scale constraint off (muted instead when it comes from a library)."""
+    if _from_library(pose_bone, con):
+        con.mute = True
+    else:
+        pose_bone.constraints.remove(con)
+
+
+def _show_scale(pose_bone: Any, entry: list[Any], time: float, scale: float | None) -> bool:
+    """Show the bone's scale factor ``scale`` through its scale constraint and its helper's
+    ``scale`` keys (``None``: no stretch, the constraint is taken off). ``entry`` is the
+    bone's ``[helper, rotation curves, scale curves or None]`` (the scale curves are filled
+    in here). Returns whether anything was written."""
+    helper = entry[0]
+    if scale is None:
+        con = find_scale(pose_bone)
+        if con is None or con.mute:
+            return False
+        _remove_scale(pose_bone, con)
+        return True
+    changed = False
+    if entry[2] is None:
+        con = find_scale(pose_bone)
+        if con is None:
+            con = pose_bone.constraints.new("COPY_SCALE")
+            con.name = SCALE_NAME
+            con.owner_space = "LOCAL"
+            con.target_space = "WORLD"
+            con.show_expanded = False
+        if con.target != helper or con.mute:
+            con.target = helper
+            con.mute = False
+            changed = True
+        entry[2] = stored.scale_fcurves(helper)
+    if not stored.is_scale_keyed(entry[2], time, scale):
+        stored.key_scale(helper, entry[2], time, scale)
+        changed = True
+    return changed
 
 
 def sync(obj: Any) -> None:
@@ -230,14 +290,14 @@ def remove_orphans() -> None:
     stored.remove_orphan_actions()
 
 
-#: Armature object (pointer) → (epoch, bone → (helper, its rotation F-curves)) found by
-#: :func:`show`.
-_helpers: dict[int, tuple[int, dict[str, tuple[Any, list[Any]]]]] = {}
+#: Armature object (pointer) → (epoch, bone → [helper, its rotation F-curves, its scale
+#: F-curves or ``None``]) found by :func:`show`.
+_helpers: dict[int, tuple[int, dict[str, list[Any]]]] = {}
 
 
 def show(
     obj: Any,
-    poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]]]],
+    poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]], Sequence[float] | None]],
     time: float,
     idle: Iterable[str] = (),
     epoch: int | None = None,
@@ -249,8 +309,9 @@ def show(
 
     Args:
         obj: the armature object (original).
-        poses: ``(bone names, rotations)`` per chain to key; rotations ``n`` rows of 4
-            floats wxyz (sequences or an array), the bones' basis rotations.
+        poses: ``(bone names, rotations, scales)`` per chain to key; rotations ``n`` rows
+            of 4 floats wxyz (sequences or an array), the bones' basis rotations; scales
+            ``n`` floats, the bones' scale factors of a stretching chain, or ``None``.
         time: the scene time keyed (frame and subframe: ``scene.frame_current_final``).
         idle: bones of chains that were not solved (disabled at this frame, or failing).
         epoch: when given, the helpers found are remembered and reused by later calls
@@ -258,11 +319,11 @@ def show(
             changes whenever the armature is edited, on undo and on load).
 
     Returns:
-        Whether anything was written: a key (a rotation that differs from the key at that
-        time, :func:`.stored.is_keyed`) or a constraint removed.
+        Whether anything was written: a key (a rotation or scale that differs from the key
+        at that time, :func:`.stored.is_keyed`) or a constraint added or removed.
     """
     pose_bones = obj.pose.bones
-    known: dict[str, tuple[Any, list[Any]]] = {}
+    known: dict[str, list[Any]] = {}
     if epoch is not None:
         hit = _helpers.get(obj.as_pointer())
         if hit is not None and hit[0] == epoch:
@@ -271,26 +332,32 @@ def show(
             _helpers[obj.as_pointer()] = (epoch, known)
     changed = False
     shown: set[str] = set()
-    for names, rotations in poses:
+    for names, rotations, scales in poses:
         shown.update(names)
-        for name, row in zip(names, rotations, strict=True):
+        for j, (name, row) in enumerate(zip(names, rotations, strict=True)):
             entry = known.get(name)
+            fresh = entry is None
             if entry is not None:
                 try:
                     if not stored.is_keyed(entry[1], time, row):
                         stored.key_rotation(entry[0], entry[1], time, row)
                         changed = True
-                    continue
                 except ReferenceError:  # the helper was deleted by hand
-                    pass
-            before = find(pose_bones[name])
-            shown_by = before.target if before is not None and not before.mute else None
-            helper = _helper(obj, pose_bones[name])
-            changed = changed or helper != shown_by  # a constraint added or retargeted
-            entry = known[name] = (helper, stored.helper_fcurves(helper))
-            if not stored.is_keyed(entry[1], time, row):
-                stored.key_rotation(helper, entry[1], time, row)
-                changed = True
+                    entry, fresh = None, True
+            if entry is None:
+                before = find(pose_bones[name])
+                shown_by = before.target if before is not None and not before.mute else None
+                helper = _helper(obj, pose_bones[name])
+                changed = changed or helper != shown_by  # a constraint added or retargeted
+                entry = known[name] = [helper, stored.helper_fcurves(helper), None]
+                if not stored.is_keyed(entry[1], time, row):
+                    stored.key_rotation(helper, entry[1], time, row)
+                    changed = True
+            # Without stretch the scale constraint is looked for once per epoch (a setting
+            # change starts a new one).
+            if scales is not None or fresh:
+                scale = None if scales is None else float(scales[j])
+                changed = _show_scale(pose_bones[name], entry, time, scale) or changed
     for name in idle:
         pb = pose_bones.get(name)
         if name in shown or pb is None:
@@ -323,8 +390,10 @@ def _helper(obj: Any, pose_bone: Any) -> Any:
 __all__ = [
     "NAME",
     "OWNER_KEY",
+    "SCALE_NAME",
     "driven",
     "find",
+    "find_scale",
     "is_helper",
     "is_ours",
     "remove_orphans",

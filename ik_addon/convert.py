@@ -25,11 +25,16 @@ listed in ``docs/addon.md``. Beyond plain values, what a production rig (Rigify)
   with no animation and no *Keep Source* is deleted, as before (so no driver is ever left
   pointing at a deleted constraint).
 
+*Stretch* (``use_stretch``) becomes the chain's *Stretch*, with *Stretch As* Blender's IK
+(the lengths Blender's iteration gives, :mod:`core.blender_stretch`); the bones' *IK
+Stretch* stays on the bones, where the chain reads it (:mod:`.rig`); converting back sets
+the constraint's *Stretch* from the chain's.
+
 What cannot be carried is never dropped silently: each item is named in the result's
-``not_carried`` (the operator reports them): IK stretch (``use_stretch`` with bones whose
-``ik_stretch`` is not 0), the iTaSC solver's settings, keyframed constraint settings,
-drivers on other settings, a driver curve that cannot be inverted, further IK constraints
-on the same bone.
+``not_carried`` (the operator reports them): an animated (driven or keyframed) *IK
+Stretch* on a chain bone, constraints of a pole switch that disagree on *Stretch*, the
+iTaSC solver's settings, keyframed constraint settings, drivers on other settings, a
+driver curve that cannot be inverted, further IK constraints on the same bone.
 """
 
 from __future__ import annotations
@@ -140,15 +145,20 @@ def _set_keys_muted(obj: Any, paths: list[str], muted: bool) -> None:
             fc.mute = muted
 
 
-def _stretch(obj: Any, members: list[Any], names: tuple[str, ...]) -> str:
-    """What stretch the constraints would do (empty: none): Blender stretches a chain when
-    the constraint's *Stretch* is on and a bone's *IK Stretch* is above 0."""
-    stretching = [f"'{c.name}'" for c in members if c.use_stretch]
-    stretchy = [n for n in names if obj.pose.bones[n].ik_stretch > 0.0]
-    if not stretching or not stretchy:
-        return ""
-    values = ", ".join(f"'{n}' {obj.pose.bones[n].ik_stretch:.3g}" for n in stretchy)
-    return f"IK stretch (Stretch on in {', '.join(stretching)}; IK Stretch {values})"
+def _stretch_gaps(obj: Any, pb: Any, members: list[Any], names: tuple[str, ...]) -> list[str]:
+    """What of the constraints' stretch the chain cannot carry: constraints that disagree
+    on *Stretch* (the chain takes the pole constraint's), and an animated *IK Stretch* on a
+    chain bone (the chain reads it when the rig changes, not per frame)."""
+    out = []
+    if len({bool(c.use_stretch) for c in members}) > 1:
+        out.append(f"'{pb.name}': Stretch differs between {', '.join(c.name for c in members)}")
+    for name in names:
+        path = obj.pose.bones[name].path_from_id("ik_stretch")
+        if drivers.find(obj, path) is not None or any(
+            fc.data_path == path for fc in _keyed(obj, "pose")
+        ):
+            out.append(f"'{name}': animated IK Stretch (read when the rig changes)")
+    return out
 
 
 def _check(obj: Any, pb: Any, con: Any) -> tuple[tuple[str, ...], str]:
@@ -234,9 +244,7 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
             missing.append(
                 f"'{pb.name}': keyframed '{fc.data_path[len(path) + 1 :]}' of '{con.name}'"
             )
-    stretch = _stretch(obj, members, names)
-    if stretch:
-        missing.append(f"'{pb.name}': {stretch}")
+    missing.extend(_stretch_gaps(obj, pb, members, names))
     if obj.pose.ik_solver == "ITASC":
         missing.append(f"'{pb.name}': the iTaSC solver's settings (Reach IK solves on its own)")
     if keep_source or recorded_drivers or animated:
@@ -293,6 +301,8 @@ def _set_values(
     s.iterations = max(max(int(c.iterations) for c in members), 1)
     s.influence = main.influence
     s.use_rotation = bool(main.use_rotation)
+    s.use_stretch = bool(main.use_stretch)
+    s.stretch_rule = "blender"
     weight = main.weight if main.use_location else 0.0
     total = weight + main.orient_weight
     s.orient_weight = main.orient_weight / total if total > 0.0 else 0.5
@@ -391,6 +401,7 @@ def _write_constraint(obj: Any, s: Any, con: Any, names: tuple[str, ...], pole: 
     con.use_tail = s.use_tail
     con.iterations = s.iterations
     con.use_rotation = s.use_rotation
+    con.use_stretch = s.use_stretch
     con.use_location = True
     w = s.orient_weight
     con.weight = 1.0 if w <= 0.5 else max((1.0 - w) / w, 0.01)

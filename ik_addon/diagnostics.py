@@ -123,6 +123,7 @@ def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
         fk[i] = evaluate.fk_rotations(bones, names)
     targets = goals[:, :3, 3].copy()  # an object's origin, or a bone's head
     rotations = np.empty((count, len(names), 4))
+    links = np.ones((count, len(names)))  # each link's stretch (1: none)
     reachable = np.empty(count, dtype=bool)
     # Frames with and without the pole (Use Pole animated) are solved apart.
     for with_pole in (True, False):
@@ -143,7 +144,17 @@ def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
         )
         rotations[idx] = solved.rotations
         reachable[idx] = solved.reachable
-    local = forward_kinematics(rig.chain, rotations)[0]
+        if solved.scales is not None:
+            links[idx] = np.cumprod(solved.scales, axis=-1)
+    if np.all(links == 1.0):
+        local = forward_kinematics(rig.chain, rotations)[0]
+    else:
+        local = np.array(
+            [
+                forward_kinematics(rig.chain.scaled(s), q)[0]
+                for q, s in zip(rotations, links, strict=True)
+            ]
+        )
     joints = np.einsum("fij,fkj->fki", bases[:, :3, :3], local) + bases[:, None, :3, 3]
     scale = float(np.mean(np.linalg.norm(bases[0, :3, :3], axis=0)))
     length = float(np.sum(rig.chain.lengths)) * scale

@@ -28,7 +28,10 @@ live pose. Stable API:
     chain's influence; ``error`` the distance in world metres from the effector of that
     pose to the target; ``reachable`` the target lies within the chain's reach (straight
     length) of the root; ``target_world`` and ``effector_world`` 3 floats each, world
-    metres.
+    metres; ``scales`` ``(n,)`` on a chain whose *Stretch* is on (else ``None``), each
+    bone's own uniform scale factor, blended by influence: its link's stretch over the
+    stretch of the bone above it in the chain (a bone inherits its parent's scale), so the
+    bones' posed lengths are their rest lengths times the links' stretch.
 
 How a chain is solved (deterministic: the pose at a frame depends only on that frame's
 inputs, never on the previous frame):
@@ -42,7 +45,11 @@ inputs, never on the previous frame):
 3. without an orientation goal, twist the goal does not need is removed (:func:`untwist`:
    free joints aim at their solved next joint by the shortest swing from rest), so bones
    do not spin about themselves while the target moves smoothly;
-4. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone.
+4. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone (a
+   link's stretch ``1 + influence · (s − 1)``).
+
+*Stretch* and *Soft Reach* are the core's ``stretch`` and ``soft_reach`` options
+(:mod:`core.stretch`); the links' stretch weights are the bones' *IK Stretch* (:mod:`.rig`).
 
 The FK pose is the bones' own rotation channels (keyed or not): live solving never writes
 them (:mod:`.constraints`), so they always hold it and :func:`fk_rotations` just reads them.
@@ -135,13 +142,15 @@ class ChainPose:
     reachable: bool
     target_world: tuple[float, ...]
     effector_world: tuple[float, ...]
+    scales: np.ndarray | None = None
 
 
 class Solved(NamedTuple):
     """A solved chain as :func:`solve_chains` first holds it: the fields of
-    :class:`ChainPose`, with ``rotations`` as ``n`` rows of 4 floats and the two points as
-    mathutils vectors. Live solving reads these on every frame; numpy arrays and tuples
-    (:attr:`SolveReport.poses`) are made only when asked for."""
+    :class:`ChainPose`, with ``rotations`` as ``n`` rows of 4 floats, the two points as
+    mathutils vectors and ``scales`` as ``n`` floats (or ``None``). Live solving reads
+    these on every frame; numpy arrays and tuples (:attr:`SolveReport.poses`) are made only
+    when asked for."""
 
     tip: str
     bone_names: tuple[str, ...]
@@ -150,6 +159,7 @@ class Solved(NamedTuple):
     reachable: bool
     target_world: Vector
     effector_world: Vector
+    scales: list[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +187,7 @@ class SolveReport:
                 reachable=s.reachable,
                 target_world=s.target_world.to_tuple(),
                 effector_world=s.effector_world.to_tuple(),
+                scales=None if s.scales is None else np.array(s.scales, dtype=np.float64),
             )
             for s in self.solved
         ]
@@ -287,6 +298,9 @@ class ChainSpec:
     use_rotation: bool
     orient_weight: float
     advanced: Advanced = ()
+    use_stretch: bool = False
+    soft_reach: float = 0.0
+    stretch_rule: str = "closed_form"
 
 
 def chain_tips(obj: Any) -> list[str]:
@@ -352,6 +366,9 @@ class _Fixed(NamedTuple):
     tolerance: float
     use_rotation: bool
     advanced: Advanced = ()
+    use_stretch: bool = False
+    soft_reach: float = 0.0
+    stretch_rule: str = "closed_form"
 
 
 def _fixed(s: Any) -> _Fixed:
@@ -367,6 +384,9 @@ def _fixed(s: Any) -> _Fixed:
         float(s.tolerance),
         bool(s.use_rotation),
         advanced_settings(s),
+        bool(s.use_stretch),
+        float(s.soft_reach),
+        str(s.stretch_rule),
     )
 
 
@@ -410,6 +430,9 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
         use_rotation=fixed.use_rotation,
         orient_weight=float(s.orient_weight),
         advanced=fixed.advanced,
+        use_stretch=fixed.use_stretch,
+        soft_reach=fixed.soft_reach,
+        stretch_rule=fixed.stretch_rule,
     )
 
 
@@ -454,11 +477,19 @@ class _PoseState:
         self.pose_bones = obj_eval.pose.bones
         self.bones = obj_eval.data.bones
         self.solved: dict[str, Sequence[float]] = {}  # bone → solved rotation of this pass
+        self.scales: dict[str, float] = {}  # bone → its scale factor from stretch
         self._cache: dict[str, Matrix] = {}
         self._moved: dict[str, bool] = {}
 
-    def add_solved(self, names: Sequence[str], rotations: Sequence[Sequence[float]]) -> None:
+    def add_solved(
+        self,
+        names: Sequence[str],
+        rotations: Sequence[Sequence[float]],
+        scales: Sequence[float] | None = None,
+    ) -> None:
         self.solved.update(zip(names, rotations, strict=True))
+        if scales is not None:
+            self.scales.update(zip(names, scales, strict=True))
         self._cache.clear()
         self._moved.clear()
 
@@ -467,7 +498,9 @@ class _PoseState:
         q = self.solved.get(name)
         if q is None:
             return basis
-        return Matrix.LocRotScale(basis.translation, Quaternion(q), basis.to_scale())
+        return Matrix.LocRotScale(
+            basis.translation, Quaternion(q), basis.to_scale() * self.scales.get(name, 1.0)
+        )
 
     def _is_moved(self, name: str) -> bool:
         moved = self._moved.get(name)
@@ -552,7 +585,14 @@ def fk_rotations(pose_bones: Any, names: Iterable[str]) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def _options(
-    iterations: int, tolerance: float, pole_angle: float, weight: float, advanced: Advanced = ()
+    iterations: int,
+    tolerance: float,
+    pole_angle: float,
+    weight: float,
+    advanced: Advanced = (),
+    stretch: bool = False,
+    soft_reach: float = 0.0,
+    stretch_rule: str = "closed_form",
 ) -> SolveOptions:
     extra: dict[str, Any] = {}
     if advanced:
@@ -571,6 +611,9 @@ def _options(
         tolerance=tolerance if tolerance > 0.0 else None,
         pole_angle=pole_angle,
         position_weight=weight,
+        stretch=stretch,
+        soft_reach=soft_reach,
+        stretch_rule=stretch_rule,
         **extra,
     )
 
@@ -785,12 +828,41 @@ class FrameSolution:
         errors: ``(F,)`` distance from the effector of that pose to the target.
         reachable: ``(F,)`` the target lies within the straightened chain's reach.
         effectors: ``(F, 3)`` the effector of that pose, world.
+        scales: ``(F, n)`` each bone's own scale factor (:func:`bone_scales`, blended by
+            influence) when the chain stretches (:func:`stretches`), else ``None``.
     """
 
     rotations: np.ndarray
     errors: np.ndarray
     reachable: np.ndarray
     effectors: np.ndarray
+    scales: np.ndarray | None = None
+
+
+def stretches(chain: Chain, use_stretch: bool) -> bool:
+    """The chain's links may stretch: its *Stretch* is on and some bone's *IK Stretch* is
+    above 0 (then every solve of it reports the links' scales)."""
+    return use_stretch and any(w > 0.0 for w in chain.stretch)
+
+
+def bone_scales(links: np.ndarray) -> np.ndarray:
+    """Each bone's own scale factor ``(..., n)`` from its link's stretch ``links``
+    ``(..., n)`` (root→tip): its stretch over that of the bone above it in the chain, whose
+    scale it inherits; the root's as is (its parent does not stretch)."""
+    return np.concatenate([links[..., :1], links[..., 1:] / links[..., :-1]], axis=-1)
+
+
+def _effectors(chain: Chain, rotations: np.ndarray, links: np.ndarray | None) -> np.ndarray:
+    """Effectors ``(F, 3)`` (base frame) of poses ``(F, n, 4)`` whose links stretch by
+    ``links (F, n)`` (``None``: they do not)."""
+    if links is None:
+        return forward_kinematics(chain, rotations)[0][:, -1]
+    return np.array(
+        [
+            forward_kinematics(chain.scaled(s), q)[0][-1]
+            for q, s in zip(rotations, links, strict=True)
+        ]
+    ).reshape(-1, 3)
 
 
 def _to_frame(maps: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -856,6 +928,7 @@ def solve_chain_frames(
         groups = [(a, w, np.flatnonzero(inverse.ravel() == g)) for g, (a, w) in enumerate(keys)]
     ik = np.empty((count, chain.n_joints, 4))
     positions = np.empty((count, chain.n_joints + 1, 3))
+    links = np.ones((count, chain.n_joints)) if stretches(chain, spec.use_stretch) else None
     for angle, w, idx in groups:
         size = count if isinstance(idx, slice) else idx.size
         # One frame goes to the core unbatched: its batch set-up costs more than the solve.
@@ -867,11 +940,20 @@ def solve_chain_frames(
             pole=None if pole_b is None else pole_b[pick],
             target_rotation=None if goal is None else goal[pick],
             options=_options(
-                spec.iterations, spec.tolerance, float(angle), float(w), spec.advanced
+                spec.iterations,
+                spec.tolerance,
+                float(angle),
+                float(w),
+                spec.advanced,
+                spec.use_stretch,
+                spec.soft_reach,
+                spec.stretch_rule,
             ),
         )
         solved = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
         positions[idx] = np.asarray(result.positions).reshape(size, -1, 3)
+        if links is not None and result.scales is not None:
+            links[idx] = np.asarray(result.scales).reshape(size, -1)
         if goal is None or w >= 1.0:
             solved = untwist(chain, solved, positions[idx])
         ik[idx] = solved
@@ -884,7 +966,9 @@ def solve_chain_frames(
         if fk is None:
             raise ReachIKError("the FK pose is needed to blend with influence below 1")
         ik[blend] = rot.normalize(rot.slerp(fk[blend], ik[blend], share[blend][:, None]))
-        effector_b[blend] = forward_kinematics(chain, ik[blend])[0][:, -1]
+        if links is not None:
+            links[blend] = 1.0 + share[blend][:, None] * (links[blend] - 1.0)
+        effector_b[blend] = _effectors(chain, ik[blend], None if links is None else links[blend])
     effectors = _to_frame(bases, effector_b)
     tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
     reach_tol = chain.reach * 1e-9 + tolerance
@@ -894,6 +978,7 @@ def solve_chain_frames(
         errors=np.sqrt(np.add.reduce(miss * miss, axis=-1)),
         reachable=np.sqrt(np.add.reduce(target_b * target_b, axis=-1)) <= chain.reach + reach_tol,
         effectors=effectors,
+        scales=None if links is None else bone_scales(links),
     )
 
 
@@ -934,7 +1019,7 @@ def solve_frame(
     Raises:
         ReachIKError: unknown solver, zero scale, non-finite result, FK missing.
     """
-    pose, error, reachable, effector = _solve_values(
+    pose, error, reachable, effector, scales = _solve_values(
         rig,
         _Fixed(
             spec.chain_length,
@@ -948,6 +1033,9 @@ def solve_frame(
             spec.tolerance,
             spec.use_rotation,
             spec.advanced,
+            spec.use_stretch,
+            spec.soft_reach,
+            spec.stretch_rule,
         ),
         (spec.influence, spec.pole_angle, spec.orient_weight),
         Matrix(base),
@@ -961,6 +1049,7 @@ def solve_frame(
         errors=np.array([error]),
         reachable=np.array([reachable]),
         effectors=np.array([effector]),
+        scales=None if scales is None else np.array([scales], dtype=np.float64),
     )
 
 
@@ -973,8 +1062,10 @@ def _solve_values(
     pole: Vector | None,
     goal_rotation: np.ndarray | None,
     fk: np.ndarray | None,
-) -> tuple[list[Sequence[float]], float, bool, Vector]:
-    """:func:`solve_frame`'s work: rotations (``n`` × 4 floats), error, reachable, effector.
+) -> tuple[list[Sequence[float]], float, bool, Vector, list[float] | None]:
+    """:func:`solve_frame`'s work: rotations (``n`` × 4 floats), error, reachable, effector,
+    and the bones' scale factors (``n`` floats, :func:`bone_scales`) when the chain
+    stretches (else ``None``).
 
     ``animated``: influence, pole angle and orientation weight at this frame.
     """
@@ -994,9 +1085,27 @@ def _solve_values(
         world_rot = goal_rotation / np.linalg.norm(goal_rotation, axis=0)
         goal = rot.from_matrix(base_rot.T @ world_rot)
         weight = 1.0 - orient_weight
-    options = _options(fixed.iterations, fixed.tolerance, pole_angle, weight, fixed.advanced)
+    options = _options(
+        fixed.iterations,
+        fixed.tolerance,
+        pole_angle,
+        weight,
+        fixed.advanced,
+        fixed.use_stretch,
+        fixed.soft_reach,
+        fixed.stretch_rule,
+    )
     pose: list[Sequence[float]]
-    if goal is not None:
+    links: list[float] | None = None
+    if stretches(chain, fixed.use_stretch):  # the links' scales come with solve_one's result
+        result = solve_one(
+            chain, target_b, method=fixed.solver, pole=pole_b, target_rotation=goal, options=options
+        )
+        pose, points = result.rotations[0].tolist(), result.positions[0].tolist()
+        links = None if result.scales is None else result.scales[0].tolist()
+        if goal is None or weight >= 1.0:
+            pose = untwist_floats(chain, pose, points)
+    elif goal is not None:
         result = solve_one(
             chain, target_b, method=fixed.solver, pole=pole_b, target_rotation=goal, options=options
         )
@@ -1020,11 +1129,15 @@ def _solve_values(
             raise ReachIKError("the FK pose is needed to blend with influence below 1")
         ik = rot.normalize(rot.slerp(fk, np.array(pose, dtype=np.float64), share))
         pose = ik.tolist()
-        effector_b = forward_kinematics(chain, ik)[0][-1].tolist()
+        if links is not None:
+            links = [1.0 + share * (s - 1.0) for s in links]
+        stretched = None if links is None else np.array([links])
+        effector_b = _effectors(chain, ik[None], stretched)[0].tolist()
     effector = base @ Vector(effector_b)
     tolerance = fixed.tolerance if fixed.tolerance > 0.0 else 1e-6 * chain.reach
     reachable = target_b.length <= chain.reach * (1.0 + 1e-9) + tolerance
-    return pose, (effector - target).length, reachable, effector
+    scales = None if links is None else bone_scales(np.array(links)).tolist()
+    return pose, (effector - target).length, reachable, effector, scales
 
 
 #: The settings of a chain that may be animated, read on every frame: enabled, influence,
@@ -1186,10 +1299,10 @@ def solve_chains(
             if earlier is not None and earlier[0] == seen:
                 inputs[item.tip] = seen
                 solved.append(earlier[1])
-                state.add_solved(rig.bone_names, earlier[1].rotations)
+                state.add_solved(rig.bone_names, earlier[1].rotations, earlier[1].scales)
                 continue
             base = world @ base_matrix(rig, parent, root_location)
-            rotations, error, reachable, effector = _solve_values(
+            rotations, error, reachable, effector, scales = _solve_values(
                 rig,
                 fixed,
                 (influence, pole_angle, orient_weight),
@@ -1204,11 +1317,20 @@ def solve_chains(
             idle.extend(rig.bone_names)
             continue
         solved.append(
-            Solved(item.tip, rig.bone_names, rotations, error, reachable, target_world, effector)
+            Solved(
+                item.tip,
+                rig.bone_names,
+                rotations,
+                error,
+                reachable,
+                target_world,
+                effector,
+                scales,
+            )
         )
         inputs[item.tip] = seen
         fresh.append(item.tip)
-        state.add_solved(rig.bone_names, rotations)
+        state.add_solved(rig.bone_names, rotations, scales)
     return SolveReport(solved, problems, tuple(idle), inputs, tuple(fresh))
 
 
@@ -1244,6 +1366,7 @@ __all__ = [
     "apply_poses",
     "armature_chains",
     "available_methods",
+    "bone_scales",
     "chain_tips",
     "clear_caches",
     "default_method",
@@ -1257,6 +1380,7 @@ __all__ = [
     "solve_chain_frames",
     "solve_chains",
     "solve_frame",
+    "stretches",
     "untwist",
     "untwist_floats",
     "values_to_quaternion",

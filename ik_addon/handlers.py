@@ -98,7 +98,7 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
         fresh = set(report.fresh)
         written = constraints.show(
             obj,
-            [(s.bone_names, s.rotations) for s in report.solved if s.tip in fresh],
+            [(s.bone_names, s.rotations, s.scales) for s in report.solved if s.tip in fresh],
             time,
             report.idle,
             epoch=evaluate.generation(),

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writing baked bone rotations into an action's F-curves, in bulk.
+"""Writing baked bone rotations (and a stretching chain's scales) into an action's
+F-curves, in bulk.
 
 Conventions:
 
@@ -480,8 +481,8 @@ class BonePlan:
     """What :func:`write_bone_rotations` writes for one bone, before writing it.
 
     Attributes:
-        data_path: the rotation property's F-curve path.
-        mode: the bone's rotation mode.
+        data_path: the rotation (or scale) property's F-curve path.
+        mode: the bone's rotation mode (``"SCALE"`` for a scale plan).
         curves: the existing F-curves per channel (``None`` where there is none).
         existing: their keys.
         values: ``(F, k)`` the channel values to key (continuous with the kept keys).
@@ -511,6 +512,19 @@ def plan_bone_rotations(
     before, after = _neighbours(existing, frame_start, frame_end)
     values = channel_values(pose_bone.rotation_mode, rotations, before, after)
     return BonePlan(data_path, pose_bone.rotation_mode, pose_bone.name, curves, existing, values)
+
+
+def plan_bone_scales(
+    channels: Channels, pose_bone: Any, scales: FloatArray, frame_start: float, frame_end: float
+) -> BonePlan:
+    """The ``scale`` channel values ``(F, 3)`` that keying the uniform scale factors
+    ``scales (F,)`` of ``pose_bone`` in ``[frame_start, frame_end]`` writes (a stretching
+    chain's bone: what its *Reach IK Scale* constraint shows, :mod:`.constraints`)."""
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_bone.name)}"].scale'
+    curves = [channels.find(data_path, i) for i in range(3)]
+    existing = [None if fc is None else _KeyArrays.read(fc.keyframe_points) for fc in curves]
+    values = np.repeat(np.asarray(scales, dtype=np.float64)[:, None], 3, axis=1)
+    return BonePlan(data_path, "SCALE", pose_bone.name, curves, existing, values)
 
 
 def write_plan(

@@ -152,6 +152,12 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         col.prop(s, "chain_length", text="Bones")
         col.prop(s, "use_tail", text="Use Tail")
         layout.prop(s, "influence", slider=True)
+        col = layout.column(align=True)
+        col.prop(s, "use_stretch")
+        sub = col.row()
+        sub.active = s.use_stretch
+        sub.prop(s, "stretch_rule")
+        col.prop(s, "soft_reach")
         row = layout.row(heading="Rotation")
         row.prop(s, "use_rotation", text="")
         sub = row.row()

@@ -236,6 +236,58 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         update=_tag,
         override=OVERRIDABLE,
     )
+    use_stretch: BoolProperty(  # type: ignore[valid-type]
+        name="Stretch",
+        description=(
+            "Let the chain's bones stretch to reach a target beyond the chain's length, "
+            "each as readily as its IK Stretch (Bone properties > Inverse Kinematics); the "
+            "stretch shows as the bones' scale"
+        ),
+        default=False,
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    stretch_rule: EnumProperty(  # type: ignore[valid-type]
+        name="Stretch As",
+        description="How long the bones become when the chain stretches",
+        items=(
+            (
+                "closed_form",
+                "Closed Form",
+                "Lengths unchanged within reach; beyond it the chain straight, the bones "
+                "lengthened by shares of IK Stretch cubed; the target reached exactly",
+                0,
+            ),
+            (
+                "blender",
+                "Blender's IK",
+                "The lengths Blender's Standard IK gives (its iteration from the rest pose), "
+                "within reach too: what a converted rig showed",
+                1,
+            ),
+        ),
+        default="closed_form",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
+    soft_reach: FloatProperty(  # type: ignore[valid-type]
+        name="Soft Reach",
+        description=(
+            "Distance before full extension over which the target's pull eases out, so the "
+            "chain never snaps straight (with Stretch: the bones stretch by what it leaves "
+            "short); 0 = off; must stay below the chain's length"
+        ),
+        default=0.0,
+        min=0.0,
+        soft_max=0.5,
+        precision=4,
+        subtype="DISTANCE",
+        options=set(),
+        override=OVERRIDABLE,
+        update=_tag,
+    )
     source: StringProperty(  # type: ignore[valid-type]
         name="Converted From",
         description=(

@@ -48,6 +48,11 @@ Blender pose bone                     :class:`core.JointLimits`
 
 One difference: when both X and Z are limited Blender's own solver clamps the swing to the
 ellipse through the four limits, the core clamps each component on its own (a box).
+
+Each bone's *IK Stretch* (``ik_stretch``) is the chain's stretch weight of that joint
+(:attr:`core.Chain.stretch`), read with the limits (part of :func:`rig_signature`, so an
+edit is seen after the next :func:`.evaluate.invalidate`; an animated ``ik_stretch`` is
+not followed frame by frame); it matters only on a chain whose *Stretch* is on.
 """
 
 from __future__ import annotations
@@ -167,7 +172,8 @@ _limit_key = operator.attrgetter(
         f"{p}_{a}"
         for p in ("lock_ik", "use_ik_limit", "ik_min", "ik_max", "ik_stiffness")
         for a in "xyz"
-    )
+    ),
+    "ik_stretch",
 )
 
 
@@ -213,7 +219,8 @@ def default_chain_length(obj: Any, tip: str) -> int:
 
 
 def rig_signature(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
-    """Everything a :class:`RigChain` depends on: rest matrices, lengths, parents, limits.
+    """Everything a :class:`RigChain` depends on: rest matrices, lengths, parents, limits,
+    stretch weights.
 
     Checked on every solve, so it is cheap: frozen (hashable, C-compared) rest matrices.
     """
@@ -278,6 +285,7 @@ def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> Ri
             rest_rot,
             [bone_limits(pose_bones[name]) for name in names],
             names,
+            [min(max(float(pose_bones[name].ik_stretch), 0.0), 1.0) for name in names],
         )
     except ChainError as exc:
         raise RigError(f"chain ending at '{tip}': {exc}") from exc

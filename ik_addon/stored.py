@@ -4,8 +4,9 @@ memory of what each stored frame was solved from.
 
 Live solving shows a chain's pose through its bones' *Reach IK* constraints
 (:mod:`.constraints`), each copying the rotation of a helper empty. The solved rotation of
-a frame is **keyed** on the helper at that frame (its ``rotation_quaternion`` F-curves, in
-an action of the helper's own, never the user's), so a frame shown again plays in one
+a frame is **keyed** on the helper at that frame (its ``rotation_quaternion`` F-curves, and
+on a stretching chain its ``scale`` F-curves, in an action of the helper's own, never the
+user's), so a frame shown again plays in one
 evaluation like any keyed rig, and a file opened where Reach IK is not installed plays
 the solved pose at every frame that was shown.
 
@@ -92,6 +93,18 @@ def stored_times(obj: Any) -> list[float]:
 def helper_fcurves(helper: Any) -> list[Any]:
     """The helper's four ``rotation_quaternion`` F-curves (w, x, y, z), with its action
     created and assigned when missing."""
+    return _fcurves(helper, "rotation_quaternion", 4)
+
+
+def scale_fcurves(helper: Any) -> list[Any]:
+    """The helper's three ``scale`` F-curves (x, y, z): a stretching chain's bone's scale
+    factor (:mod:`.constraints`), keyed like the rotation."""
+    return _fcurves(helper, "scale", 3)
+
+
+def _fcurves(helper: Any, path: str, count: int) -> list[Any]:
+    """The helper's F-curves of ``path`` (indices ``0 … count − 1``), with its action
+    created and assigned when missing."""
     adt = helper.animation_data or helper.animation_data_create()
     action = adt.action
     if action is None:
@@ -102,15 +115,9 @@ def helper_fcurves(helper: Any) -> list[Any]:
         if adt.action_slot is None:
             slot = action.slots.new(id_type="OBJECT", name=helper.name)
             adt.action_slot = slot
-        return [
-            action.fcurve_ensure_for_datablock(helper, "rotation_quaternion", index=i)
-            for i in range(4)
-        ]
+        return [action.fcurve_ensure_for_datablock(helper, path, index=i) for i in range(count)]
     curves = action.fcurves
-    return [
-        curves.find("rotation_quaternion", index=i) or curves.new("rotation_quaternion", index=i)
-        for i in range(4)
-    ]
+    return [curves.find(path, index=i) or curves.new(path, index=i) for i in range(count)]
 
 
 #: Largest difference of a component from a key that counts as that key (F-curves hold
@@ -162,6 +169,23 @@ def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[f
     helper.rotation_quaternion = q
 
 
+def is_scale_keyed(fcurves: Sequence[Any], time: float, scale: float) -> bool:
+    """The helper's scale F-curves hold a key at ``time`` equal to ``scale`` on every axis
+    (within :data:`KEY_TOLERANCE` relative to the scale, float32 keys)."""
+    if not _has_key(fcurves[0], time):
+        return False
+    bar = KEY_TOLERANCE * max(1.0, abs(scale))
+    return all(abs(fc.evaluate(time) - scale) <= bar for fc in fcurves)
+
+
+def key_scale(helper: Any, fcurves: Sequence[Any], time: float, scale: float) -> None:
+    """Key the uniform ``scale`` on ``helper`` at ``time`` (linear interpolation) and set
+    its ``scale`` to it."""
+    for fc in fcurves:
+        fc.keyframe_points.insert(time, scale, options={"FAST"}).interpolation = "LINEAR"
+    helper.scale = (scale, scale, scale)
+
+
 def is_ours(action: Any) -> bool:
     """``action`` holds a helper's stored solutions."""
     return action.get(OWNER_KEY) is not None
@@ -188,10 +212,13 @@ __all__ = [
     "helper_fcurves",
     "is_keyed",
     "is_ours",
+    "is_scale_keyed",
     "key_rotation",
+    "key_scale",
     "known",
     "remember",
     "remove_action",
     "remove_orphan_actions",
+    "scale_fcurves",
     "stored_times",
 ]

@@ -38,7 +38,9 @@ to this ``scripts`` folder).
 
 keys: ``tip`` (required), ``length`` (default 2), ``target`` (required, an object; with an
 armature also ``target_bone``), ``pole``, ``pole_bone``, ``pole_angle`` (degrees),
-``solver``, ``iterations``, ``use_tail`` (0/1), ``influence``.
+``solver``, ``iterations``, ``use_tail`` (0/1), ``influence``, ``stretch`` (0/1: the bones
+stretch, each by its *IK Stretch*), ``stretch_rule`` (``closed_form`` or ``blender``: the
+lengths Blender's IK gives), ``soft_reach`` (metres, 0 = off).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ CHAIN_KEYS = {
     "iterations",
     "use_tail",
     "influence",
+    "stretch",
+    "stretch_rule",
+    "soft_reach",
 }
 
 
@@ -311,6 +316,12 @@ def set_chain(bpy: Any, reach: Any, obj: Any, fields: dict[str, str]) -> str:
     s.pole_angle = math.radians(_number(fields, "pole_angle", float, 0.0))
     s.iterations = _number(fields, "iterations", int, s.iterations)
     s.influence = _number(fields, "influence", float, 1.0)
+    s.use_stretch = bool(_number(fields, "stretch", int, 0))
+    rule = fields.get("stretch_rule", "closed_form")
+    if rule not in ("closed_form", "blender"):
+        raise UsageError(f"stretch_rule must be closed_form or blender, got {rule!r}")
+    s.stretch_rule = rule
+    s.soft_reach = _number(fields, "soft_reach", float, 0.0)
     if solver:
         s.solver = solver
     s.enabled = True
