@@ -367,8 +367,9 @@ def solve_floats(
     """:func:`solve_one` without an orientation goal, in and out as plain floats: for a
     caller that solves one small chain at a time and works in floats (a live solver).
     The same numbers as :func:`solve_one` (tested); triangulation on a chain without limits
-    runs its float pass without numpy at all, other methods and chains go through
-    :func:`solve_one`.
+    runs its float pass without numpy at all, and on a limited chain its float path within
+    the limits where that answers (:mod:`core.triangulation_limits_single`); other methods
+    and chains go through :func:`solve_one`.
 
     Args:
         chain: the chain.

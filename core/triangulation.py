@@ -87,7 +87,9 @@ benchmark's batches; tests check that the results equal calling it.
 Two implementations of the same algorithm: :func:`_solve_batch` (numpy, component arrays
 ``(N,)``, every chain; its pass is :mod:`core.triangulation_batch`, which builds on this
 module's plan and constrained rule) and :func:`_solve_single` (plain Python floats, one target
-on a free chain, for interactive single solves); tests check they agree to rounding.
+on a free chain or one whose limited joints are projected, for interactive single solves;
+on limited chains :mod:`core.triangulation_limits_single` adds the closed form of a last
+hinge in floats); tests check they agree to rounding.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ from .components import (
     qconj,
     qmatrix,
     qmul,
+    qmul_conj,
     qrotate,
     vadd,
     vcombine,
@@ -742,8 +745,27 @@ def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]
 
 
 # --------------------------------------------------------------------------- single target
+def _limited_single(problem: Problem, plan: _Plan) -> tuple[list[list[float]], list[Vec]] | None:
+    """Triangulation within limits for a :class:`Problem` of one target in plain floats
+    (:func:`core.triangulation_limits_single.solve_one`), or ``None`` where the numpy
+    reference (the batch pass and :func:`reach_within_limits`) must decide."""
+    from .triangulation_limits_single import solve_one  # (it builds on this module's pass)
+
+    options = problem.options
+    return solve_one(
+        plan,
+        problem.chain,
+        _floats(problem.targets[0].tolist()),
+        problem.initial[0].tolist(),
+        options,
+        None if problem.poles is None else _floats(problem.poles[0].tolist()),
+        problem.target_rotations is None or options.position_weight >= 1.0,
+        problem.tolerance,
+    )
+
+
 def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
-    """:func:`_single_pass` for a :class:`Problem` of one target on a free chain."""
+    """:func:`_single_pass` for a :class:`Problem` of one target (no cone joints)."""
     options = problem.options
     pole = None if problem.poles is None else _floats(problem.poles[0].tolist())
     rots, pos = _single_pass(
@@ -762,7 +784,9 @@ def solve_single(
     chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions
 ) -> tuple[list[list[float]], list[Vec]] | None:
     """The pass for one target from the rest pose, in and out as plain floats, or ``None``
-    when the chain has limits (only free chains have the float pass).
+    where the numpy path must decide: on a limited chain, triangulation within the limits
+    in floats (:func:`core.triangulation_limits_single.solve_one`, which declines where
+    the numpy path searches); exact cone chains and the ``"even"`` distribution decline.
 
     The numbers are :func:`solve_triangulation`'s for the same (checked) problem without
     an orientation goal: ``target`` and ``pole`` as 3 floats in the base frame (``pole``
@@ -770,7 +794,14 @@ def solve_single(
     ``n + 1`` joint positions (3 floats each).
     """
     plan = _plan(chain)
-    if not plan.all_free or _spreads(plan, options) or _scale(chain) != 1.0:
+    if _scale(chain) != 1.0:
+        return None
+    if plan.limited:
+        from .triangulation_limits_single import solve_one
+
+        tolerance = options.tolerance if options.tolerance is not None else 1e-6 * plan.reach
+        return solve_one(plan, chain, target, None, options, pole, True, tolerance)
+    if not plan.all_free or _spreads(plan, options):
         return None
     return _single_pass(plan, chain, target, None, options, pole, True)
 
@@ -995,7 +1026,8 @@ def _single_pass(
     pole: Vec | None,
     orient: bool,
 ) -> tuple[list[list[float]], list[Vec]]:
-    """The pass for one target on a free chain, in plain Python floats.
+    """The pass for one target on a chain without the paper's cone joints, in plain floats
+    (a limited joint's rotation is projected onto its limits as it is placed).
 
     The same pass as :func:`_solve_batch` (and its inline bend-plane step), written out
     for speed: numpy's per-call overhead dominates for one small chain. ``init``: the start
@@ -1084,14 +1116,17 @@ def _single_pass(
         nx = ew * gx + ex * gw + ey * gz - ez * gy
         ny = ew * gy - ex * gz + ey * gw + ez * gx
         nz = ew * gz + ex * gy - ey * gx + ez * gw
-        rots.append(
-            [
-                ww * nw + wx * nx + wy * ny + wz * nz,
-                ww * nx - wx * nw - wy * nz + wz * ny,
-                ww * ny + wx * nz - wy * nw - wz * nx,
-                ww * nz - wx * ny + wy * nx - wz * nw,
-            ]
-        )
+        local = [
+            ww * nw + wx * nx + wy * ny + wz * nz,
+            ww * nx - wx * nw - wy * nz + wz * ny,
+            ww * ny + wx * nz - wy * nw - wz * nx,
+            ww * nz - wx * ny + wy * nx - wz * nw,
+        ]
+        if plan.kinds[i] == "project":  # (as the batch pass: the nearest allowed rotation)
+            local = list(chain.limits[i].project_floats(tuple(local)))
+            nw, nx, ny, nz = qmul((ww, wx, wy, wz), local)  # type: ignore[arg-type]
+            dx, dy, dz = qrotate((nw, nx, ny, nz), plan.units[i])
+        rots.append(local)
         px, py, pz = px + dx * a, py + dy * a, pz + dz * a
         pos.append((px, py, pz))
         ww, wx, wy, wz = nw, nx, ny, nz
@@ -1119,7 +1154,13 @@ def _orient_single(
     if turn is None:
         return
     root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
-    rots[0] = list(qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root))
+    turned = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root)
+    limits0 = chain.limits[0]
+    if not limits0.is_free:  # (as the batch: no turn where the root's limits refuse it)
+        allowed = qmul_conj(limits0.project_floats(turned), turned)  # type: ignore[arg-type]
+        if 2.0 * math.atan2(math.hypot(*allowed[1:]), abs(allowed[0])) > 1e-9:
+            return
+    rots[0] = list(turned)
     _turn_points(turn, pos)
 
 
@@ -1250,6 +1291,8 @@ def solve_triangulation(problem: Problem) -> Solution:
         return solve_fabrik(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)
+    elif problem.size == 1 and plan.limited and (one := _limited_single(problem, plan)):
+        rotations, positions = np.array([one[0]]), np.array([one[1]])
     else:
         rotations, positions = _solve_batch(problem, plan)
         if plan.limited:

@@ -101,7 +101,11 @@ _SPINS = 1024
 
 
 def _hinge_last(
-    chain: Chain, q: FloatArray, targets: FloatArray, toward: FloatArray | None = None
+    chain: Chain,
+    q: FloatArray,
+    targets: FloatArray,
+    toward: FloatArray | None = None,
+    tolerance: float = 0.0,
 ) -> FloatArray | None:
     """Poses ``q (M, n, 4)`` with the last two joints placed in closed form when the last is
     a hinge, or ``None`` when it is not (``q`` is not changed; joints before stay).
@@ -111,7 +115,11 @@ def _hinge_last(
     ``|v(φ)|² = |o_j|² + |o_h|² + 2(A + B cos φ + C sin φ)`` with ``g = r⁻¹ o_j``,
     ``A = (g·h)(h·o_h)``, ``B = g·o_h − A``, ``C = g·(h × o_h)``: the hinge angle comes from
     the distance to the target (two solutions; the hinge's range keeps those it allows —
-    its allowed sign picks the bend side). Joint ``j`` must then turn ``v̂`` onto the target
+    its allowed sign picks the bend side; a target within ``tolerance`` of the distances the
+    hinge allows takes the nearest allowed angle: ``ratio`` within ``c·tol/√(B² + C²)`` of
+    ±1, or an angle within ``tol/|o_h|`` of the range, which moves the effector by at most
+    ``tol`` — a straight knee's target given in single precision, as Blender's are, lands
+    that far off). Joint ``j`` must then turn ``v̂`` onto the target
     direction ``ĉ``: ``q_j = R(ĉ, ψ)·between(v̂, ĉ)``, one free spin ``ψ`` — the bend plane,
     chosen by :func:`_spin_toward`: the bend faces ``toward`` (``(M, 3)`` points in the base
     frame, :func:`core.bend_plane.wanted_bends`: the pole's or the rest pose's side), else
@@ -144,7 +152,8 @@ def _hinge_last(
     if amp < 1e-12:
         return None
     ratio = need / amp
-    solvable = np.abs(ratio) <= 1.0
+    solvable = np.abs(ratio) <= 1.0 + dist * tolerance / amp
+    slack = max(1e-12, tolerance / float(np.linalg.norm(o_h)))
     base = np.arctan2(c_, b_)
     spread = np.arccos(np.clip(ratio, -1.0, 1.0))
     out = q.copy()
@@ -163,7 +172,7 @@ def _hinge_last(
     rest_bend = _bend_about_hinge(chain, np.zeros(1))[0]
     for sign in (1.0, -1.0):
         phi = np.remainder(base + sign * spread + np.pi, 2.0 * np.pi) - np.pi
-        ok = solvable & (phi >= lo - 1e-12) & (phi <= hi + 1e-12)
+        ok = solvable & (phi >= lo - slack) & (phi <= hi + slack)
         if not np.any(ok):
             continue
         qh = last.project(rot.from_axis_angle(h, np.clip(phi, lo, hi)))
@@ -398,7 +407,7 @@ def reach_within_limits(
     toward = None if want is None else targets + want
     if hinge_last:
         every = np.arange(len(targets))
-        placed = _hinge_last(chain, rotations.copy(), targets, toward)
+        placed = _hinge_last(chain, rotations.copy(), targets, toward, tol)
         if placed is not None:
             _store_reaching(chain, problem, every, placed, rotations, positions, err)
         miss = np.flatnonzero(err > tol)
@@ -415,7 +424,7 @@ def reach_within_limits(
             out_to = targets[rows] - positions[rows, j]
             out_to *= longest * (1.0 - 1e-12) / np.linalg.norm(out_to, axis=-1, keepdims=True)
             aims = positions[rows, j] + out_to
-            placed = _hinge_last(chain, rotations[rows].copy(), aims, _rows(want, rows, aims))
+            placed = _hinge_last(chain, rotations[rows].copy(), aims, _rows(want, rows, aims), tol)
             if placed is not None:
                 pos_p, _ = forward_kinematics(chain, placed)
                 e = np.linalg.norm(targets[rows] - pos_p[:, -1], axis=-1)
@@ -438,7 +447,7 @@ def reach_within_limits(
     rng = np.random.default_rng(_SEED)
     candidates = [passed, side, _project_all(chain, start)]
     for base in (passed, side):
-        placed = _hinge_last(chain, base.copy(), targets[miss], _rows(toward, miss))
+        placed = _hinge_last(chain, base.copy(), targets[miss], _rows(toward, miss), tol)
         if placed is not None:
             candidates.append(placed)
     nearest = False

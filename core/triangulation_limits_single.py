@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Triangulation within limits for one target, in plain floats (knees, elbows, limbs).
+
+The single-target fast path of :func:`core.triangulation_limits.reach_within_limits` (the
+numpy reference, which tests pin this module to) for chains whose joints are free or
+limited other than by the paper's cones (every limited joint is projected by the pass):
+
+1. the triangulation pass with every limited joint projected onto its limits
+   (:func:`core.triangulation._single_pass`, the float twin of the batch pass);
+2. when the last joint is a hinge, the last two joints placed in closed form from the
+   pass's pose, the bend facing the pole or the rest pose's side (:func:`_hinge_last`, the
+   float twin of :func:`core.triangulation_limits._hinge_last`; :func:`_want`, of
+   :func:`core.bend_plane.wanted_bends`): the answer wherever it reaches, else the pass's
+   pose where that reaches;
+3. where the target lies beyond the chain's length, the hinge at its longest allowed
+   extension aimed at the target, kept where it comes closer than the pass.
+
+Everything else — the joint before the hinge refusing the spin the closed form asks for
+(the reference then samples 1024 spins), targets within the chain's length that neither
+reaches (the reference then searches), a far target the closed form does not bring
+closer, the paper's cone joints — returns ``None``: the caller runs the numpy reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .ccd_single import _fk, _quat_facts
+from .chain import Chain
+from .components import Quat, Vec, qmul, qrotate, vcross, vdot
+from .options import SolveOptions
+from .triangulation import (
+    _carried_float,
+    _floats,
+    _perpendicular_float,
+    _Plan,
+    _single_pass,
+    _start_frame,
+)
+from .triangulation_limits import _hinge_reach, _hinge_terms
+
+Pose = tuple[list[list[float]], list[Vec]]
+
+
+@dataclass(frozen=True)
+class _Hinge:
+    """A last hinge's facts as floats (:func:`core.triangulation_limits._hinge_terms`,
+    :func:`~core.triangulation_limits._hinge_reach`, and for
+    :func:`~core.triangulation_limits._bend_about_hinge`: the link before it, the hinge's
+    axis in that joint's frame, whether the rest bends about it, the rest bend)."""
+
+    axis: Vec
+    lo: float
+    hi: float
+    a: float
+    b: float
+    c: float
+    longest: float
+    link: Vec
+    rest_axis: Vec
+    bent: bool
+    rest_bend: float
+
+
+@functools.lru_cache(maxsize=64)
+def _hinge_facts(chain: Chain) -> _Hinge | None:
+    """:class:`_Hinge` of ``chain``'s last joint; ``None`` where the reference places no
+    hinge in closed form (no last hinge, or ``B, C`` both below 1e-12)."""
+    if chain.n_joints < 2 or chain.limits[-1].kind != "hinge":
+        return None
+    h, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
+    if math.hypot(b_, c_) < 1e-12:
+        return None
+    longest = _hinge_reach(chain)
+    assert longest is not None
+    rests, offsets = _quat_facts(chain)
+    axis = (float(h[0]), float(h[1]), float(h[2]))
+    n = math.sqrt(vdot(offsets[-2], offsets[-2]))
+    link = (offsets[-2][0] / n, offsets[-2][1] / n, offsets[-2][2] / n)
+    rest_axis = qrotate(rests[-1], axis)
+    rest = qrotate(rests[-1], offsets[-1])
+    bent = abs(vdot(vcross(link, rest), rest_axis)) / math.sqrt(vdot(rest, rest)) > 1e-9
+    facts = _Hinge(axis, float(lo), float(hi), a_, b_, c_, longest, link, rest_axis, bent, 0.0)
+    return replace(facts, rest_bend=_bend(chain, facts, 0.0))
+
+
+def _bend(chain: Chain, f: _Hinge, phi: float) -> float:
+    """:func:`core.triangulation_limits._bend_about_hinge` at one angle ``phi``."""
+    if not f.bent:
+        return 0.0
+    rests, offsets = _quat_facts(chain)
+    d = qrotate(qmul(rests[-1], _axis_angle(f.axis, phi)), offsets[-1])
+    n = math.sqrt(vdot(d, d))
+    d = (d[0] / n, d[1] / n, d[2] / n)
+    return math.atan2(vdot(vcross(f.link, d), f.rest_axis), vdot(d, f.link))
+
+
+def _between(a: Vec, b: Vec) -> Quat:
+    """:func:`core.rotations.between` of two non-zero vectors, in floats (the same steps)."""
+    na, nb = math.sqrt(vdot(a, a)), math.sqrt(vdot(b, b))
+    ua = (a[0] / na, a[1] / na, a[2] / na)
+    ub = (b[0] / nb, b[1] / nb, b[2] / nb)
+    dot = vdot(ua, ub)
+    x, y, z = vcross(ua, ub)
+    if dot < 0.0:
+        along = x * ua[0] + y * ua[1] + z * ua[2]
+        x, y, z = x - along * ua[0], y - along * ua[1], z - along * ua[2]
+        cross_sq = x * x + y * y + z * z
+        w = cross_sq / (1.0 - dot)
+        if cross_sq < 1e-24:
+            x, y, z = _perpendicular_float(ua, (0.0, 0.0, 0.0))
+            w = 0.0
+    else:
+        w = 1.0 + dot
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    return w / n, x / n, y / n, z / n
+
+
+def _axis_angle(axis: Vec, phi: float) -> Quat:
+    """:func:`core.rotations.from_axis_angle` for a non-zero axis."""
+    n = math.sqrt(vdot(axis, axis))
+    s = math.sin(0.5 * phi)
+    return math.cos(0.5 * phi), s * (axis[0] / n), s * (axis[1] / n), s * (axis[2] / n)
+
+
+def _hinge_last(
+    chain: Chain,
+    f: _Hinge,
+    rots: list[list[float]],
+    target: Vec,
+    toward: Vec | None,
+    tolerance: float,
+) -> list[Quat] | None:
+    """:func:`core.triangulation_limits._hinge_last` for one pose ``rots`` (not changed):
+    the pose with its last two joints placed in closed form, ``rots`` itself (as tuples)
+    where no placement is allowed, or ``None`` where the joint before the hinge refuses the
+    spin that faces ``toward`` (the reference then samples spins)."""
+    n = chain.n_joints
+    j = n - 2
+    lim_j, last = chain.limits[j], chain.limits[-1]
+    rests, offsets = _quat_facts(chain)
+    o_j, o_h = offsets[j], offsets[-1]
+    pose: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rots]
+    pos, world = _fk(chain, pose)
+    parent = rests[j] if j == 0 else qmul(world[j - 1], rests[j])
+    inverse = (parent[0], -parent[1], -parent[2], -parent[3])
+    p = pos[j]
+    cv = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
+    dist = math.sqrt(vdot(cv, cv))
+    need = 0.5 * (dist * dist - vdot(o_j, o_j) - vdot(o_h, o_h)) - f.a
+    amp = math.hypot(f.b, f.c)
+    ratio = need / amp
+    if not abs(ratio) <= 1.0 + dist * tolerance / amp:
+        return pose
+    slack = max(1e-12, tolerance / math.sqrt(vdot(o_h, o_h)))
+    base = math.atan2(f.c, f.b)
+    spread = math.acos(-1.0 if ratio < -1.0 else 1.0 if ratio > 1.0 else ratio)
+    inv = 1.0 / max(dist, 1e-300)
+    c = qrotate(inverse, (cv[0] * inv, cv[1] * inv, cv[2] * inv))
+    # The side the bend should face, across ĉ: toward the wanted side, else the pass's.
+    side = qrotate(pose[j], o_j)
+    if toward is not None:
+        w = qrotate(inverse, (toward[0] - p[0], toward[1] - p[1], toward[2] - p[2]))
+        along = vdot(w, c)
+        w = (w[0] - along * c[0], w[1] - along * c[1], w[2] - along * c[2])
+        if math.sqrt(vdot(w, w)) > 1e-9 * chain.reach:
+            side = w
+    along = vdot(side, c)
+    side = (side[0] - along * c[0], side[1] - along * c[1], side[2] - along * c[2])
+    best_cost = math.inf
+    for sign in (1.0, -1.0):
+        phi = (base + sign * spread + math.pi) % (2.0 * math.pi) - math.pi
+        if not (f.lo - slack <= phi <= f.hi + slack):
+            continue
+        qh = last.project_floats(_axis_angle(f.axis, min(max(phi, f.lo), f.hi)))
+        v = qrotate(qmul(rests[-1], qh), o_h)  # type: ignore[arg-type]
+        aim = _between((o_j[0] + v[0], o_j[1] + v[1], o_j[2] + v[2]), c)
+        bend = _bend(chain, f, phi)
+        bend_sign = (
+            (1.0 if bend > 0.0 else -1.0) if bend != 0.0 else (1.0 if f.rest_bend >= 0.0 else -1.0)
+        )
+        # The spin about ĉ that faces the bend toward the side (_spin_toward).
+        hx, hy, hz = vcross(c, qrotate(aim, f.rest_axis))
+        u = (bend_sign * hx, bend_sign * hy, bend_sign * hz)
+        psi = math.atan2(vdot(vcross(c, u), side), vdot(u, side))
+        pick = qmul(_axis_angle(c, psi), aim)
+        if not lim_j.is_free and not bool(lim_j.allows(np.array(pick), 1e-12)):
+            return None
+        chosen = abs(phi) + (4.0 * math.pi if f.rest_bend * bend < 0.0 else 0.0)
+        if chosen < best_cost:
+            pose[j] = lim_j.project_floats(pick)  # type: ignore[assignment]
+            pose[-1] = qh  # type: ignore[assignment]
+            best_cost = chosen
+    return pose
+
+
+def _positive(pose: list[Quat]) -> list[list[float]]:
+    return [list(q) if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]] for q in pose]
+
+
+def _want(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    init: list[list[float]] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+) -> Vec | None:
+    """:func:`core.bend_plane.wanted_bends` for one target: the direction across the
+    root→target line the bend should face (the pole's, else the ``"rest"`` rule's carried
+    start bend), or ``None`` for ``"minimal"`` without a pole."""
+    if pole is None:
+        if options.bend_plane != "rest":
+            return None
+        if init is None or all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
+            start_axis, bend = plan.rest_start
+        else:
+            axis_v, bend_v = _start_frame(chain, [(q[0], q[1], q[2], q[3]) for q in init])
+            start_axis, bend = _floats(axis_v), _floats(bend_v)
+        pole = _carried_float(start_axis, bend, target)
+    length = math.sqrt(vdot(target, target))
+    if length > 1e-9 * plan.reach:
+        axis = (target[0] / length, target[1] / length, target[2] / length)
+    else:
+        axis = (0.0, 0.0, 0.0)
+    along = vdot(pole, axis)
+    want = (pole[0] - along * axis[0], pole[1] - along * axis[1], pole[2] - along * axis[2])
+    if options.pole_angle and length > 1e-9 * plan.reach:
+        want = qrotate(_axis_angle(axis, options.pole_angle), want)
+    return want
+
+
+def _closed_form(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    init: list[list[float]] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+    orient: bool,
+    tolerance: float,
+) -> tuple[Pose, bool, Vec | None] | None:
+    """The first steps of :func:`core.triangulation_limits.reach_within_limits` for one
+    target: the pass's pose, replaced by the pose with a last hinge placed in closed form
+    where that reaches; whether it meets the target; the wanted bend (:func:`_want`).
+    ``None`` where that is decided by the numpy path (cone joints, or the joint before the
+    hinge refuses the spin its closed form asks for)."""
+    if "cone" in plan.kinds:
+        return None
+    rots, pos = _single_pass(plan, chain, target, init, options, pole, orient)
+    met = math.dist(pos[-1], target) <= tolerance
+    facts = _hinge_facts(chain)
+    if facts is None:
+        return (rots, pos), met, None
+    want = _want(plan, chain, target, init, options, pole)
+    toward = (
+        None if want is None else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
+    )
+    placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
+    if placed is None:
+        return None
+    at = _fk(chain, placed)[0]
+    if math.dist(at[-1], target) <= tolerance:
+        return (_positive(placed), at), True, want
+    return (rots, pos), met, want
+
+
+def solve_one(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    init: list[list[float]] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+    orient: bool,
+    tolerance: float,
+) -> Pose | None:
+    """Triangulation within limits for one target (module docstring): the ``n`` local
+    rotations (wxyz, ``w ≥ 0``) and ``n + 1`` joint positions, or ``None`` where the numpy
+    reference must decide. ``init``, ``pole``, ``orient`` as for the pass
+    (:func:`core.triangulation._single_pass`); ``tolerance`` is the problem's."""
+    out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
+    if out is None:
+        return None
+    (rots, pos), met, want = out
+    if met:
+        return rots, pos
+    facts = _hinge_facts(chain)
+    if facts is None or not math.dist(target, pos[0]) > chain.reach + tolerance:
+        return None  # within the chain's length: the reference searches
+    # Beyond it: the hinge at its longest, aimed at the target, where that comes closer.
+    error = math.dist(pos[-1], target)
+    p = pos[plan.n - 2]
+    toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
+    scale = facts.longest * (1.0 - 1e-12) / math.sqrt(vdot(toward, toward))
+    aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
+    side = None if want is None else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
+    placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
+    if placed is None:
+        return None
+    at = _fk(chain, placed)[0]
+    if math.dist(at[-1], target) < error:
+        return _positive(placed), at
+    return None
+
+
+__all__ = ["solve_one"]

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The float path of triangulation within limits (``core/triangulation_limits_single.py``)
+pinned to its numpy reference (the batch pass and ``reach_within_limits``), on random
+chains whose last joint is a hinge: free, ball-limited and hinge joints before it, straight
+and bent rest poses, targets at admissible poses, within the chain's length and beyond.
+
+Oracles: a batch of the target twice (the numpy reference),
+forward kinematics of the returned rotations, the joints' limits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from limited_chains import admissible_poses, random_limits
+
+from core import (
+    Chain,
+    SolveOptions,
+    kinematics,
+    solve,
+    solve_floats,
+    solve_one,
+    solve_points,
+)
+from core import rotations as rot
+from core import triangulation as tri
+from core.limits import JointLimits
+from core.problem import Problem
+
+KNEE = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150.0)), None, None))
+
+
+def _chain(rng: np.random.Generator) -> Chain:
+    """2–6 links; the last a hinge, the root free or ball-limited, the others random."""
+    n = int(rng.integers(2, 7))
+    kinds = [str(rng.choice(["free", "ellipse", "one_sided"]))]
+    kinds += [str(rng.choice(["free", "hinge", "ellipse", "rest_excluding"])) for _ in range(n - 2)]
+    limits = [random_limits(rng, k) for k in kinds] + [random_limits(rng, "hinge")]
+    if rng.random() < 0.5:
+        return Chain.from_lengths(rng.uniform(0.4, 1.6, n), rng.normal(size=3), limits=limits)
+    return Chain.from_offsets(rng.normal(size=(n, 3)), limits=limits)
+
+
+def _targets(rng: np.random.Generator, chain: Chain) -> np.ndarray:
+    """Targets at admissible poses, random ones within the chain's length and beyond it."""
+    at_poses = kinematics.effector(chain, admissible_poses(rng, chain, 4))
+    inside = rng.normal(size=(2, 3)) * 0.5 * chain.reach
+    beyond = rng.normal(size=(2, 3))
+    beyond *= rng.uniform(1.05, 3.0, (2, 1)) * chain.reach / np.linalg.norm(beyond, axis=1)[:, None]
+    return np.concatenate([at_poses, inside, beyond])
+
+
+def _uses_float_path(chain: Chain, target: np.ndarray) -> bool:
+    options = SolveOptions()
+    return tri.solve_single(chain, tuple(target.tolist()), None, options) is not None
+
+
+def _same_rotations(a: np.ndarray, b: np.ndarray, atol: float) -> None:
+    """Rotations ``(n, 4)`` equal to ``atol`` up to sign (``q`` and ``−q`` are the same
+    rotation; ``w ≥ 0`` leaves the sign open for half turns, ``w = 0``)."""
+    sign = np.where(np.sum(a * b, axis=-1) < 0.0, -1.0, 1.0)[:, None]
+    np.testing.assert_allclose(a, sign * b, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_float_path_gives_the_reference_pose(seed: int) -> None:
+    """Where the float path answers, solve_one gives the batch reference's pose: the
+    effector to 1e-9 of the reach, the joints and rotations to 1e-7. The hinge angle is the
+    acos of a ratio of distances, which magnifies rounding near ±1 (a limb at its longest:
+    a straight one, or a far target, where the hinge is aimed at 1 − 1e-12 of its longest
+    extension) about a millionfold; elsewhere they agree to rounding."""
+    rng = np.random.default_rng(seed)
+    used = far_used = 0
+    for _ in range(40):
+        chain = _chain(rng)
+        for target in _targets(rng, chain):
+            if not _uses_float_path(chain, target):
+                continue
+            used += 1
+            far_used += int(np.linalg.norm(target) > chain.reach)
+            one = solve_one(chain, target)
+            ref = solve(chain, np.stack([target, target]))
+            reach = chain.reach
+            np.testing.assert_allclose(
+                one.positions[0, -1], ref.positions[0, -1], rtol=0, atol=1e-9 * reach
+            )
+            np.testing.assert_allclose(one.positions[0], ref.positions[0], atol=1e-7 * reach)
+            _same_rotations(one.rotations[0], ref.rotations[0], 1e-7)
+            # Independent checks: forward kinematics and the limits.
+            fk = kinematics.forward_kinematics(chain, one.rotations[0])[0]
+            np.testing.assert_allclose(one.positions[0], fk, atol=1e-12 * reach)
+            for i, lim in enumerate(chain.limits):
+                assert lim.violation(one.rotations[0, i]) <= 1e-9
+    # The comparison is not vacuous: the float path answered many targets, far ones too.
+    assert used >= 60
+    assert far_used >= 15
+
+
+def _knee(lengths: tuple[float, float], bend: float, root: JointLimits) -> Chain:
+    """A two-bone leg along +Z bending toward −Y by ``bend`` at rest, hip ``root``."""
+    a, b = lengths
+    offsets = [[0.0, 0.0, a], [0.0, -math.sin(bend) * b, math.cos(bend) * b]]
+    return Chain.from_offsets(np.array(offsets), limits=[root, KNEE])
+
+
+@pytest.mark.parametrize(
+    "root",
+    [JointLimits(), JointLimits(ranges=((-1.2, 1.5), None, (-0.8, 0.8)))],
+    ids=["free hip", "limited hip"],
+)
+def test_knee_reaches_every_admissible_target_on_the_float_path(root: JointLimits) -> None:
+    """A knee (Lock IK Y/Z, X in 0°–150°): every target at an admissible pose is reached,
+    on the float path (free hip: always; limited hip: where it allows the spin that faces
+    the bend to the rest side)
+    and through every single-target entry point with the same numbers."""
+    chain = _knee((0.45, 0.42), 0.1, root)
+    rng = np.random.default_rng(7)
+    targets = kinematics.effector(chain, admissible_poses(rng, chain, 60))
+    fast = 0
+    for target in targets:
+        fast += _uses_float_path(chain, target)
+        one = solve_one(chain, target)
+        assert np.linalg.norm(one.positions[0, -1] - target) <= 1e-6 * chain.reach
+        rotations, positions = solve_floats(chain, target.tolist())
+        np.testing.assert_array_equal(np.array(rotations), one.rotations[0])
+        np.testing.assert_array_equal(np.array(positions), one.positions[0])
+        points = solve_points(chain, target.tolist())
+        np.testing.assert_array_equal(np.array(points), one.positions[0])
+    # (a limited hip refuses the spin facing the rest side for 32 of these 60: sampled)
+    assert fast == len(targets) if root.is_free else fast >= len(targets) // 3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_float_pass_with_projected_joints_equals_the_batch_pass(seed: int) -> None:
+    """The pass itself, joints projected onto their limits as they are placed (a limited
+    root among them): the float pass equals the batch pass row by row, with poles, start
+    poses, δb and bend-plane options."""
+    rng = np.random.default_rng(100 + seed)
+    chain = _chain(rng)
+    size, n = 200, chain.n_joints
+    targets = rng.normal(size=(size, 3)) * 0.7 * chain.reach
+    initial = rot.normalize(rng.normal(size=(size, n, 4))) if seed % 2 else None
+    poles = rng.normal(size=(size, 3)) * chain.reach if seed % 3 == 0 else None
+    options = SolveOptions(
+        delta_b_deg=(180.0, 90.0)[seed % 2], bend_plane=("rest", "minimal")[(seed // 2) % 2]
+    )
+    start = np.broadcast_to(rot.identity((n,)), (size, n, 4)) if initial is None else initial
+    problem = Problem(chain, targets, None, poles, start, 1e-6 * chain.reach, options)
+    plan = tri._plan(chain)
+    assert "project" in plan.kinds
+    rotations, positions = tri._solve_batch(problem, plan)
+    for k in range(size):
+        rot_k, pos_k = tri._solve_single(problem.row(k), plan)
+        np.testing.assert_allclose(positions[k], pos_k[0], rtol=0, atol=1e-12 * chain.reach)
+        np.testing.assert_allclose(rotations[k], rot_k[0], rtol=0, atol=1e-12)
+
+
+def test_a_straight_knee_given_in_single_precision_is_placed_in_closed_form() -> None:
+    """Targets of a leg whose knee sits at the end of its range (straight at 0°), rounded to
+    single precision as Blender's locations are: the hinge angle the distance gives lies
+    ~1e-7 rad outside the range, within what the tolerance allows; the closed form places
+    the knee at its end (float path and reference alike) instead of searching."""
+    chain = _knee((0.45, 0.42), 0.1, JointLimits())
+    rng = np.random.default_rng(5)
+    poses = admissible_poses(rng, chain, 30)
+    poses[:, 1] = [1.0, 0.0, 0.0, 0.0]  # the knee at the end of its range
+    targets = kinematics.effector(chain, poses).astype(np.float32).astype(np.float64)
+    tol = 1e-6 * chain.reach
+    for target in targets:
+        assert _uses_float_path(chain, target)
+        one = solve_one(chain, target)
+        assert np.linalg.norm(one.positions[0, -1] - target) <= tol
+        ref = solve(chain, np.stack([target, target]))
+        _same_rotations(one.rotations[0], ref.rotations[0], 1e-9)
