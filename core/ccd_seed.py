@@ -2,7 +2,9 @@
 """CCD's start from triangulation (``options.ccd_start == "triangulation"``, the default).
 
 :func:`seed` runs triangulation's pass (``core/triangulation.py``) on the chain without its
-limits and, for a limited chain, carries that pose onto the limits with :func:`retarget`;
+limits and, for a limited chain, carries that pose onto the limits with :func:`retarget` —
+except where triangulation *within* the limits (its pass, or a last hinge placed in closed
+form) meets the goal, which is then the seed (no stiffness or posture bias);
 :func:`core.ccd.solve_ccd` keeps the seed as its answer where it meets the goal and
 otherwise iterates from the start pose, keeping the closer of the two; targets within the
 chain's length still missed on a limited chain then take triangulation within the limits
@@ -18,7 +20,7 @@ import math
 
 import numpy as np
 
-from . import ccd_single, triangulation
+from . import ccd_single, triangulation, triangulation_limits_single
 from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate
@@ -51,7 +53,25 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
     if chain.is_free:
         return rot.positive_w(sol.rotations), sol.positions
     poses = [retarget(chain, points) for points in sol.positions.tolist()]
-    return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
+    q, p = np.array([q for q, _ in poses]), np.array([p for _, p in poses])
+    if _within_limits_first(problem):
+        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+        q = np.where(met[:, None, None], q_tri, q)
+        p = np.where(met[:, None, None], p_tri, p)
+    return q, p
+
+
+def _within_limits_first(problem: Problem) -> bool:
+    """True when the seed on a limited chain is triangulation *within* its limits where
+    that meets the goal (its pass, or a last hinge placed in closed form:
+    :func:`core.triangulation_limits_single.meeting`): no stiffness and no posture bias,
+    which triangulation ignores (the conditions of the free chains' route in
+    :func:`core.solve.solve_points`)."""
+    return (
+        not problem.chain.is_free
+        and problem.options.posture_weight == 0.0
+        and not any(any(lim.stiffness) for lim in problem.chain.limits)
+    )
 
 
 def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -88,6 +108,10 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
         problem.target_rotations is not None and opts.position_weight < 1.0
     ):
         return None
+    if _within_limits_first(problem):
+        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+        if met[0]:
+            return q_tri[0].tolist(), p_tri[0].tolist()
     init = problem.initial[0].tolist()
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
         pole = None if problem.poles is None else problem.poles[0].tolist()

@@ -11,8 +11,11 @@
   pose, bend plane and pole) of the chain *without its limits*, projected onto the limits.
   On a free chain it already reaches every reachable target, so the iteration takes no
   update; with limits the iteration starts from an admissible pose near a solution instead
-  of the straight chain (targets it still misses take triangulation *within* the limits
-  where that comes closer: :func:`core.jacobian._within_limits`). The seed depends only on
+  of the straight chain — or, where triangulation *within* the limits (its pass, or a last
+  hinge placed in closed form: :func:`core.triangulation_limits_single.meeting`) meets the
+  goal, from that pose, which then takes no update (targets still missed take
+  triangulation within the limits with its search where that comes closer:
+  :func:`core.jacobian._within_limits`). The seed depends only on
   the problem's inputs (target, pole, start pose, options), so the answer stays a function
   of the frame's inputs. Orientation and pose goals, chains with stiffness and a posture
   bias start from the given pose: triangulation pursues none of them, and a start at its
@@ -23,11 +26,14 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from .chain import Chain
 from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
 from .triangulation import solve_triangulation
+from .triangulation_limits_single import meeting
 
 _FREE_CHAINS: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
 
@@ -63,6 +69,13 @@ def start_rotations(problem: Problem) -> FloatArray:
     """The start pose ``(N, n, 4)`` of ``problem`` (before projection onto the limits)."""
     if not seeded(problem):
         return problem.initial
+    met = None
+    if not problem.chain.is_free:
+        # Triangulation within the limits, where its pass or a last hinge placed in closed
+        # form meets the goal: the iteration starts (and stops) there.
+        q_tri, _, met = meeting(problem)
+        if met.all():
+            return q_tri
     free = Problem(
         _free(problem.chain),
         problem.targets,
@@ -72,7 +85,8 @@ def start_rotations(problem: Problem) -> FloatArray:
         problem.tolerance,
         problem.options,
     )
-    return solve_triangulation(free).rotations
+    q = solve_triangulation(free).rotations
+    return q if met is None else np.where(met[:, None, None], q_tri, q)
 
 
 __all__ = ["seeded", "start_rotations"]

@@ -53,6 +53,7 @@ pass misses on a chain with such limits, and costs a few milliseconds per missed
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import rotations as rot
 from .bend_plane import wanted_bends
@@ -383,6 +384,28 @@ def _refine(
     return q, pos, err
 
 
+def closed_form(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+    """Triangulation within the limits without its search, for the methods that start from
+    it (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): per target the pass's pose, where
+    the last joint is a hinge replaced by the pose with it placed in closed form where that
+    reaches (:func:`reach_within_limits`' first step); rotations ``(N, n, 4)``, positions
+    ``(N, n + 1, 3)`` and whether each meets its target ``(N,)``."""
+    from .triangulation import _plan, _solve_batch  # (that module builds on this one)
+
+    chain, targets, tol = problem.chain, problem.targets, problem.tolerance
+    rotations, positions = _solve_batch(problem, _plan(chain))
+    err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
+    if chain.n_joints >= 2 and chain.limits[-1].kind == "hinge":
+        rotations, positions = rotations.copy(), positions.copy()
+        want = wanted_bends(problem)
+        toward = None if want is None else targets + want
+        placed = _hinge_last(chain, rotations.copy(), targets, toward, tol)
+        if placed is not None:
+            every = np.arange(len(targets))
+            _store_reaching(chain, problem, every, placed, rotations, positions, err)
+    return rotations, positions, err <= tol
+
+
 def reach_within_limits(
     problem: Problem, rotations: FloatArray, positions: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
@@ -556,4 +579,4 @@ def _keep_best(
     err[idx] = cerr[best, pick][better]
 
 
-__all__ = ["reach_within_limits"]
+__all__ = ["closed_form", "reach_within_limits"]

@@ -28,20 +28,25 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .ccd_single import _fk, _quat_facts
 from .chain import Chain
 from .components import Quat, Vec, qmul, qrotate, vcross, vdot
 from .options import SolveOptions
+from .problem import Problem
+from .rotations import FloatArray
 from .triangulation import (
     _carried_float,
     _floats,
     _perpendicular_float,
     _Plan,
+    _plan,
+    _scale,
     _single_pass,
     _start_frame,
 )
-from .triangulation_limits import _hinge_reach, _hinge_terms
+from .triangulation_limits import _hinge_reach, _hinge_terms, closed_form
 
 Pose = tuple[list[list[float]], list[Vec]]
 
@@ -308,4 +313,28 @@ def solve_one(
     return None
 
 
-__all__ = ["solve_one"]
+def meeting(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+    """:func:`core.triangulation_limits.closed_form` (rotations, positions, met) for any
+    batch: in floats for one target where this module decides it, else in numpy. For the
+    methods whose start is triangulation's pose (:mod:`core.ccd_seed`,
+    :mod:`core.jacobian_seed`): on a limited chain that pose is their answer where it meets
+    the goal."""
+    if problem.size == 1 and _scale(problem.chain) == 1.0:
+        chain = problem.chain
+        out = _closed_form(
+            _plan(chain),
+            chain,
+            _floats(problem.targets[0].tolist()),
+            problem.initial[0].tolist(),
+            problem.options,
+            None if problem.poles is None else _floats(problem.poles[0].tolist()),
+            True,
+            problem.tolerance,
+        )
+        if out is not None:
+            (rots, pos), met, _ = out
+            return np.array([rots]), np.array([pos]), np.array([met])
+    return closed_form(problem)
+
+
+__all__ = ["meeting", "solve_one"]

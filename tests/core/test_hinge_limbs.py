@@ -52,7 +52,10 @@ def _signed_bends(chain: Chain, q: np.ndarray) -> np.ndarray:
     return np.arctan2(np.sum(np.cross(upper, fore) * axis, -1), np.sum(upper * fore, -1))
 
 
-@pytest.mark.parametrize("method", ["triangulation", "fabrik"])
+@pytest.mark.parametrize(
+    "method",
+    ["triangulation", "fabrik", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"],
+)
 def test_hinge_arm_keeps_its_bend_side_and_turns_smoothly(method: str) -> None:
     """Through full extension and back on both sides: the forearm never bends against its
     rest bend, no joint turns in a frame by more than the elbow angle itself must change

@@ -18,6 +18,8 @@ from limited_chains import admissible_poses, random_limits
 from core import (
     Chain,
     SolveOptions,
+    ccd_seed,
+    jacobian_seed,
     kinematics,
     solve,
     solve_floats,
@@ -26,6 +28,7 @@ from core import (
 )
 from core import rotations as rot
 from core import triangulation as tri
+from core import triangulation_limits_single as tls
 from core.limits import JointLimits
 from core.problem import Problem
 
@@ -174,3 +177,58 @@ def test_a_straight_knee_given_in_single_precision_is_placed_in_closed_form() ->
         assert np.linalg.norm(one.positions[0, -1] - target) <= tol
         ref = solve(chain, np.stack([target, target]))
         _same_rotations(one.rotations[0], ref.rotations[0], 1e-9)
+
+
+SEEDED = ("ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls")
+
+
+@pytest.mark.parametrize("method", SEEDED)
+def test_seeded_methods_answer_with_triangulation_within_limits_where_it_meets(
+    method: str,
+) -> None:
+    """CCD and the Jacobian methods (default triangulation start) on a knee chain: where
+    triangulation within the limits meets a target, it is their answer with no update,
+    one target at a time and in a batch alike; with a stiff joint (which triangulation
+    ignores) or from the given start they iterate instead. Oracle: triangulation's own
+    answer and the targets (admissible poses)."""
+    chain = _knee((0.45, 0.42), 0.1, JointLimits())
+    rng = np.random.default_rng(9)
+    targets = kinematics.effector(chain, admissible_poses(rng, chain, 12))
+    batch = solve(chain, targets, method=method)
+    for k, target in enumerate(targets):
+        tri_pose = solve_one(chain, target)
+        assert np.linalg.norm(tri_pose.positions[0, -1] - target) <= 1e-6 * chain.reach
+        one = solve_one(chain, target, method=method)
+        assert one.iterations[0] == 0
+        _same_rotations(one.rotations[0], tri_pose.rotations[0], 1e-9)
+        _same_rotations(batch.rotations[k], tri_pose.rotations[0], 1e-7)
+        assert batch.iterations[k] == 0
+    start = {"ccd_start": "initial"} if method == "ccd" else {"jacobian_start": "initial"}
+    given = solve(chain, targets, method=method, **start)  # type: ignore[arg-type]
+    assert np.all(given.iterations > 0)
+
+
+@pytest.mark.parametrize("method", SEEDED)
+def test_stiffness_and_posture_keep_the_seeded_methods_off_triangulation_within_limits(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Triangulation ignores stiffness and a posture bias, so with either the seeded
+    methods do not ask it for their answer (as on free chains)."""
+    calls: list[int] = []
+    real = tls.meeting
+
+    def spy(problem: Problem) -> object:
+        calls.append(problem.size)
+        return real(problem)
+
+    monkeypatch.setattr(ccd_seed.triangulation_limits_single, "meeting", spy)
+    monkeypatch.setattr(jacobian_seed, "meeting", spy)
+    chain = _knee((0.45, 0.42), 0.1, JointLimits())
+    stiff = chain.with_limits([JointLimits(stiffness=(0.5, 0.0, 0.0)), KNEE])
+    target = kinematics.effector(chain, admissible_poses(np.random.default_rng(2), chain, 1))[0]
+    solve_one(chain, target, method=method)
+    assert calls  # (the spy sees the default route)
+    calls.clear()
+    solve_one(stiff, target, method=method)
+    solve_one(chain, target, method=method, options=SolveOptions(posture_weight=0.1))
+    assert not calls
