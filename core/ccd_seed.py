@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from . import ccd_single, triangulation, triangulation_limits_single
+from . import ccd_single, triangulation, triangulation_limits, triangulation_limits_single
 from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate
@@ -78,11 +78,14 @@ def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[Float
     """Answers ``q (N, n, 4)``, ``p (N, n + 1, 3)`` on a limited chain, where they miss a
     target within the chain's length, replaced by triangulation *within the limits*
     (:func:`core.triangulation.solve_triangulation` on the limited chain: admissible, and
-    it reaches where an admissible pose does but for rare misses) when that comes closer."""
+    it reaches where an admissible pose does but for rare misses) when that comes closer;
+    beyond the length of a chain that ends in a hinge, when it comes as close
+    (:func:`core.triangulation_limits.beyond_limb`)."""
     tolerance = problem.tolerance
     error = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
-    rows = np.flatnonzero(~(error <= tolerance) & within)
+    far = triangulation_limits.beyond_limb(problem)
+    rows = np.flatnonzero((~(error <= tolerance) & within) | far)
     if rows.size == 0:
         return q, p
     sub = triangulation.solve_triangulation(
@@ -94,7 +97,8 @@ def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[Float
             initial=problem.initial[rows],
         )
     )
-    closer = np.linalg.norm(sub.positions[:, -1] - problem.targets[rows], axis=-1) < error[rows]
+    sub_error = np.linalg.norm(sub.positions[:, -1] - problem.targets[rows], axis=-1)
+    closer = (sub_error < error[rows]) | (far[rows] & (sub_error <= error[rows] + tolerance))
     q, p = q.copy(), p.copy()
     q[rows[closer]] = rot.positive_w(sub.rotations[closer])
     p[rows[closer]] = sub.positions[closer]

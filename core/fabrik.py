@@ -52,6 +52,7 @@ and on ``(N,)`` arrays for a batch; tests check that both give the same numbers.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,7 @@ from .problem import Problem
 from .result import Solution
 from .spread import spread_pose, stack
 from .triangulation import solve_triangulation
+from .triangulation_limits import beyond_limb, closed_form, ends_in_hinge
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
 _STALL = 1e-13
@@ -150,6 +152,13 @@ def solve_fabrik(problem: Problem) -> Solution:
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
     if not problem.shares_start:  # each target its own seed
         return Solution.concatenate([solve_fabrik(problem.row(k)) for k in range(problem.size)])
+    if problem.chain.n_joints == 2 and ends_in_hinge(problem.chain):
+        return _two_bone_limb(problem)
+    return _fabrik(problem)
+
+
+def _fabrik(problem: Problem) -> Solution:
+    """:func:`solve_fabrik` for targets that share a start pose: the rounds from the spread."""
     rots, pos, ops, plan, signs, hints = spread_pose(problem)
     if problem.size == 1:
         target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
@@ -170,39 +179,65 @@ def solve_fabrik(problem: Problem) -> Solution:
     return Solution(r, p, its)
 
 
+def _two_bone_limb(problem: Problem) -> Solution:
+    """A two-bone limb whose second joint is a hinge: every pose that reaches lies in the
+    closed form of :func:`core.triangulation_limits.closed_form` (the hinge's angle from
+    the distance, the joint before it spun about the target line), which takes the hinge's
+    rest bend side and the wanted bend plane; it is the answer where it meets the target
+    (0 rounds), FABRIK's rounds elsewhere. (From its spread seed, FABRIK lands on another
+    member of that family: with a hinge axis leaning on the upper link, the upper limb
+    turned up to 50° in a frame near full extension.)"""
+    q, p, met = closed_form(problem)
+    q = np.where(q[..., :1] < 0.0, -q, q)
+    its = np.zeros(problem.size, dtype=np.int64)
+    rest = np.flatnonzero(~met)
+    if rest.size:
+        sub = replace(
+            problem,
+            targets=problem.targets[rest],
+            poles=None if problem.poles is None else problem.poles[rest],
+            initial=problem.initial[rest],
+        )
+        sol = _fabrik(sub)
+        q[rest], p[rest], its[rest] = sol.rotations, sol.positions, sol.iterations
+    return Solution(q, p, its)
+
+
 def _polish(
     problem: Problem, r: np.ndarray, p: np.ndarray, its: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Targets within the chain's length that the limited passes left unreached (FABRIK
     stalls where projecting the links into their limits gives back the same pose): CCD
     (:mod:`core.ccd`) from FABRIK's pose, one joint at a time within the limits, kept where
-    it comes closer."""
+    it comes closer; then triangulation within the limits where it comes closer still, and
+    beyond the length of a limb ending in a hinge where it comes as close
+    (:func:`core.triangulation_limits.beyond_limb`)."""
     miss = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     left = np.flatnonzero((miss > problem.tolerance) & within)
-    if left.size == 0:
-        return r, p, its
-    sub = Problem(
-        problem.chain,
-        problem.targets[left],
-        None,
-        None if problem.poles is None else problem.poles[left],
-        r[left],
-        problem.tolerance,
-        problem.options.replace(ccd_start="initial"),
-    )
-    sol = solve_ccd(sub)
-    error = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1)
-    better = error < miss[left]
-    take = left[better]
     r, p, its = r.copy(), p.copy(), its.copy()
-    r[take] = sol.rotations[better]
-    p[take] = sol.positions[better]
-    its[take] += sol.iterations[better]
-    miss[take] = error[better]
+    if left.size:
+        sub = Problem(
+            problem.chain,
+            problem.targets[left],
+            None,
+            None if problem.poles is None else problem.poles[left],
+            r[left],
+            problem.tolerance,
+            problem.options.replace(ccd_start="initial"),
+        )
+        sol = solve_ccd(sub)
+        error = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1)
+        better = error < miss[left]
+        take = left[better]
+        r[take] = sol.rotations[better]
+        p[take] = sol.positions[better]
+        its[take] += sol.iterations[better]
+        miss[take] = error[better]
     # Still missed: triangulation within the limits (core.triangulation_limits), kept where
-    # it comes closer.
-    left = np.flatnonzero((miss > problem.tolerance) & within)
+    # it comes closer; beyond the length of a limb ending in a hinge, where as close.
+    far = beyond_limb(problem)
+    left = np.flatnonzero(((miss > problem.tolerance) & within) | far)
     if left.size == 0:
         return r, p, its
     tri = solve_triangulation(
@@ -216,7 +251,8 @@ def _polish(
             problem.options,
         )
     )
-    better = np.linalg.norm(tri.positions[:, -1] - problem.targets[left], axis=-1) < miss[left]
+    tri_miss = np.linalg.norm(tri.positions[:, -1] - problem.targets[left], axis=-1)
+    better = (tri_miss < miss[left]) | (far[left] & (tri_miss <= miss[left] + problem.tolerance))
     take = left[better]
     r[take] = np.where(tri.rotations[better, :, :1] < 0.0, -1.0, 1.0) * tri.rotations[better]
     p[take] = tri.positions[better]

@@ -102,6 +102,7 @@ from .result import Solution
 from .rotations import FloatArray
 from .screw import pose_twist, twist_at
 from .triangulation import solve_triangulation
+from .triangulation_limits import beyond_limb
 
 Rule = Callable[[FloatArray, FloatArray, FloatArray | None], tuple[FloatArray, FloatArray]]
 """``(J (A, m, k), Δe (A, m), z (A, k) | None) -> (Δp (A, k), σ_min (A,))``."""
@@ -179,9 +180,13 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
     """Position goals within reach on a limited chain that the iteration left unreached
     (from the seed and the given start, or from the given start alone for stiffness or a
     posture bias): triangulation within the limits (:mod:`core.triangulation_limits`,
-    admissible; it costs milliseconds, so it runs only here), kept where it comes closer.
+    admissible; it costs milliseconds, so it runs only here), kept where it comes closer;
+    beyond the length of a chain that ends in a hinge, kept where it comes as close
+    (:func:`core.triangulation_limits.beyond_limb`).
     ``jacobian_start="initial"`` (the references' protocol) has no such fallback."""
-    rows, error = _missed(problem, sol)
+    missed, error = _missed(problem, sol)
+    far = beyond_limb(problem)
+    rows = np.union1d(missed, np.flatnonzero(far))
     if rows.size == 0:
         return sol
     sub = replace(
@@ -196,7 +201,7 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
         tri = replace(
             tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
         )
-    return _keep_closer(sol, rows, error, sub, tri)
+    return _keep_closer(sol, rows, error, sub, tri, far[rows] * problem.tolerance)
 
 
 def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
@@ -216,11 +221,19 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
 
 
 def _keep_closer(
-    sol: Solution, rows: NDArray[np.intp], error: FloatArray, again: Problem, other: Solution
+    sol: Solution,
+    rows: NDArray[np.intp],
+    error: FloatArray,
+    again: Problem,
+    other: Solution,
+    slack: FloatArray | float = 0.0,
 ) -> Solution:
     """``sol`` with rows ``rows`` taken from ``other`` (the answer to ``again``, those rows'
-    problem) where it comes closer to the target; their iterations add up."""
-    better = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1) < error[rows]
+    problem) where it comes closer to the target — or, for rows with a ``slack``, no
+    further than that beyond ``sol``'s error; their iterations add up."""
+    other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
+    slack = np.broadcast_to(slack, other_error.shape)
+    better = (other_error < error[rows]) | ((slack > 0.0) & (other_error <= error[rows] + slack))
     if not np.any(better):
         return sol
     take = rows[better]

@@ -384,6 +384,25 @@ def _refine(
     return q, pos, err
 
 
+def ends_in_hinge(chain: Chain) -> bool:
+    """True for a chain of two or more joints whose last is a hinge (a knee, an elbow):
+    triangulation within the limits places its last two joints in closed form."""
+    return chain.n_joints >= 2 and chain.limits[-1].kind == "hinge"
+
+
+def beyond_limb(problem: Problem) -> NDArray[np.bool_]:
+    """``(N,)``: targets beyond the chain's length on a chain that ends in a hinge. There
+    every method takes triangulation within the limits' answer — the hinge at its longest,
+    aimed at the target, its bend facing the wanted side — where it comes as close to the
+    target (within the tolerance) as its own: beyond the reach both are the closest pose,
+    and the rule keeps the pose continuous with the closed form inside the reach (the
+    methods' own poses there turned the upper limb by up to 90° as the target crossed the
+    reach)."""
+    if not ends_in_hinge(problem.chain):
+        return np.zeros(problem.size, dtype=bool)
+    return np.linalg.norm(problem.targets, axis=-1) > problem.chain.reach
+
+
 def closed_form(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
     """Triangulation within the limits without its search, for the methods that start from
     it (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): per target the pass's pose, where
@@ -395,7 +414,7 @@ def closed_form(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bo
     chain, targets, tol = problem.chain, problem.targets, problem.tolerance
     rotations, positions = _solve_batch(problem, _plan(chain))
     err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
-    if chain.n_joints >= 2 and chain.limits[-1].kind == "hinge":
+    if ends_in_hinge(chain):
         rotations, positions = rotations.copy(), positions.copy()
         want = wanted_bends(problem)
         toward = None if want is None else targets + want
@@ -417,7 +436,7 @@ def reach_within_limits(
     tol = problem.tolerance
     err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
     miss = np.flatnonzero(err > tol)
-    hinge_last = chain.n_joints >= 2 and chain.limits[-1].kind == "hinge"
+    hinge_last = ends_in_hinge(chain)
     if miss.size == 0 and not hinge_last:
         return rotations, positions
     rotations = rotations.copy()
