@@ -65,7 +65,8 @@ from .problem import Problem
 from .result import Solution
 from .spread import spread_pose, stack
 from .triangulation import solve_triangulation
-from .triangulation_limits import beyond_limb, closed_form, ends_in_hinge
+from .triangulation_limits import beyond_limb, ends_in_hinge
+from .triangulation_limits_single import meeting
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
 _STALL = 1e-13
@@ -181,13 +182,14 @@ def _fabrik(problem: Problem) -> Solution:
 
 def _two_bone_limb(problem: Problem) -> Solution:
     """A two-bone limb whose second joint is a hinge: every pose that reaches lies in the
-    closed form of :func:`core.triangulation_limits.closed_form` (the hinge's angle from
+    closed form of :func:`core.triangulation_limits.closed_form` (in floats for one target:
+    :func:`core.triangulation_limits_single.meeting`; the hinge's angle from
     the distance, the joint before it spun about the target line), which takes the hinge's
     rest bend side and the wanted bend plane; it is the answer where it meets the target
     (0 rounds), FABRIK's rounds elsewhere. (From its spread seed, FABRIK lands on another
     member of that family: with a hinge axis leaning on the upper link, the upper limb
     turned up to 50° in a frame near full extension.)"""
-    q, p, met = closed_form(problem)
+    q, p, met = meeting(problem)
     q = np.where(q[..., :1] < 0.0, -q, q)
     its = np.zeros(problem.size, dtype=np.int64)
     rest = np.flatnonzero(~met)
