@@ -222,10 +222,12 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
     target = _arm_chain(obj, (1.5, -2.0, -1.0))
     s = obj.pose.bones["forearm.L"].reach_ik
     s.solver, s.iterations = "jacobian_dls", 3
-    # A limited elbow: the Jacobian methods' triangulation seed is projected onto its
-    # range and iterated from there (on a free arm it reaches in 0 updates).
+    # A limited elbow that is not a hinge (twist locked, X limited, Z free): the Jacobian
+    # methods' triangulation seed is projected onto its range and iterated from there (on
+    # a free arm it reaches in 0 updates; beyond the reach of a limb ending in a hinge they
+    # take triangulation's pose, which does not depend on the step).
     elbow = obj.pose.bones["forearm.L"]
-    elbow.lock_ik_y = elbow.lock_ik_z = True
+    elbow.lock_ik_y = True
     elbow.use_ik_limit_x, elbow.ik_min_x, elbow.ik_max_x = True, 1.2, 2.5
     shown = {}
     for step in (10.0, 0.5):  # three updates of at most 0.5° cannot get there
