@@ -4,7 +4,7 @@
     python scripts/bench_bake.py [--frames 1000] [--repeats 5] [--long 10000] [--out out/bench]
 
 The rig: the Rigify human metarig with animated targets for both hands and feet and poles
-(``scripts/build_demo.py``), four 2-bone limb chains, ``--frames`` frames, in two scenarios:
+(:mod:`reach_ik_tools.demo_scene`), four 2-bone limb chains, ``--frames`` frames, in two scenarios:
 only the targets animated (the issue's benchmark), and the spine animated too (then Reach
 IK must set every frame as well). Per scenario two copies are saved once: one with
 Blender's IK constraints on the limbs, one with Reach IK chains (the default solver). Each

@@ -5,7 +5,8 @@
 
 Writes into ``--out``:
 
-* ``demo.blend`` — the demo scene with its live Reach IK chains (``scripts/build_demo.py``);
+* ``demo.blend`` — the demo scene with its live Reach IK chains
+  (:mod:`reach_ik_tools.demo_scene`);
 * ``demo_baked_<solver>.blend`` — the demo baked to keyframes with each solver the core
   offers and that works (the chains disabled afterwards, so the keys play);
 * ``demo_report.json`` — per solver: the bake's quality report per chain, and the replay:
