@@ -11,9 +11,9 @@ chains given with ``--chain`` (then ``--armature`` is needed), over the scene's 
 or ``--frames START:END``, prints a progress line on stderr and one line per chain on
 stdout, and writes OUT.blend and the JSON quality report (``--report``, default OUT.json).
 
-Neither file can replace a good one with a bad one (:mod:`safe_output`): each is written to
-a temporary file in the same folder, checked (a .blend must be whole and read back by
-Blender; the JSON must parse), synced, and only then both are renamed over their
+Neither file can replace a good one with a bad one (:mod:`reach_ik_tools.safe_output`): each
+is written to a temporary file in the same folder, checked (a .blend must be whole and read
+back by Blender; the JSON must parse), synced, and only then both are renamed over their
 destinations; any failure (a full disk included) removes the temporary files, leaves the
 old output as it was and exits 1. The input is never written. Paths that collide (output
 or report = the input, report = the output, a folder…) are refused before any work (exit
@@ -47,20 +47,25 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import math
 import os
 import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import FrameType
 from typing import Any, NoReturn
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
-import safe_output  # noqa: E402 (scripts/safe_output.py, found through the line above)
+from reach_ik_tools import safe_output
+from reach_ik_tools.blender_session import (
+    UsageError,
+    blender_module,
+    inside_blender,
+    load_reach_ik,
+    script_argv,
+)
 
 PROG = "bake.py"
 
@@ -88,10 +93,6 @@ CHAIN_KEYS = {
 }
 
 
-class UsageError(Exception):
-    """Bad arguments: exit 2 with the message."""
-
-
 class Terminated(BaseException):
     """SIGTERM arrived."""
 
@@ -111,7 +112,7 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 
 def stop_point() -> None:
     """Stop here if a signal asked to (nothing half-written is left behind: see
-    :mod:`safe_output`)."""
+    :mod:`reach_ik_tools.safe_output`)."""
     if _stop_signal:
         if _stop_signal[0] == signal.SIGTERM:
             raise Terminated
@@ -201,52 +202,6 @@ def join_option_values(argv: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
-
-
-def blender_module() -> Any:
-    """``bpy``, untyped: scripts drive Blender's API dynamically."""
-    return importlib.import_module("bpy")
-
-
-def inside_blender() -> bool:
-    """Running in a Blender program (``blender --python``), not the ``bpy`` module."""
-    bpy = blender_module()
-    return not getattr(bpy.app, "module", False)
-
-
-def script_argv() -> list[str]:
-    if inside_blender():
-        return sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
-    return sys.argv[1:]
-
-
-# --------------------------------------------------------------------------------------------
-# Reach IK
-
-
-def load_reach_ik(bpy: Any) -> ModuleType:
-    """The package of Reach IK that is (or now gets) registered; see the module docstring."""
-    props = bpy.types.PoseBone.bl_rna.properties
-    if "reach_ik" in props:
-        identifier = props["reach_ik"].fixed_type.identifier
-        for cls in bpy.types.PropertyGroup.__subclasses__():
-            if cls.__name__ == identifier and getattr(cls, "is_registered", False):
-                return importlib.import_module(cls.__module__.rsplit(".ik_addon", 1)[0])
-        raise UsageError("Reach IK is registered but its package cannot be found")
-    name = "reach_ik_source"
-    spec = importlib.util.spec_from_file_location(
-        name, ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot load Reach IK from {ROOT}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        module.register()
-    except ModuleNotFoundError as exc:
-        raise UsageError(f"Reach IK needs {exc.name!r}, missing from this Python") from exc
-    return module
 
 
 def parse_chain(text: str) -> dict[str, str]:
@@ -384,27 +339,9 @@ def output_paths(args: argparse.Namespace, source: Path | None) -> tuple[Path, P
     return out, report
 
 
-def save_blend(bpy: Any, final: Path) -> None:
-    """Save the open file as a copy at ``final``, safely (see :func:`save_outputs`)."""
-    tmp = safe_output.stage(
-        final,
-        lambda t: safe_output.save_blend_file(bpy, t),
-        lambda t: safe_output.check_blend(bpy, t),
-    )
-    safe_output.commit([(tmp, final)])
-
-
-def save_json(data: Any, final: Path) -> None:
-    """Write ``data`` as JSON at ``final``, safely (see :func:`save_outputs`)."""
-    tmp = safe_output.stage(
-        final, lambda t: safe_output.write_json_file(data, t), safe_output.check_json
-    )
-    safe_output.commit([(tmp, final)])
-
-
 def save_outputs(bpy: Any, out: Path, report_path: Path, report: Any) -> None:
     """Stage the baked file and the report, check both, then rename both into place
-    (:mod:`safe_output`); on any failure neither destination changes."""
+    (:mod:`reach_ik_tools.safe_output`); on any failure neither destination changes."""
     staged: list[tuple[Path, Path]] = []
     try:
         stop_point()

@@ -42,24 +42,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_report
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: core, reach_ik_tools
 
-from core import IKResult, solve  # noqa: E402
-from core import dual_quaternion as dq  # noqa: E402
-from core import rotations as rot  # noqa: E402
-from core.dh import (  # noqa: E402
+from core import IKResult, solve
+from core import dual_quaternion as dq
+from core import rotations as rot
+from core.dh import (
     REFERENCE_6R,
     chain_from_dh,
     chain_rotations,
     forward_frames,
     joint_lines,
 )
-from core.kinematics import forward_kinematics  # noqa: E402
-from core.screw import pose_twist  # noqa: E402
+from core.kinematics import forward_kinematics
+from core.screw import pose_twist
+from reach_ik_tools import bench_report
 
 A, D, ALPHA = REFERENCE_6R["a"], REFERENCE_6R["d"], REFERENCE_6R["alpha"]
 TOOL = (0.0, 0.0, 0.1)

@@ -4,7 +4,7 @@
     python scripts/bench_bake.py [--frames 1000] [--repeats 5] [--long 10000] [--out out/bench]
 
 The rig: the Rigify human metarig with animated targets for both hands and feet and poles
-(``scripts/build_demo.py``), four 2-bone limb chains, ``--frames`` frames, in two scenarios:
+(:mod:`reach_ik_tools.demo_scene`), four 2-bone limb chains, ``--frames`` frames, in two scenarios:
 only the targets animated (the issue's benchmark), and the spine animated too (then Reach
 IK must set every frame as well). Per scenario two copies are saved once: one with
 Blender's IK constraints on the limbs, one with Reach IK chains (the default solver). Each
@@ -37,10 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
-import bake as bake_cli  # scripts/bake.py: loading Reach IK, atomic saving
-import build_demo
+from reach_ik_tools import blender_session, demo_scene, safe_output
 
 BAR = 15.0  # issue 14: still ≥ 15× nla.bake without key reduction
 
@@ -64,16 +63,16 @@ def animate_spine(rig: Any, frames: int) -> None:
 
 def build_rig(frames: int, kind: str, spine: bool, driven: bool = False) -> Any:
     """The metarig with animated goals and Blender IK (``kind="blender_ik"``) or Reach IK."""
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames
-    rig = build_demo.add_metarig()
-    goals = build_demo.add_limb_goals(rig, frames)
+    rig = demo_scene.add_metarig()
+    goals = demo_scene.add_limb_goals(rig, frames)
     if kind == "blender_ik":
-        build_demo.add_blender_ik(rig, goals)
+        demo_scene.add_blender_ik(rig, goals)
     else:
-        build_demo.add_limb_chains(rig, goals, None)
+        demo_scene.add_limb_chains(rig, goals, None)
     if spine:
         animate_spine(rig, frames)
     if driven:
@@ -84,7 +83,7 @@ def build_rig(frames: int, kind: str, spine: bool, driven: bool = False) -> Any:
 
 def build_files(folder: Path, frames: int, spine: bool) -> tuple[Path, Path]:
     """Save the two rigs (Blender IK, Reach IK); returns their paths."""
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
     paths = []
     for kind in ("blender_ik", "reach_ik"):
         rig = build_rig(frames, kind, spine)
@@ -97,7 +96,7 @@ def build_files(folder: Path, frames: int, spine: bool) -> tuple[Path, Path]:
 
 
 def _open(path: Path) -> Any:
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
     bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
     rig = bpy.data.objects["Human"]
     bpy.context.view_layer.objects.active = rig
@@ -108,7 +107,7 @@ def _open(path: Path) -> Any:
 
 def _select_chain_bones(rig: Any) -> None:
     for pb in rig.pose.bones:
-        state = pb.name in build_demo.LIMB_BONES
+        state = pb.name in demo_scene.LIMB_BONES
         if hasattr(pb, "select"):
             pb.select = state
         else:
@@ -138,7 +137,7 @@ def _check(done: set[str], rig: Any, frames: int) -> None:
 
 
 def time_blender(path: Path, frames: int) -> float:
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
     rig = _open(path)
     _select_chain_bones(rig)
     started = time.perf_counter()
@@ -157,7 +156,7 @@ def time_blender(path: Path, frames: int) -> float:
 
 def time_reach(path: Path, frames: int, reach: Any) -> tuple[float, str]:
     """Seconds of one ``reach_ik.bake``, and the way it baked (``BakeResult.method``)."""
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
     rig = _open(path)
     started = time.perf_counter()
     done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=frames, reduce=False)
@@ -333,8 +332,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default="out/bench")
     parser.add_argument("--long-case", choices=list(LONG), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    bpy = bake_cli.blender_module()
-    reach = bake_cli.load_reach_ik(bpy)
+    bpy = blender_session.blender_module()
+    reach = blender_session.load_reach_ik(bpy)
     if args.long_case:
         print("LONG " + json.dumps(long_bake(args.long, reach, args.long_case)))
         return 0
@@ -357,7 +356,7 @@ def main(argv: list[str]) -> int:
     report["ratio"] = first["ratio"]
     if args.long:
         report["long"] = [long_bake_apart(args.long, name) for name in LONG]
-    bake_cli.save_json(report, out / "bench_bake.json")
+    safe_output.save_json(report, out / "bench_bake.json")
     text = markdown(report)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_bake.md").write_text(text, encoding="utf-8")
@@ -366,4 +365,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(bake_cli.script_argv()))
+    sys.exit(main(blender_session.script_argv()))

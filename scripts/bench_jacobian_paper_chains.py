@@ -37,14 +37,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_report
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: core, reach_ik_tools
 
-from bench_triangulation import (  # noqa: E402
+from core import Chain, IKResult, solve
+from reach_ik_tools import bench_report
+from reach_ik_tools.paper_chains import (
     BOX,
     CCD_OPTIONS,
     MAX_ITERATIONS,
@@ -53,8 +52,6 @@ from bench_triangulation import (  # noqa: E402
     chain_c_core_radius,
     chains,
 )
-
-from core import Chain, IKResult, solve  # noqa: E402
 
 #: The references' protocol: start from the straight rest pose, fixed β.
 PAPER_PROTOCOL: dict[str, Any] = {"jacobian_start": "initial", "adaptive_step": False}

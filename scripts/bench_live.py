@@ -29,14 +29,15 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
    normal between frames (bars: ≤ 5° both).
-3. **Production rigs** (``scripts/live_rigs.py``): the Rigify-generated human with a
+3. **Production rigs** (:mod:`reach_ik_tools.live_rigs`): the Rigify-generated human with a
    skinned, subdivided body mesh, converted with *Convert IK*, and a 4000-bone armature
    with 40 two-bone chains, each against the same rig with Blender's IK, interleaved:
    the first pass over new frames, steady-state playback (bar: Reach IK ≤ 1.2× Blender's
    IK) and a pass after every target key was moved. ``--rigs-only`` runs only these.
 
 Prints a Markdown table and JSON; writes ``live.json`` and ``live.md`` to ``--out``. The
-functions below are also used by the tests (``tests/blender/test_smoothness.py``).
+scenes and measurements are in :mod:`reach_ik_tools.live_scenes` (the smoothness check is
+also used by ``tests/blender/test_smoothness.py``).
 """
 
 from __future__ import annotations
@@ -44,376 +45,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
-ROOT = Path(__file__).resolve().parent.parent
-EXTENSION = "bl_ext.user_default.reach_ik"
-LIMBS = ("forearm.L", "forearm.R", "shin.L", "shin.R")
-COST_BAR = 3.0
-#: Iterative solvers timed on the same rig, each as its own scene (bar: a frame within
-#: ``ITERATIVE_BAR`` × the triangulation scene's).
-ITERATIVE = {"reach_ik_ccd": "ccd", "reach_ik_dls": "jacobian_dls"}
-ITERATIVE_BAR = 1.2
-SMOOTH_BAR_DEG = 5.0
-
-
-def _bpy() -> Any:
-    return importlib.import_module("bpy")
-
-
-def install_extension(zip_path: Path) -> None:
-    """Install and enable the extension zip (user folders must already be set)."""
-    bpy = _bpy()
-    addon_utils = importlib.import_module("addon_utils")
-    if not addon_utils.check(EXTENSION)[1]:
-        bpy.ops.extensions.package_install_files(
-            filepath=str(zip_path), repo="user_default", enable_on_install=True
-        )
-    if not addon_utils.check(EXTENSION)[1]:
-        raise SystemExit(f"could not enable the extension from {zip_path}")
-    addon_utils.enable("rigify", default_set=True)
-
-
-def add_metarig(scene: Any, name: str) -> Any:
-    """The Rigify human metarig in ``scene``, left in pose mode and active."""
-    bpy = _bpy()
-    window = bpy.context.window
-    if window is not None:
-        window.scene = scene
-    with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-        if bpy.context.object is not None and bpy.context.object.mode != "OBJECT":
-            bpy.ops.object.mode_set(mode="OBJECT")
-        bpy.ops.object.armature_human_metarig_add()
-        obj = bpy.context.view_layer.objects.active
-    obj.name = name
-    return obj
-
-
-def limb_geometry(obj: Any, tip: str) -> tuple[np.ndarray, float, np.ndarray]:
-    """World root head ``(3,)``, reach (m) and unit rest direction root→tip's tail ``(3,)``."""
-    bones = obj.data.bones
-    root = bones[tip].parent
-    m = np.array(obj.matrix_world)
-    head = (m @ np.append(np.array(root.head_local), 1.0))[:3]
-    tail = (m @ np.append(np.array(bones[tip].tail_local), 1.0))[:3]
-    reach = float(root.length + bones[tip].length) * float(max(obj.matrix_world.to_scale()))
-    return head, reach, (tail - head) / np.linalg.norm(tail - head)
-
-
-def add_target(scene: Any, name: str) -> Any:
-    bpy = _bpy()
-    empty = bpy.data.objects.new(name, None)
-    empty.empty_display_size = 0.05
-    scene.collection.objects.link(empty)
-    return empty
-
-
-def random_path(
-    head: np.ndarray, reach: float, frames: int, step: int, rng: np.random.Generator
-) -> list[tuple[int, np.ndarray]]:
-    """Keys every ``step`` frames at random points within 40–90 % of the reach."""
-    keys = []
-    for f in range(1, frames + 1, step):
-        d = rng.normal(size=3)
-        keys.append((f, head + d / np.linalg.norm(d) * reach * rng.uniform(0.4, 0.9)))
-    return keys
-
-
-def figure_eight(head: np.ndarray, reach: float, direction: np.ndarray, frames: int) -> Any:
-    """``(frames, 3)`` points of a lemniscate of Gerono centred 60 % of the reach along
-    ``direction`` from the root, 25 % of the reach wide, in the plane across ``direction``."""
-    u = np.cross(direction, [0.0, 1.0, 0.0])
-    if np.linalg.norm(u) < 1e-6:
-        u = np.cross(direction, [1.0, 0.0, 0.0])
-    u /= np.linalg.norm(u)
-    v = np.cross(direction, u)
-    t = np.linspace(0.0, 2.0 * math.pi, frames, endpoint=False)
-    a = 0.25 * reach
-    centre = head + 0.6 * reach * direction
-    return centre + np.outer(a * np.cos(t), u) + np.outer(a * np.sin(t) * np.cos(t), v)
-
-
-def key_path(target: Any, keys: list[tuple[int, np.ndarray]], linear: bool = False) -> None:
-    for f, p in keys:
-        target.location = p
-        target.keyframe_insert("location", frame=f)
-    if linear:
-        fcurves = _fcurves(target)
-        for fc in fcurves:
-            for kp in fc.keyframe_points:
-                kp.interpolation = "LINEAR"
-
-
-def _fcurves(obj: Any) -> list[Any]:
-    """The F-curves of an object's action (legacy actions, and layered ones in 4.4+)."""
-    action = obj.animation_data.action
-    if hasattr(action, "fcurves") and len(action.fcurves):
-        return list(action.fcurves)
-    slot = obj.animation_data.action_slot
-    out = []
-    for layer in action.layers:
-        for strip in layer.strips:
-            bag = strip.channelbag(slot)
-            if bag is not None:
-                out.extend(bag.fcurves)
-    return out
-
-
-def select_bone(obj: Any, name: str) -> None:
-    for pb in obj.pose.bones:
-        if hasattr(pb, "select"):
-            pb.select = pb.name == name
-        else:
-            pb.bone.select = pb.name == name
-    obj.data.bones.active = obj.data.bones[name]
-
-
-def add_reach_chains(scene: Any, obj: Any, targets: dict[str, Any], solver: str) -> None:
-    """A Reach IK chain per limb through the *Add Reach IK* operator (length 2)."""
-    bpy = _bpy()
-    with bpy.context.temp_override(
-        scene=scene, view_layer=scene.view_layers[0], active_object=obj, object=obj
-    ):
-        bpy.context.view_layer.objects.active = obj
-        if obj.mode != "POSE":
-            bpy.ops.object.mode_set(mode="POSE")
-        for tip, target in targets.items():
-            select_bone(obj, tip)
-            for other in scene.objects:
-                other.select_set(other == target)
-            bpy.ops.reach_ik.add(chain_length=2, solver=solver)
-            assert obj.pose.bones[tip].reach_ik.target == target
-
-
-def add_blender_ik(obj: Any, targets: dict[str, Any]) -> None:
-    for tip, target in targets.items():
-        con = obj.pose.bones[tip].constraints.new("IK")
-        con.target = target
-        con.chain_count = 2
-
-
-def time_frames(scene: Any, frames: int) -> list[float]:
-    """Seconds taken by ``scene.frame_set`` for each frame 1…frames."""
-    out = []
-    clock = time.perf_counter
-    for f in range(1, frames + 1):
-        t0 = clock()
-        scene.frame_set(f)
-        out.append(clock() - t0)
-    return out
-
-
-CHAIN_BONES: tuple[str, ...] = ("upper_arm.L", "forearm.L", "upper_arm.R", "forearm.R")
-CHAIN_BONES += ("thigh.L", "shin.L", "thigh.R", "shin.R")
-
-
-def _write_only(scene: Any, _depsgraph: Any) -> None:
-    """Frame-change handler of the ``write_only`` scene: writes the eight limb bones'
-    rotations (alternating between two fixed values) without solving anything — the cost of
-    showing a pose from a handler, whatever computes it."""
-    if scene.name != "write_only":
-        return
-    obj = scene.objects["rig_write_only"]
-    w = 0.99 if scene.frame_current % 2 else 0.98
-    for name in CHAIN_BONES:
-        obj.pose.bones[name].rotation_quaternion = (w, math.sqrt(1.0 - w * w), 0.0, 0.0)
-
-
-def build_cost_scenes(frames: int, seed: int = 1) -> dict[str, Any]:
-    """Four scenes with identical metarigs and target paths: Reach IK, Blender IK, no IK,
-    and no IK with a handler that only writes the limb bones' rotations."""
-    bpy = _bpy()
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scenes = {}
-    for kind in ("reach_ik", *ITERATIVE, "blender_ik", "no_ik", "write_only"):
-        scene = bpy.context.scene if kind == "reach_ik" else bpy.data.scenes.new(kind)
-        scene.name = kind
-        scene.frame_start, scene.frame_end = 1, frames
-        obj = add_metarig(scene, f"rig_{kind}")
-        rng = np.random.default_rng(seed)
-        targets = {}
-        for tip in LIMBS:
-            head, reach, _ = limb_geometry(obj, tip)
-            target = add_target(scene, f"{kind}_{tip}_target")
-            key_path(target, random_path(head, reach, frames, 20, rng))
-            targets[tip] = target
-        if kind == "reach_ik":
-            add_reach_chains(scene, obj, targets, "triangulation")
-        elif kind in ITERATIVE:
-            add_reach_chains(scene, obj, targets, ITERATIVE[kind])
-        elif kind == "blender_ik":
-            add_blender_ik(obj, targets)
-        scenes[kind] = scene
-    return scenes
-
-
-def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
-    """Time ``frame_set`` frame by frame in the scenes, interleaved frame by frame (the order
-    rotating) so that load from other processes hits them alike."""
-    scenes = build_cost_scenes(frames)
-    bpy = _bpy()
-    bpy.app.handlers.frame_change_post.append(_write_only)
-    kinds = list(scenes)
-    per_frame: dict[str, list[float]] = {k: [] for k in kinds}
-    ratios: list[float] = []
-    for scene in scenes.values():  # warm up: caches, and every frame stored once
-        time_frames(scene, frames)
-    clock = time.perf_counter
-    for r in range(rounds):
-        for f in range(1, frames + 1):
-            shift = (f + r) % len(kinds)
-            took = {}
-            for kind in kinds[shift:] + kinds[:shift]:
-                t0 = clock()
-                scenes[kind].frame_set(f)
-                took[kind] = clock() - t0
-                per_frame[kind].append(took[kind])
-            ratios.append(took["reach_ik"] / took["blender_ik"])
-    bpy.app.handlers.frame_change_post.remove(_write_only)
-    med = {k: statistics.median(v) * 1e3 for k, v in per_frame.items()}
-    return {
-        "frames": frames,
-        "rounds": rounds,
-        "median_ms_per_frame": med,
-        "ratio_reach_vs_blender_ik": med["reach_ik"] / med["blender_ik"],
-        "ratio_vs_triangulation": {k: med[k] / med["reach_ik"] for k in ITERATIVE},
-        "bar_ratio_vs_triangulation": ITERATIVE_BAR,
-        "median_paired_ratio": statistics.median(ratios),
-        "bar_ratio": COST_BAR,
-        "reach_ik_breakdown_ms": breakdown(scenes["reach_ik"], frames),
-    }
-
-
-#: The core's entry points the live path may call (whichever a chain needs).
-CORE_SOLVES = ("solve_points", "solve_floats", "solve_one")
-
-
-def breakdown(scene: Any, frames: int) -> dict[str, float]:
-    """Where a Reach IK frame goes, after the timed rounds (timers cost a little): median ms
-    per frame of the whole ``frame_set``, of the live handler's Python (solving and
-    writing), and of the core's solve calls within it (:data:`CORE_SOLVES`). The records of
-    stored frames are dropped first (a new generation, as after an edit that changes no
-    pose), so every frame is solved and, the solutions being those keyed, nothing written."""
-    handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
-    evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
-    evaluate.invalidate()
-    spent = {"handler": 0.0, "core_solve": 0.0}
-    clock = time.perf_counter
-
-    def timed(fn: Any, key: str) -> Any:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            t0 = clock()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[key] += clock() - t0
-
-        return run
-
-    solve_scene = handlers.solve_scene
-    solvers = {name: getattr(evaluate, name) for name in CORE_SOLVES}
-    handlers.solve_scene = timed(solve_scene, "handler")
-    for name, fn in solvers.items():
-        setattr(evaluate, name, timed(fn, "core_solve"))
-    samples: dict[str, list[float]] = {"frame_set": [], "handler": [], "core_solve": []}
-    try:
-        for f in range(1, frames + 1):
-            spent.update(handler=0.0, core_solve=0.0)
-            t0 = clock()
-            scene.frame_set(f)
-            samples["frame_set"].append(clock() - t0)
-            samples["handler"].append(spent["handler"])
-            samples["core_solve"].append(spent["core_solve"])
-    finally:
-        handlers.solve_scene = solve_scene
-        for name, fn in solvers.items():
-            setattr(evaluate, name, fn)
-    if not any(samples["core_solve"]):
-        raise RuntimeError(f"the live handler called none of {', '.join(CORE_SOLVES)}")
-    return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
-
-
-def _bend_normal(points: np.ndarray) -> np.ndarray:
-    n = np.cross(points[1] - points[0], points[2] - points[0])
-    return n / np.linalg.norm(n)
-
-
-def _local_rotation(obj_eval: Any, name: str) -> np.ndarray:
-    """The local rotation ``(4,)`` wxyz the evaluated pose shows for a bone (constraints
-    included): ``(M_parent · R_parent⁻¹ · R)⁻¹ · M`` from posed matrices ``M`` and rest
-    matrices ``R``, scale removed."""
-    pb = obj_eval.pose.bones[name]
-    rest = np.array(pb.bone.matrix_local, dtype=np.float64)
-    if pb.parent is not None:
-        parent_rest = np.array(pb.parent.bone.matrix_local, dtype=np.float64)
-        rest = np.array(pb.parent.matrix, dtype=np.float64) @ np.linalg.inv(parent_rest) @ rest
-    local = (np.linalg.inv(rest) @ np.array(pb.matrix, dtype=np.float64))[:3, :3]
-    mathutils: Any = importlib.import_module("mathutils")
-    return np.array(
-        mathutils.Matrix((local / np.linalg.norm(local, axis=0)).tolist()).to_quaternion()
-    )
-
-
-def smoothness(solver: str, frames: int = 240) -> dict[str, Any]:
-    """Figure-eight targets for the four limbs, solved live with ``solver``; returns the
-    largest joint turn and bend-plane change per frame (degrees) per limb."""
-    bpy = _bpy()
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    obj = add_metarig(scene, "rig")
-    targets = {}
-    paths = {}
-    for tip in LIMBS:
-        head, reach, direction = limb_geometry(obj, tip)
-        target = add_target(scene, f"{tip}_target")
-        paths[tip] = figure_eight(head, reach, direction, frames)
-        key_path(target, [(f + 1, p) for f, p in enumerate(paths[tip])], linear=True)
-        targets[tip] = target
-    add_reach_chains(scene, obj, targets, solver)
-    result: dict[str, Any] = {}
-    prev: dict[str, Any] = {}
-    worst = {tip: {"joint_deg": 0.0, "bend_plane_deg": 0.0, "error_m": 0.0} for tip in LIMBS}
-    for f in range(1, frames + 1):
-        scene.frame_set(f)
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        ev = obj.evaluated_get(depsgraph)
-        world = np.array(ev.matrix_world)
-        for tip in LIMBS:
-            root = obj.data.bones[tip].parent.name
-            mats = [world @ np.array(ev.pose.bones[n].matrix) for n in (root, tip)]
-            length = obj.data.bones[tip].length
-            joints = np.array(
-                [mats[0][:3, 3], mats[1][:3, 3], (mats[1] @ np.array([0, length, 0, 1.0]))[:3]]
-            )
-            quats = [_local_rotation(ev, n) for n in (root, tip)]
-            normal = _bend_normal(joints)
-            err = float(np.linalg.norm(joints[2] - paths[tip][f - 1]))
-            w = worst[tip]
-            w["error_m"] = max(w["error_m"], err)
-            if tip in prev:
-                p_quats, p_normal = prev[tip]
-                for q, pq in zip(quats, p_quats, strict=True):
-                    turn = 2.0 * math.degrees(math.acos(min(1.0, abs(float(q @ pq)))))
-                    w["joint_deg"] = max(w["joint_deg"], turn)
-                change = math.degrees(math.acos(max(-1.0, min(1.0, float(normal @ p_normal)))))
-                w["bend_plane_deg"] = max(w["bend_plane_deg"], change)
-            prev[tip] = (quats, normal)
-    result["limbs"] = worst
-    result["max_joint_deg"] = max(w["joint_deg"] for w in worst.values())
-    result["max_bend_plane_deg"] = max(w["bend_plane_deg"] for w in worst.values())
-    result["max_error_m"] = max(w["error_m"] for w in worst.values())
-    result["bar_deg"] = SMOOTH_BAR_DEG
-    return result
+from reach_ik_tools import ROOT, live_rigs
+from reach_ik_tools.blender_session import blender_module
+from reach_ik_tools.extension_install import EXTENSION, default_zip, install_extension
+from reach_ik_tools.live_scenes import (
+    COST_BAR,
+    ITERATIVE,
+    ITERATIVE_BAR,
+    SMOOTH_BAR_DEG,
+    measure_cost,
+    smoothness,
+)
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -461,11 +111,6 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _default_zip() -> Path:
-    subprocess.run(["make", "-s", "extension"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    return max((ROOT / "dist").glob("reach_ik-*.zip"), key=lambda p: p.stat().st_mtime)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--zip", type=Path, help="extension zip (default: make extension)")
@@ -475,16 +120,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rig-frames", type=int, default=120, help="production rigs' frames")
     parser.add_argument("--rig-rounds", type=int, default=3, help="production rigs' rounds")
     parser.add_argument(
-        "--rigs-only", action="store_true", help="only the production rigs (live_rigs.py)"
+        "--rigs-only",
+        action="store_true",
+        help="only the production rigs (reach_ik_tools/live_rigs.py)",
     )
     args = parser.parse_args(argv)
-    zip_path = args.zip or _default_zip()
+    zip_path = args.zip or default_zip()
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="reach-ik-bench-"))
     install_extension(zip_path)
-    sys.path.insert(0, str(ROOT / "scripts"))
-    live_rigs: Any = importlib.import_module("live_rigs")
     ev = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
-    report: dict[str, Any] = {"blender": _bpy().app.version_string, "load": os.getloadavg()}
+    report: dict[str, Any] = {
+        "blender": blender_module().app.version_string,
+        "load": os.getloadavg(),
+    }
     if not args.rigs_only:
         report["cost"] = measure_cost(args.frames, args.rounds)
         report["smoothness"] = {m: smoothness(m) for m in ev.available_methods()}

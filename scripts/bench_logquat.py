@@ -49,17 +49,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_report
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: core, reach_ik_tools
 
-from core import Chain  # noqa: E402
-from core import rotations as rot  # noqa: E402
-from core.jacobian_matrix import chain_state, dof_anchors, dof_axes, position_jacobian  # noqa: E402
-from core.jacobian_step import pinv_step  # noqa: E402
-from core.parameterization import YAW_PITCH_ROLL, DofLayout  # noqa: E402
+from core import Chain
+from core import rotations as rot
+from core.jacobian_matrix import chain_state, dof_anchors, dof_axes, position_jacobian
+from core.jacobian_step import pinv_step
+from core.parameterization import YAW_PITCH_ROLL, DofLayout
+from reach_ik_tools import bench_report
 
 REFERENCE = {
     "rms_expmap": [0.678, 0.854, 0.656],

@@ -49,7 +49,6 @@ import importlib
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,8 +58,10 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_report import ROOT, arguments, publish
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
+
+from reach_ik_tools.bench_report import arguments, publish
+from reach_ik_tools.extension_install import default_zip
 
 EXTENSION = "bl_ext.user_default.reach_ik"
 FRAMES = 240
@@ -464,11 +465,6 @@ def figure(results: dict[str, Any]) -> Any:
     return draw
 
 
-def _default_zip() -> Path:
-    subprocess.run(["make", "-s", "extension"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    return max((ROOT / "dist").glob("reach_ik-*.zip"), key=lambda p: p.stat().st_mtime)
-
-
 def main() -> None:
     parser = arguments(__doc__, seed=0, quick="time the live path on 8 frames instead of 24")
     parser.add_argument("--zip", type=Path, default=None)
@@ -478,7 +474,7 @@ def main() -> None:
     addon_utils = importlib.import_module("addon_utils")
     if not addon_utils.check(EXTENSION)[1]:
         bpy.ops.extensions.package_install_files(
-            filepath=str(args.zip or _default_zip()), repo="user_default", enable_on_install=True
+            filepath=str(args.zip or default_zip()), repo="user_default", enable_on_install=True
         )
     evaluate = importlib.import_module(EXTENSION + ".ik_addon.evaluate")
     methods = list(evaluate.available_methods())

@@ -46,10 +46,11 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
-import bench_report
-from bench_live import EXTENSION, _bpy, _default_zip, install_extension
+from reach_ik_tools import bench_report
+from reach_ik_tools.blender_session import blender_module
+from reach_ik_tools.extension_install import EXTENSION, default_zip, install_extension
 
 BONES = (2, 3, 5, 10)
 KNEE_RANGE_DEG = (0.0, 150.0)
@@ -64,7 +65,7 @@ BATCH_BARS_S = {"jacobian_dls": 0.3, "ccd": 0.2, "triangulation": 0.005}
 
 
 def _context(scene: Any, obj: Any) -> Any:
-    bpy = _bpy()
+    bpy = blender_module()
     return bpy.context.temp_override(
         scene=scene,
         view_layer=scene.view_layers[0],
@@ -77,7 +78,7 @@ def _context(scene: Any, obj: Any) -> Any:
 def add_chain(scene: Any, name: str, bones: int, limited: bool) -> Any:
     """An armature of ``bones`` connected bones (1 m in all) rising along +Z and bending
     gently toward −Y (positive X rotations, the hinges' allowed side)."""
-    bpy = _bpy()
+    bpy = blender_module()
     arm = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, arm)
     scene.collection.objects.link(obj)
@@ -106,7 +107,7 @@ def add_chain(scene: Any, name: str, bones: int, limited: bool) -> Any:
 
 
 def add_empty(scene: Any, name: str) -> Any:
-    bpy = _bpy()
+    bpy = blender_module()
     empty = bpy.data.objects.new(name, None)
     scene.collection.objects.link(empty)
     return empty
@@ -114,7 +115,7 @@ def add_empty(scene: Any, name: str) -> Any:
 
 def add_reach_chain(scene: Any, obj: Any, target: Any, bones: int, method: str) -> None:
     """A Reach IK chain on the tip through the *Add Reach IK* operator."""
-    bpy = _bpy()
+    bpy = blender_module()
     tip = f"b{bones - 1}"
     with _context(scene, obj):
         bpy.context.view_layer.objects.active = obj
@@ -152,7 +153,7 @@ def bench_chain(
     bones: int, limited: bool, methods: list[str], count: int, rounds: int, seed: int
 ) -> list[dict[str, Any]]:
     """Rows of part 1 for one chain shape, one per method (see module docstring)."""
-    bpy = _bpy()
+    bpy = blender_module()
     ev: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
     core: Any = importlib.import_module(f"{EXTENSION}.core")
     from mathutils import Matrix, Vector
@@ -362,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = bench_report.arguments(__doc__, seed=12, quick="fewer targets and rounds")
     parser.add_argument("--zip", type=Path, help="extension zip (default: make extension)")
     args = parser.parse_args(argv)
-    zip_path = args.zip or _default_zip()
+    zip_path = args.zip or default_zip()
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="reach-ik-bench-"))
     install_extension(zip_path)
     core: Any = importlib.import_module(f"{EXTENSION}.core")
@@ -374,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += bench_chain(bones, limited, methods, count, rounds, args.seed)
     batch_methods = [m for m in ("triangulation", "ccd", "jacobian_dls") if m in methods]
     report = {
-        "blender": _bpy().app.version_string,
+        "blender": blender_module().app.version_string,
         "targets": count,
         "rounds": rounds,
         "rows": rows,

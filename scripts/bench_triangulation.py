@@ -36,15 +36,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_report
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: core, reach_ik_tools
 
-from core import Chain, IKResult, SolveOptions, solve  # noqa: E402
-from core.problem import Problem  # noqa: E402
-from core.triangulation import solve_triangulation  # noqa: E402
+from core import Chain, IKResult, SolveOptions, solve
+from core.problem import Problem
+from core.triangulation import solve_triangulation
+from reach_ik_tools import bench_report
+from reach_ik_tools.paper_chains import (
+    BOX,
+    CCD_OPTIONS,
+    MAX_ITERATIONS,
+    PAPER_TRIANGULATION,
+    TOLERANCE,
+    chain_c_core_radius,
+    chains,
+)
 
 #: The paper's section 5 figures (percentages, iterations, degrees).
 PAPER: dict[str, Any] = {
@@ -70,52 +78,11 @@ PAPER: dict[str, Any] = {
     },
 }
 
-TOLERANCE = 0.5
-MAX_ITERATIONS = 99
-BOX = 60.0
-CCD_OPTIONS: dict[str, Any] = {
-    "tolerance": TOLERANCE,
-    "max_iterations": MAX_ITERATIONS,
-    "sweep_steps": 0,  # the paper's plain CCD, no coarse sweep
-    "bend_plane": "minimal",  # the paper's shortest rotations, no bend-plane turn
-    "ccd_start": "initial",  # the paper's protocol: every solve from the straight pose
-}
-#: The paper's triangulation: δb = 180° and each joint's shortest rotation.
-PAPER_TRIANGULATION: dict[str, Any] = {"delta_b_deg": 180.0, "bend_plane": "minimal"}
 #: Issue 12's bar: one ``core.solve`` of chain U's 10,000 targets in at most this (median).
 BATCH_BAR_MS = 5.0
 VARIANTS: list[dict[str, Any]] = [
     {"delta_b_deg": d, "bend_plane": p} for d in (180.0, 90.0) for p in ("minimal", "rest")
 ]
-
-
-def chains() -> dict[str, Chain]:
-    return {
-        "U": Chain.from_lengths([9, 9, 9, 9, 4]),
-        "C": Chain.from_lengths([18, 18, 4], bend_limits_deg=[None, 126, 90]),
-    }
-
-
-def chain_c_core_radius(samples: int = 2001) -> float:
-    """Smallest root–effector distance of chain C over elbow ≤ 126°, wrist ≤ 90° (grid).
-
-    Planar: elbow bend ``e ∈ [0, 126°]``, wrist bend ``w ∈ [−90°, 90°]`` relative to the
-    forearm; refined once on a finer grid around the best cell.
-    """
-    e_max, w_max = math.radians(126.0), math.radians(90.0)
-
-    def closest(e: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
-        E, W = np.meshgrid(e, w, indexing="ij")
-        eff = 18.0 + 18.0 * np.exp(1j * E) + 4.0 * np.exp(1j * (E + W))
-        k = int(np.argmin(np.abs(eff)))
-        i, j = np.unravel_index(k, E.shape)
-        return float(np.abs(eff).flat[k]), float(e[i]), float(w[j])
-
-    r, e0, w0 = closest(np.linspace(0, e_max, samples), np.linspace(-w_max, w_max, samples))
-    step_e, step_w = e_max / (samples - 1), 2 * w_max / (samples - 1)
-    fine_e = np.clip(np.linspace(e0 - step_e, e0 + step_e, samples), 0, e_max)
-    fine_w = np.clip(np.linspace(w0 - step_w, w0 + step_w, samples), -w_max, w_max)
-    return min(r, closest(fine_e, fine_w)[0])
 
 
 def summarise(res: IKResult, reachable: np.ndarray) -> dict[str, float]:

@@ -5,7 +5,8 @@
 
 Writes into ``--out``:
 
-* ``demo.blend`` — the demo scene with its live Reach IK chains (``scripts/build_demo.py``);
+* ``demo.blend`` — the demo scene with its live Reach IK chains
+  (:mod:`reach_ik_tools.demo_scene`);
 * ``demo_baked_<solver>.blend`` — the demo baked to keyframes with each solver the core
   offers and that works (the chains disabled afterwards, so the keys play);
 * ``demo_report.json`` — per solver: the bake's quality report per chain, and the replay:
@@ -28,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
-import bake as bake_cli  # scripts/bake.py: loading Reach IK, atomic saving
-import build_demo
+from reach_ik_tools import blender_session, demo_scene, safe_output
 
 #: Errors below this (metres) are drawn at this value on the log scale.
 ERROR_FLOOR = 1e-9
@@ -95,7 +95,7 @@ def bake_with(bpy: Any, reach: Any, demo: Path, out: Path, solver: str) -> dict[
         results.append(bake.bake(bpy.data.objects[armature], options, scene=scene))
     seconds = time.perf_counter() - started
     path = out / f"demo_baked_{solver}.blend"
-    bake_cli.save_blend(bpy, path)
+    safe_output.save_blend(bpy, path)
     played = replay(bpy, chains, targets)
     return {
         "file": path.name,
@@ -172,13 +172,13 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    reach = bake_cli.load_reach_ik(bpy)
-    build_demo.build(args.frames)
+    reach = blender_session.load_reach_ik(bpy)
+    demo_scene.build(args.frames)
     demo = out / "demo.blend"
-    bake_cli.save_blend(bpy, demo)
+    safe_output.save_blend(bpy, demo)
     print(f"wrote {demo}")
     report: dict[str, Any] = {"frame_start": 1, "frame_end": args.frames, "solvers": {}}
     for solver in reach.ik_addon.evaluate.available_methods():
@@ -195,10 +195,10 @@ def main(argv: list[str]) -> int:
             "residual max " + ", ".join(f"{c} {w * 1000:.3g} mm" for c, w in worst.items())
         )
     plot(report, out / "demo.png")
-    bake_cli.save_json(summary(report), out / "demo_report.json")
+    safe_output.save_json(summary(report), out / "demo_report.json")
     print(f"wrote {out / 'demo_report.json'} and {out / 'demo.png'}")
     return 0 if any("replay" in r for r in report["solvers"].values()) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(bake_cli.script_argv()))
+    sys.exit(main(blender_session.script_argv()))

@@ -32,20 +32,20 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
-import bake as bake_cli  # scripts/bake.py: loading Reach IK, atomic saving
+from reach_ik_tools import blender_session, safe_output
 
 EFFECTOR_TOL = 1e-5
 ANGLE_TOL_DEG = 0.01
 
 
 def record(args: argparse.Namespace) -> int:
-    bpy = bake_cli.blender_module()
+    bpy = blender_session.blender_module()
     if args.input:
         bpy.ops.wm.open_mainfile(filepath=args.input, load_ui=False)
     if args.live:
-        bake_cli.load_reach_ik(bpy)
+        blender_session.load_reach_ik(bpy)
     elif "reach_ik" in bpy.types.PoseBone.bl_rna.properties:
         print("pose_track.py: Reach IK is loaded; a replay must run without it", file=sys.stderr)
         return 2
@@ -72,10 +72,10 @@ def record(args: argparse.Namespace) -> int:
         "bones": bones,
         "matrices": matrices,
     }
-    bake_cli.save_json(data, Path(args.out))
+    safe_output.save_json(data, Path(args.out))
     print(f"recorded {len(bones)} bones over {len(frames)} frames -> {args.out}")
     if args.save_played:
-        bake_cli.save_blend(bpy, Path(args.save_played))
+        safe_output.save_blend(bpy, Path(args.save_played))
         print(f"saved the played (not baked) file -> {args.save_played}")
     return 0
 
@@ -130,4 +130,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] if sys.argv[1:2] == ["compare"] else bake_cli.script_argv()))
+    sys.exit(main(sys.argv[1:] if sys.argv[1:2] == ["compare"] else blender_session.script_argv()))

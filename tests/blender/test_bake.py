@@ -20,7 +20,6 @@ import pytest
 from rigs import add_empty, blender_module, build_arm, head_world, select_only
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
 
 #: The bars of the issue: effector distance (m) and joint angle (degrees).
 EFFECTOR_TOL = 1e-5
@@ -137,11 +136,11 @@ def _animate_circle(empty: Any, centre: np.ndarray, radius: float, frames: int) 
 
 def _rich_scene(addon: Any, frames: int) -> list[tuple[str, str]]:
     """The demo plus what a bake must get right; returns every chain bone (object, bone)."""
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
 
-    built = build_demo.build(frames)
+    built = demo_scene.build(frames)
     human = built["human"]
     methods = addon.evaluate.available_methods()
     iterative = next((m for m in ("ccd", "jacobian_dls") if m in methods), methods[0])
@@ -167,13 +166,13 @@ def _rich_scene(addon: Any, frames: int) -> list[tuple[str, str]]:
         arm.pose.bones[name].rotation_mode = mode
     target = add_empty("arm_target", head_world(arm, "upper"))
     _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.25, frames)
-    build_demo.set_chain(arm, "hand", 3, target)
+    demo_scene.set_chain(arm, "hand", 3, target)
     # nested chains (baked frame by frame)
     nested = _nested_armature()
     for tip, centre in (("n1", (0.2, 1.5, 0.6)), ("n3", (0.1, 1.6, 0.9))):
         goal = add_empty(f"{tip}_target", centre)
         _animate_circle(goal, np.array(centre), 0.15, frames)
-        build_demo.set_chain(nested, tip, 2, goal)
+        demo_scene.set_chain(nested, tip, 2, goal)
     bpy.ops.object.mode_set(mode="OBJECT")
     bones = []
     for obj in (human, *built["papers"], arm, nested):
@@ -218,9 +217,9 @@ def test_frame_step_keys_the_live_pose_on_its_frames(
     arm = build_arm()
     target = add_empty("arm_target", head_world(arm, "upper"))
     _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.25, 40)
-    import build_demo
+    from reach_ik_tools import demo_scene
 
-    build_demo.set_chain(arm, "hand", 3, target)
+    demo_scene.set_chain(arm, "hand", 3, target)
     bones = [("Arm", n) for n in ("upper", "fore", "hand")]
     keyed = [3, 7, 11, 15, 19, 20]
     live = world_track(bones, keyed)
@@ -315,9 +314,9 @@ def _animated_arm() -> tuple[Any, Any]:
         fc.update()
     target = add_empty("arm_target", head_world(arm, "upper"))
     _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.25, 60)
-    import build_demo
+    from reach_ik_tools import demo_scene
 
-    build_demo.set_chain(arm, "hand", 3, target)
+    demo_scene.set_chain(arm, "hand", 3, target)
     bpy.context.scene.frame_set(1)
     return arm, target
 
@@ -417,16 +416,16 @@ def test_operator_poll_says_what_is_missing(clean_scene: Any, addon: Any) -> Non
 def test_only_selected_chains_are_baked(clean_scene: Any, addon: Any) -> None:
     bpy = blender_module()
 
-    import build_demo
+    from reach_ik_tools import demo_scene
 
-    built = build_demo.build(10)
+    built = demo_scene.build(10)
     human = built["human"]
     bpy.context.view_layer.objects.active = human
     bpy.ops.object.mode_set(mode="POSE")
     select_only(human, ["forearm.L"], "forearm.L")
     done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=10, only_selected=True)
     assert done == {"FINISHED"}
-    stored = {t: addon.bake.stored_report(human.pose.bones[t]) for t in build_demo.LIMBS}
+    stored = {t: addon.bake.stored_report(human.pose.bones[t]) for t in demo_scene.LIMBS}
     assert stored["forearm.L"] is not None
     assert stored["forearm.L"]["frames"] == 10
     assert [t for t, r in stored.items() if r is not None] == ["forearm.L"]
@@ -481,15 +480,15 @@ def _peak_rss_growth(run: Any) -> float | None:
 
 
 def test_ten_thousand_frames_with_progress(clean_scene: Any, addon: Any) -> None:
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
 
     frames = 10_000
     bpy.context.scene.frame_end = frames
-    human = build_demo.add_metarig()
-    goals = build_demo.add_limb_goals(human, frames)
-    build_demo.add_limb_chains(human, goals, None)
+    human = demo_scene.add_metarig()
+    goals = demo_scene.add_limb_goals(human, frames)
+    demo_scene.add_limb_chains(human, goals, None)
     spine = human.pose.bones["spine"]
     for f in (1, frames):
         spine.rotation_quaternion = (1.0, 0.05 * (f > 1), 0.0, 0.0)
@@ -520,7 +519,7 @@ def test_an_animated_use_pole_is_baked_as_it_plays(
 ) -> None:
     """*Use Pole* switched by keys (as Rigify's pole switch drives it): the frames with the
     pole off are baked without it, the others with it, each as the live pose shows it."""
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
 
@@ -528,7 +527,7 @@ def test_an_animated_use_pole_is_baked_as_it_plays(
     target = add_empty("arm_target", head_world(arm, "upper"))
     _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.2, 24)
     pole = add_empty("arm_pole", head_world(arm, "upper") + np.array([0.0, -0.6, 0.3]))
-    build_demo.set_chain(arm, "hand", 3, target, pole)
+    demo_scene.set_chain(arm, "hand", 3, target, pole)
     path = 'pose.bones["hand"].reach_ik.use_pole'
     for frame, on in ((1, True), (9, False), (17, True)):
         arm.pose.bones["hand"].reach_ik.use_pole = on

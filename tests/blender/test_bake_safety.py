@@ -6,7 +6,6 @@ refused with a clear message (operator and API)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,10 @@ import numpy as np
 import pytest
 from rigs import add_empty, blender_module, build_arm, head_world, tail_world
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
 
 def _arm_with_action(name: str, action: Any = None) -> tuple[Any, Any]:
     """The hand-built arm with a keyed rotation on ``upper`` and a chain on ``hand``."""
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
     arm = build_arm(name)
@@ -33,7 +30,7 @@ def _arm_with_action(name: str, action: Any = None) -> tuple[Any, Any]:
         if hasattr(arm.animation_data, "action_slot") and arm.animation_data.action_slot is None:
             arm.animation_data.action_slot = action.slots[0]
     target = add_empty(f"{name}_target", head_world(arm, "upper") + np.array([0.2, 0.3, -0.1]))
-    build_demo.set_chain(arm, "hand", 3, target)
+    demo_scene.set_chain(arm, "hand", 3, target)
     bpy.ops.object.mode_set(mode="OBJECT")
     return arm, target
 
@@ -158,14 +155,14 @@ def test_a_long_range_is_solved_in_blocks_with_the_same_keys(
 ) -> None:
     """Blocks of 7 frames (the bake's working memory is one block's) key exactly what one
     block keys; the progress still only moves forward."""
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
     keys = {}
     for size in (addon.bake.BLOCK_FRAMES, 7):
         monkeypatch.setattr(addon.bake, "BLOCK_FRAMES", size)
         bpy.ops.wm.read_homefile(use_empty=True)
-        human = build_demo.build(40)["human"]
+        human = demo_scene.build(40)["human"]
         seen: list[float] = []
         result = addon.bake.bake(human, addon.bake.BakeOptions(1, 40), progress=seen.append)
         assert result.blocks == (1 if size > 40 else 6)

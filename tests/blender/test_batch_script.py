@@ -22,7 +22,6 @@ from rigs import blender_module
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bake.py"
-sys.path.insert(0, str(REPO / "scripts"))
 
 
 def _digest(path: Path) -> str:
@@ -51,7 +50,7 @@ def run_bake(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[st
 def demo_files(blender: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The demo (20 frames) and a variant whose armature is animated over 20,000 frames
     (every frame must be set: slow enough to interrupt)."""
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
 
@@ -59,7 +58,7 @@ def demo_files(blender: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     files = {}
     for name, frames in (("demo", 20), ("animated", 20_000)):
         bpy.ops.wm.read_homefile(use_empty=True)
-        built = build_demo.build(min(frames, 120))
+        built = demo_scene.build(min(frames, 120))
         if name == "animated":
             bpy.context.scene.frame_end = frames
             spine = built["human"].pose.bones["spine"]
@@ -199,17 +198,17 @@ def test_negative_frames(demo_files: dict[str, Path], tmp_path: Path) -> None:
 #: Run bake.py's main() with the .blend save cut to half its bytes after Blender wrote it
 #: (what a full disk did: Blender reported success on a short write).
 SHORT_WRITE = """
-import sys
+import runpy, sys
 sys.argv = [{script!r}] + {argv!r}
-sys.path.insert(0, {scripts!r})
-import bake, safe_output
+bake = runpy.run_path({script!r})
+from reach_ik_tools import safe_output
 save = safe_output.save_blend_file
 def short(bpy, tmp):
     save(bpy, tmp)
     data = tmp.read_bytes()
     tmp.write_bytes(data[: len(data) // 2])
 safe_output.save_blend_file = short
-sys.exit(bake.main())
+sys.exit(bake["main"]())
 """
 
 
@@ -223,7 +222,7 @@ def test_a_short_write_leaves_the_old_output(demo_files: dict[str, Path], tmp_pa
     out = tmp_path / "baked.blend"
     good, good_report = _good_output(demo_files, out), _digest(out.with_suffix(".json"))
     argv = [str(demo_files["demo"]), "--out", str(out), "--frames", "1:6"]
-    code = SHORT_WRITE.format(script=str(SCRIPT), argv=argv, scripts=str(REPO / "scripts"))
+    code = SHORT_WRITE.format(script=str(SCRIPT), argv=argv)
     with tempfile.TemporaryDirectory(prefix="reach-ik-script-user-") as user:
         done = subprocess.run(
             [sys.executable, "-c", code], env=_env(user), capture_output=True, text=True
@@ -237,7 +236,7 @@ def test_a_short_write_leaves_the_old_output(demo_files: dict[str, Path], tmp_pa
 
 
 def test_check_blend_refuses_cut_files(blender: Any, tmp_path: Path) -> None:
-    import safe_output
+    from reach_ik_tools import safe_output
 
     blender.ops.wm.read_homefile(use_empty=True)
     blender.ops.object.armature_add()
@@ -328,7 +327,7 @@ def test_ctrl_c_leaves_no_partial_output(
 
 
 def test_uses_the_enabled_extension_when_there_is_one(blender: Any, addon: Any) -> None:
-    import bake as bake_cli
+    from reach_ik_tools import blender_session
 
-    package = bake_cli.load_reach_ik(blender)
+    package = blender_session.load_reach_ik(blender)
     assert package.__name__ + ".ik_addon" == addon.__name__

@@ -18,7 +18,6 @@ import pytest
 from rigs import blender_module, build_arm, select_only
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
 
 
 def _chain(obj: Any, tip: str, length: int, target: Any, bone: str) -> None:
@@ -123,11 +122,11 @@ def test_an_acyclic_dependency_is_solved_in_order(metarig: Any, addon: Any) -> N
 
 
 def test_the_command_line_refuses_an_own_bone_target(blender: Any, tmp_path: Path) -> None:
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
     bpy.ops.wm.read_homefile(use_empty=True)
-    build_demo.build(10)
+    demo_scene.build(10)
     source = tmp_path / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source), copy=True)
     with tempfile.TemporaryDirectory(prefix="reach-ik-script-user-") as user:

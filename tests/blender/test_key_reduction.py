@@ -21,7 +21,6 @@ import numpy as np
 from rigs import blender_module
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
 
 
 def test_hermite_is_blenders_bezier_with_handles_at_the_thirds(
@@ -119,7 +118,7 @@ def _replay(blend: Path, armature: str, bones: list[str], frames: list[float], w
 def test_demo_reduced_by_three_quarters_within_the_bounds(
     clean_scene: Any, addon: Any, tmp_path: Path
 ) -> None:
-    import build_demo
+    from reach_ik_tools import demo_scene
 
     bpy = blender_module()
     frames = 1000
@@ -127,7 +126,7 @@ def test_demo_reduced_by_three_quarters_within_the_bounds(
     results = {}
     for reduce in (False, True):
         bpy.ops.wm.read_homefile(use_empty=True)
-        human = build_demo.build(frames)["human"]
+        human = demo_scene.build(frames)["human"]
         result = addon.bake.bake(human, addon.bake.BakeOptions(1, frames, reduce=reduce))
         results[reduce] = result
         files[reduce] = tmp_path / f"reduced{int(reduce)}.blend"

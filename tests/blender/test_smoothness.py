@@ -1,31 +1,21 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Smoothness bar on a smooth target path (the same check as ``scripts/bench_live.py``):
+"""Smoothness bar on a smooth target path (the same check as ``scripts/bench_live.py``, from
+:mod:`reach_ik_tools.live_scenes`):
 figure-eight targets for the metarig's four limbs over 240 frames, solved live: no joint
 turns more than 5° between frames and no bend plane changes more than 5° between frames."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_live.py"
-
-
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_live", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from reach_ik_tools import live_scenes
 
 
 @pytest.mark.parametrize("solver", ["triangulation"])
 def test_figure_eight_is_smooth(blender: Any, addon: Any, solver: str) -> None:
-    result = _bench().smoothness(solver, frames=240)
+    result = live_scenes.smoothness(solver, frames=240)
     assert result["max_joint_deg"] > 0.1, "the limbs follow the moving targets"
     assert result["max_joint_deg"] <= 5.0, result["limbs"]
     assert result["max_bend_plane_deg"] <= 5.0, result["limbs"]

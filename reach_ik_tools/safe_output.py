@@ -188,3 +188,19 @@ def write_json_file(data: Any, tmp: Path) -> None:
     """Write ``data`` as indented JSON at ``tmp``."""
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(data, indent=2) + "\n")
+
+
+def save_blend(bpy: Any, final: Path) -> None:
+    """Save the open file as a copy at ``final``, safely (:func:`stage`, then :func:`commit`)."""
+    tmp = stage(
+        final,
+        lambda t: save_blend_file(bpy, t),
+        lambda t: check_blend(bpy, t),
+    )
+    commit([(tmp, final)])
+
+
+def save_json(data: Any, final: Path) -> None:
+    """Write ``data`` as JSON at ``final``, safely (:func:`stage`, then :func:`commit`)."""
+    tmp = stage(final, lambda t: write_json_file(data, t), check_json)
+    commit([(tmp, final)])
