@@ -11,11 +11,11 @@ frame shown, in an action of the helper's own (:mod:`.stored`), and the constrai
 replaces the bone's rotation with it, keeping its location and scale. The constraint, the
 helper and its keys are plain Blender data: they play without Reach IK installed.
 
-A chain whose links stretch (*Stretch* on, :func:`.evaluate.stretches`) also gives each of
+A chain whose links stretch (*Stretch* on, :func:`.solve_frames.stretches`) also gives each of
 its bones a Copy Scale constraint named :data:`SCALE_NAME` (owner space Local, target space
 World: it replaces the bone's own scale, as the rotation is replaced) targeting the same
 helper, whose
-``scale`` is keyed with the bone's uniform scale factor (:func:`.evaluate.bone_scales`), as
+``scale`` is keyed with the bone's uniform scale factor (:func:`.solve_frames.bone_scales`), as
 Blender's IK scales a stretched bone uniformly; children inherit it as they inherit
 Blender's. A chain shown without stretch has no such constraint (switching *Stretch* off
 takes it off; the helper's scale keys are left in its action, unread).
@@ -315,7 +315,7 @@ def show(
         time: the scene time keyed (frame and subframe: ``scene.frame_current_final``).
         idle: bones of chains that were not solved (disabled at this frame, or failing).
         epoch: when given, the helpers found are remembered and reused by later calls
-            with the same epoch (live solving passes :func:`.evaluate.generation`, which
+            with the same epoch (live solving passes :func:`.chain_spec.generation`, which
             changes whenever the armature is edited, on undo and on load).
 
     Returns:

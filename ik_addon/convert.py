@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import drivers
-from .evaluate import default_method
+from .chain_spec import default_method
 from .rig import RigError, chain_bones, pole_angle_from_blender, pole_angle_to_blender
 
 #: Format version of the ``source`` record.

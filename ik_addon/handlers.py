@@ -18,7 +18,7 @@ Reach IK wrote there, which makes Blender evaluate the frame once more.
   pose is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
   does not edit the scene while a frame renders).
 * ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
-  setting). Any update of an armature starts a new :func:`.evaluate.generation` (chains
+  setting). Any update of an armature starts a new :func:`.chain_spec.generation` (chains
   read again, records dropped), except the update that the handler's own key writes cause
   (its helpers and the armatures copying them, remembered in ``_echo``): that one is
   skipped. Any other update of a helper's action (its keys edited by hand) drops the
@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import bpy
 from bpy.app.handlers import persistent
 
-from . import constraints, evaluate, stored
+from . import chain_spec, constraints, evaluate, stored
 
 
 class ChainStatus(NamedTuple):
@@ -76,7 +76,7 @@ _reported: set[str] = set()
 _echo: set[str] = set()
 
 
-#: Armature object (pointer) → the :func:`.evaluate.generation` its constraints match.
+#: Armature object (pointer) → the :func:`.chain_spec.generation` its constraints match.
 _synced: dict[int, int] = {}
 
 
@@ -86,9 +86,9 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
     time (:mod:`.stored`) keep their stored pose; the others are solved and keyed.
     Returns whether anything was written."""
     key = obj.as_pointer()
-    if _synced.get(key) != evaluate.generation():
+    if _synced.get(key) != chain_spec.generation():
         constraints.sync(obj)
-        _synced[key] = evaluate.generation()
+        _synced[key] = chain_spec.generation()
     if time is None:
         time = depsgraph.scene.frame_current_final
     known = stored.known(obj, time)
@@ -101,7 +101,7 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
             [(s.bone_names, s.rotations, s.scales) for s in report.solved if s.tip in fresh],
             time,
             report.idle,
-            epoch=evaluate.generation(),
+            epoch=chain_spec.generation(),
         )
         stored.remember(obj, time, report)
     name = obj.name
@@ -123,7 +123,7 @@ def _armatures(scene: Any) -> list[Any]:
         if obj.type == "ARMATURE"
         and obj.mode != "EDIT"
         and obj.pose is not None
-        and evaluate.armature_chains(obj)
+        and chain_spec.armature_chains(obj)
     ]
 
 
@@ -191,7 +191,7 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
     ):
         # Bones added, renamed or edited, IK limits or chain settings changed, constraints
         # edited: check everything again (frame changes alone never get here).
-        evaluate.invalidate()
+        chain_spec.invalidate()
     if all(constraints.is_helper(i) for i in objects):
         return  # nothing moved, or only helpers Reach IK wrote
     _echo.update(solve_scene(scene, depsgraph))
@@ -199,7 +199,7 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
 
 @persistent
 def on_undo(*_args: Any) -> None:
-    evaluate.invalidate()
+    chain_spec.invalidate()
     stored.forget()
 
 

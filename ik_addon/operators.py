@@ -15,7 +15,7 @@ from typing import Any, Literal
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from . import constraints, convert, dependencies, drivers, evaluate, handlers
+from . import chain_spec, constraints, convert, dependencies, drivers, evaluate, handlers
 from .rig import (
     RigError,
     chain_bones,
@@ -66,8 +66,8 @@ def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
             "docs/natural.md)",
         )
     ] + [
-        (m, evaluate.METHOD_LABELS.get(m, m), evaluate.METHOD_LABELS.get(m, m))
-        for m in evaluate.available_methods()
+        (m, chain_spec.METHOD_LABELS.get(m, m), chain_spec.METHOD_LABELS.get(m, m))
+        for m in chain_spec.available_methods()
     ]
 
 
@@ -108,7 +108,7 @@ def poll_chains(cls: Any, context: Any, *, writes_armature: bool) -> bool:
     if not (_poll_armature if writes_armature else _poll_any_armature)(cls, context):
         return False
     obj = context.object
-    if not any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj)):
+    if not any(obj.pose.bones[t].reach_ik.enabled for t in chain_spec.chain_tips(obj)):
         cls.poll_message_set("The armature has no enabled Reach IK chain")
         return False
     return True
@@ -205,7 +205,8 @@ class REACH_IK_OT_add(bpy.types.Operator):
         if target is not None:
             goals = (("target", target, target_bone),)
             chain = dependencies.ChainGoals(obj, tip, tuple(names), goals)
-            others = [c for c in evaluate.dependency_chains() if (c.armature, c.tip) != (obj, tip)]
+            every = chain_spec.dependency_chains()
+            others = [c for c in every if (c.armature, c.tip) != (obj, tip)]
             loop = dependencies.problems([*others, chain]).get((obj.name, tip))
             if loop:
                 self.report({"ERROR"}, f"Cannot add the chain on '{tip}': {loop}")
@@ -216,7 +217,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
         s.use_tail = True
         s.target = target
         s.target_bone = target_bone
-        s.solver = evaluate.default_method(length) if self.solver == "AUTO" else self.solver
+        s.solver = chain_spec.default_method(length) if self.solver == "AUTO" else self.solver
         s.enabled = True
         s.has_chain = True
         solve_now(context, obj)
@@ -279,7 +280,7 @@ def remove_chain(obj: Any, pb: Any) -> None:
     drivers.remove(obj, convert.chain_driver_paths(pb))
     for name in CHAIN_SETTINGS:
         s.property_unset(name)  # runs no update callbacks: sync by hand
-    evaluate.invalidate()
+    chain_spec.invalidate()
     constraints.sync(obj)
     handlers.status.pop((obj.name, pb.name), None)
 
@@ -334,7 +335,7 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
                     else:
                         remove_chain(obj, pb)
         convert.last_result = result
-        evaluate.invalidate()
+        chain_spec.invalidate()
         if result.converted:
             solve_now(context, obj)
         kind = "Reach IK chain" if self.direction == "TO_REACH_IK" else "IK constraint"
@@ -370,7 +371,7 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
         if not _poll_armature(cls, context):
             return False
         obj = _armature(context)
-        if not evaluate.chain_tips(obj):
+        if not chain_spec.chain_tips(obj):
             cls.poll_message_set("The armature has no Reach IK chains")
             return False
         return True

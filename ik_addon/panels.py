@@ -18,7 +18,8 @@ from typing import Any
 
 import bpy
 
-from . import evaluate, handlers
+from . import chain_spec, handlers
+from .bake_report import stored_report
 from .shown import shown_status
 
 #: ``bl_order`` of the Bone panel. Blender's own Bone-tab panels have order 0 (Custom
@@ -144,7 +145,7 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         row.prop(s, "pole_angle", text="Pole Angle")
         layout.separator()
         layout.prop(s, "solver")
-        if s.solver in evaluate.ITERATIVE:
+        if s.solver in chain_spec.ITERATIVE:
             col = layout.column(align=True)
             col.prop(s, "iterations")
             col.prop(s, "tolerance")
@@ -216,7 +217,7 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         if obj is None or obj.type != "ARMATURE":
             layout.label(text="Select an armature", icon="ARMATURE_DATA")
             return
-        tips = evaluate.chain_tips(obj)
+        tips = chain_spec.chain_tips(obj)
         if not tips:
             layout.label(text=f"'{obj.name}' has no chains", icon="INFO")
         for tip in tips:
@@ -263,4 +264,59 @@ def _goal_name(ob: Any, bone: str) -> str:
     return f"{ob.name} : {bone}" if bone else ob.name
 
 
-classes = (REACH_IK_PT_bone, REACH_IK_PT_bone_advanced, REACH_IK_PT_sidebar)
+class REACH_IK_PT_bake_report(bpy.types.Panel):
+    """The quality of each chain's last bake (3D View sidebar, Reach IK tab)."""
+
+    bl_label = "Last Bake"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Reach IK"
+    bl_order = 10
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        obj = context.object
+        return (
+            obj is not None
+            and obj.type == "ARMATURE"
+            and any(stored_report(obj.pose.bones[t]) for t in chain_spec.chain_tips(obj))
+        )
+
+    def draw(self, context: Any) -> None:
+        layout: Any = self.layout
+        obj = context.object
+        for tip in chain_spec.chain_tips(obj):
+            report = stored_report(obj.pose.bones[tip])
+            if report is None:
+                continue
+            box = layout.box()
+            box.label(
+                text=f"{tip} · {report['solver']} · {report['frame_start']}–{report['frame_end']}",
+                icon="ACTION",
+            )
+            col = box.column(align=True)
+            col.label(
+                text=f"Error max {format_length(report['error_max'])}, "
+                f"mean {format_length(report['error_mean'])}"
+            )
+            if report["out_of_reach"]:
+                col.label(text=f"Out of reach: {report['out_of_reach']} frames", icon="INFO")
+            col.label(text=f"Max turn {report['max_joint_change_deg']:.3g}°/frame")
+            if report["max_joint_change_bone"]:
+                col.label(
+                    text=f"    {report['max_joint_change_bone']}, "
+                    f"frame {report['max_joint_change_frame']}"
+                )
+            if report["pops"]:
+                row = col.row()
+                row.alert = True
+                frames = ", ".join(str(f) for f in report["pop_frames"][:5])
+                row.label(text=f"{report['pops']} pops: frames {frames}", icon="ERROR")
+
+
+classes = (
+    REACH_IK_PT_bone,
+    REACH_IK_PT_bone_advanced,
+    REACH_IK_PT_sidebar,
+    REACH_IK_PT_bake_report,
+)

@@ -30,8 +30,8 @@ from bpy.props import (
     StringProperty,
 )
 
+from .chain_spec import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate
 from .constraints import sync
-from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate
 
 #: Every Reach IK setting can be edited on a library override (and the edit is saved).
 OVERRIDABLE: set[Literal["LIBRARY_OVERRIDABLE"]] = {"LIBRARY_OVERRIDABLE"}
