@@ -20,12 +20,9 @@ import numpy as np
 
 from ..core import rotations as rot
 from . import evaluate, keying, sampling
-from .chain_spec import ChainSpec
+from .chain_spec import ANIMATED_SETTINGS, ChainSpec, read_animated
 from .rig import RigChain
 from .rotation_modes import fk_rotations
-
-#: Settings of a chain that can be animated, read at every frame (the others once).
-ANIMATED_SETTINGS = ("enabled", "influence", "pole_angle", "orient_weight", "use_pole")
 
 Progress = Callable[[float], None]
 
@@ -97,7 +94,7 @@ class _Samples:
         root_location: ``(F, 3)`` the root's location channels.
         target, target_space: the target's matrices (see :meth:`_Goal.arrays`).
         pole, pole_space: the pole's, or ``None``.
-        settings: ``(F, 5)`` the animatable settings (:data:`ANIMATED_SETTINGS`).
+        settings: ``(F, 5)`` the animatable settings (:data:`.chain_spec.ANIMATED_SETTINGS`).
         fk: ``(F, n, 4)`` the FK pose on frames blended with it (else identity).
     """
 
@@ -117,7 +114,7 @@ class _Samples:
         it at this frame, or always with ``fk``."""
         pose_bones = obj_eval.pose.bones
         s = pose_bones[self.tip].reach_ik
-        settings = (s.enabled, s.influence, s.pole_angle, s.orient_weight, s.use_pole)
+        settings = read_animated(s)
         self._settings.append(settings)
         self._locations.append(pose_bones[self.root].location[:])
         if self.rig.parent is not None:

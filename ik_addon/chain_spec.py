@@ -12,6 +12,8 @@ file for :mod:`.dependencies` (:func:`dependency_chains`).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, NamedTuple
@@ -61,6 +63,83 @@ def available_methods() -> tuple[str, ...]:
     )
 
 
+# ----------------------------------------------------------------------------- the schema
+#: The roles of a chain setting in :data:`SETTINGS`.
+ANIMATED, FIXED, ADVANCED, RECORD, REPORT = "animated", "fixed", "advanced", "record", "report"
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+#: Every property of a chain's settings group (:class:`.properties.ReachIKBoneSettings`,
+#: ``pose_bone.reach_ik``): name → (role, how the solver reads its value). The one list of
+#: the chain settings; the others are derived from it, and a test checks that it names
+#: every property of the group and that :class:`_Fixed` and :class:`ChainSpec` match it.
+#: Roles: ``animated`` may be animated, read at every frame by live solving and the bake
+#: (in this order: :data:`ANIMATED_SETTINGS`); ``fixed`` read once per :func:`invalidate`
+#: (:class:`_Fixed`, in this order); ``advanced`` the core's extra options (:data:`Advanced`,
+#: in this order); ``record`` kept for the add-on, not read by the solve; ``report`` the
+#: last bake's report, which *Remove* keeps.
+SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "enabled": (ANIMATED, _as_is),
+    "influence": (ANIMATED, _as_is),
+    "pole_angle": (ANIMATED, _as_is),
+    "orient_weight": (ANIMATED, _as_is),
+    "use_pole": (ANIMATED, _as_is),
+    "chain_length": (FIXED, int),
+    "use_tail": (FIXED, bool),
+    "target": (FIXED, _as_is),
+    "target_bone": (FIXED, _as_is),
+    "pole": (FIXED, _as_is),
+    "pole_bone": (FIXED, _as_is),
+    "solver": (FIXED, _as_is),
+    "iterations": (FIXED, int),
+    "tolerance": (FIXED, float),
+    "use_rotation": (FIXED, bool),
+    "use_stretch": (FIXED, bool),
+    "soft_reach": (FIXED, float),
+    "stretch_rule": (FIXED, str),
+    "bend_plane": (ADVANCED, _as_is),
+    "delta_b": (ADVANCED, float),
+    "damping": (ADVANCED, float),
+    "max_step": (ADVANCED, float),
+    "posture_weight": (ADVANCED, float),
+    "sweep_steps": (ADVANCED, int),
+    "distribution": (ADVANCED, _as_is),
+    "has_chain": (RECORD, _as_is),
+    "source": (RECORD, _as_is),
+    "bake_report": (REPORT, _as_is),
+}
+
+
+def settings_of(*roles: str) -> tuple[str, ...]:
+    """The names of the settings with one of ``roles``, in :data:`SETTINGS`' order."""
+    return tuple(name for name, (role, _) in SETTINGS.items() if role in roles)
+
+
+#: The settings that may be animated, read at every frame: enabled, influence, pole angle,
+#: orientation weight, use pole (live solving and the bake unpack them in this order).
+ANIMATED_SETTINGS = settings_of(ANIMATED)
+
+#: The settings read once per :func:`invalidate` (the fields of :class:`_Fixed` before
+#: ``advanced``).
+FIXED_SETTINGS = settings_of(FIXED)
+
+#: The *Advanced* settings, in the order of :data:`Advanced`.
+ADVANCED_SETTINGS = settings_of(ADVANCED)
+
+#: The settings *Remove* resets (all but the last bake's report).
+CHAIN_SETTINGS = settings_of(ANIMATED, FIXED, ADVANCED, RECORD)
+
+#: :data:`ANIMATED_SETTINGS` of a settings group, as a tuple.
+read_animated = operator.attrgetter(*ANIMATED_SETTINGS)
+
+_FIXED_READS = tuple((name, SETTINGS[name][1]) for name in FIXED_SETTINGS)
+_ADVANCED_READS = tuple((name, SETTINGS[name][1]) for name in ADVANCED_SETTINGS)
+
+
+# ----------------------------------------------------------------------------- settings
 #: A chain's *Advanced* settings as :func:`_options` takes them: ``(bend_plane,
 #: delta_b_deg, damping, max_step_deg, posture_weight, sweep_steps, distribution)``; ``()``
 #: = the core's defaults.
@@ -69,7 +148,10 @@ Advanced = tuple[Any, ...]
 
 @dataclass(frozen=True)
 class ChainSpec:
-    """A chain's settings as read (evaluated) from its tip pose bone."""
+    """A chain's settings as read (evaluated) from its tip pose bone: the tip, the
+    :data:`FIXED_SETTINGS` (target and pole evaluated, the pole ``None`` unless used), the
+    animated pole angle, influence and orientation weight at this frame, and the
+    *Advanced* settings."""
 
     tip: str
     chain_length: int
@@ -129,19 +211,12 @@ def armature_chains(obj: Any) -> tuple[str, ...]:
 
 def advanced_settings(s: Any) -> Advanced:
     """The *Advanced* settings of a chain's settings group ``s`` (see :data:`Advanced`)."""
-    return (
-        s.bend_plane,
-        float(s.delta_b),
-        float(s.damping),
-        float(s.max_step),
-        float(s.posture_weight),
-        int(s.sweep_steps),
-        s.distribution,
-    )
+    return tuple(read(getattr(s, name)) for name, read in _ADVANCED_READS)
 
 
 class _Fixed(NamedTuple):
-    """The settings of a chain that cannot be animated."""
+    """The settings of a chain that cannot be animated: the :data:`FIXED_SETTINGS`, in that
+    order, then the *Advanced* ones."""
 
     chain_length: int
     use_tail: bool
@@ -153,29 +228,15 @@ class _Fixed(NamedTuple):
     iterations: int
     tolerance: float
     use_rotation: bool
+    use_stretch: bool
+    soft_reach: float
+    stretch_rule: str
     advanced: Advanced = ()
-    use_stretch: bool = False
-    soft_reach: float = 0.0
-    stretch_rule: str = "closed_form"
 
 
 def _fixed(s: Any) -> _Fixed:
-    return _Fixed(
-        int(s.chain_length),
-        bool(s.use_tail),
-        s.target,
-        s.target_bone,
-        s.pole,
-        s.pole_bone,
-        s.solver,
-        int(s.iterations),
-        float(s.tolerance),
-        bool(s.use_rotation),
-        advanced_settings(s),
-        bool(s.use_stretch),
-        float(s.soft_reach),
-        str(s.stretch_rule),
-    )
+    """The :class:`_Fixed` settings of a chain's settings group ``s``."""
+    return _Fixed._make([*(read(getattr(s, n)) for n, read in _FIXED_READS), advanced_settings(s)])
 
 
 def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
@@ -204,23 +265,10 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
         pole = pole.evaluated_get(depsgraph) if pole else None
     return ChainSpec(
         tip=pose_bone.name,
-        chain_length=fixed.chain_length,
-        use_tail=fixed.use_tail,
-        target=target,
-        target_bone=fixed.target_bone,
-        pole=pole,
-        pole_bone=fixed.pole_bone,
+        **{**fixed._asdict(), "target": target, "pole": pole},
         pole_angle=float(s.pole_angle),
-        solver=fixed.solver,
-        iterations=fixed.iterations,
-        tolerance=fixed.tolerance,
         influence=min(max(float(s.influence), 0.0), 1.0),
-        use_rotation=fixed.use_rotation,
         orient_weight=float(s.orient_weight),
-        advanced=fixed.advanced,
-        use_stretch=fixed.use_stretch,
-        soft_reach=fixed.soft_reach,
-        stretch_rule=fixed.stretch_rule,
     )
 
 

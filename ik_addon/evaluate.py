@@ -64,7 +64,6 @@ them (:mod:`.constraints`), so they always hold it and
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -87,6 +86,7 @@ from .chain_spec import (
     chain_tips,
     dependency_chains,
     invalidate,
+    read_animated,
     read_spec,
     rig_chain,
 )
@@ -199,22 +199,7 @@ def solve_frame(
     """
     pose, error, reachable, effector, scales = _solve_values(
         rig,
-        _Fixed(
-            spec.chain_length,
-            spec.use_tail,
-            spec.target,
-            spec.target_bone,
-            spec.pole,
-            spec.pole_bone,
-            spec.solver,
-            spec.iterations,
-            spec.tolerance,
-            spec.use_rotation,
-            spec.advanced,
-            spec.use_stretch,
-            spec.soft_reach,
-            spec.stretch_rule,
-        ),
+        _Fixed._make(getattr(spec, name) for name in _Fixed._fields),
         (spec.influence, spec.pole_angle, spec.orient_weight),
         Matrix(base),
         Vector(target),
@@ -318,11 +303,6 @@ def _solve_values(
     return pose, (effector - target).length, reachable, effector, scales
 
 
-#: The settings of a chain that may be animated, read on every frame: enabled, influence,
-#: pole angle, orientation weight, use pole.
-_animated = operator.attrgetter("enabled", "influence", "pole_angle", "orient_weight", "use_pole")
-
-
 @dataclass(frozen=True, eq=False)
 class _Planned:
     """A chain of an armature as live solving meets it on every frame until the next
@@ -414,7 +394,7 @@ def solve_chains(
         pb = bones.get(item.tip)
         if pb is None:
             continue
-        enabled, influence, pole_angle, orient_weight, use_pole = _animated(pb.reach_ik)
+        enabled, influence, pole_angle, orient_weight, use_pole = read_animated(pb.reach_ik)
         rig = item.rig
         if rig is None:
             if enabled:

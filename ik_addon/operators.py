@@ -25,37 +25,6 @@ from .rig import (
 #: What ``execute`` returns.
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
-#: Settings of a chain (reset by Remove).
-CHAIN_SETTINGS = (
-    "has_chain",
-    "enabled",
-    "chain_length",
-    "target",
-    "target_bone",
-    "pole",
-    "pole_bone",
-    "use_pole",
-    "pole_angle",
-    "solver",
-    "iterations",
-    "tolerance",
-    "influence",
-    "use_tail",
-    "use_rotation",
-    "orient_weight",
-    "use_stretch",
-    "stretch_rule",
-    "soft_reach",
-    "source",
-    "bend_plane",
-    "delta_b",
-    "damping",
-    "max_step",
-    "posture_weight",
-    "sweep_steps",
-    "distribution",
-)
-
 
 def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
     return [
@@ -278,7 +247,7 @@ def remove_chain(obj: Any, pb: Any) -> None:
     """Reset a tip's chain settings and take its constraints off (the FK pose shows)."""
     s = pb.reach_ik
     drivers.remove(obj, convert.chain_driver_paths(pb))
-    for name in CHAIN_SETTINGS:
+    for name in chain_spec.CHAIN_SETTINGS:
         s.property_unset(name)  # runs no update callbacks: sync by hand
     chain_spec.invalidate()
     constraints.sync(obj)

@@ -16,9 +16,11 @@ CLASSES = (
     "REACH_IK_OT_convert_constraints",
     "REACH_IK_OT_apply_to_fk",
     "REACH_IK_OT_diagnose",
+    "REACH_IK_OT_bake",
     "REACH_IK_PT_bone",
     "REACH_IK_PT_bone_advanced",
     "REACH_IK_PT_sidebar",
+    "REACH_IK_PT_bake_report",
 )
 
 
