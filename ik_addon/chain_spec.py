@@ -3,10 +3,10 @@
 
 The solver methods the UI lists (:data:`METHOD_ORDER`, :func:`available_methods`,
 :func:`default_method`); which pose bones hold chains (:func:`chain_tips`,
-:func:`armature_chains`, cached until :func:`invalidate`); a chain's settings
+:func:`armature_chains`, cached until the next invalidate); a chain's settings
 (:class:`ChainSpec` from :func:`read_spec`; those that cannot be animated as
 :class:`_Fixed`); the core's :class:`~core.SolveOptions` for them (:func:`_options`); each
-chain's model (:func:`rig_chain`, cached per :func:`generation`); and every chain of the
+chain's model (:func:`rig_chain`, cached per generation); and every chain of the
 file for :mod:`.dependencies` (:func:`dependency_chains`).
 """
 
@@ -22,6 +22,7 @@ import bpy
 
 from ..core import METHODS, ReachIKError, SolveOptions
 from . import dependencies
+from .live_state import live
 from .rig import RigChain, RigError, build_rig_chain, chain_bones, rig_signature
 
 #: The solver methods in the order the UI lists them (those the core has implemented).
@@ -77,7 +78,7 @@ def _as_is(value: Any) -> Any:
 #: the chain settings; the others are derived from it, and a test checks that it names
 #: every property of the group and that :class:`_Fixed` and :class:`ChainSpec` match it.
 #: Roles: ``animated`` may be animated, read at every frame by live solving and the bake
-#: (in this order: :data:`ANIMATED_SETTINGS`); ``fixed`` read once per :func:`invalidate`
+#: (in this order: :data:`ANIMATED_SETTINGS`); ``fixed`` read once per generation
 #: (:class:`_Fixed`, in this order); ``advanced`` the core's extra options (:data:`Advanced`,
 #: in this order); ``record`` kept for the add-on, not read by the solve; ``report`` the
 #: last bake's report, which *Remove* keeps.
@@ -122,7 +123,7 @@ def settings_of(*roles: str) -> tuple[str, ...]:
 #: orientation weight, use pole (live solving and the bake unpack them in this order).
 ANIMATED_SETTINGS = settings_of(ANIMATED)
 
-#: The settings read once per :func:`invalidate` (the fields of :class:`_Fixed` before
+#: The settings read once per generation (the fields of :class:`_Fixed` before
 #: ``advanced``).
 FIXED_SETTINGS = settings_of(FIXED)
 
@@ -180,32 +181,16 @@ def chain_tips(obj: Any) -> list[str]:
     return [pb.name for pb in obj.pose.bones if pb.reach_ik.has_chain]
 
 
-_generation = 0
-_chains_cache: dict[tuple[int, int], tuple[int, tuple[str, ...]]] = {}
-
-
-def invalidate() -> None:
-    """Forget which bones hold chains and recheck the chains against the rig: after a chain
-    is added, removed or changed, the armature or its pose bones are edited, a file is
-    loaded, or an undo step (the property callbacks and handlers call this)."""
-    global _generation
-    _generation += 1
-
-
-def generation() -> int:
-    """A number that changes with every :func:`invalidate`."""
-    return _generation
-
-
 def armature_chains(obj: Any) -> tuple[str, ...]:
     """:func:`chain_tips` of ``obj``, scanning every pose bone only after
-    :func:`invalidate` (scanning a big rig on every frame costs more than the solve)."""
+    :meth:`.live_state.LiveState.invalidate` (scanning a big rig on every frame costs more
+    than the solve)."""
     key = (obj.as_pointer(), obj.data.as_pointer())
-    hit = _chains_cache.get(key)
-    if hit is not None and hit[0] == _generation:
+    hit = live.chains.get(key)
+    if hit is not None and hit[0] == live.generation:
         return hit[1]
     tips = tuple(chain_tips(obj))
-    _chains_cache[key] = (_generation, tips)
+    live.chains[key] = (live.generation, tips)
     return tips
 
 
@@ -272,23 +257,21 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
     )
 
 
-_rig_cache: dict[tuple[Any, ...], tuple[RigChain, int]] = {}
-
-
 def rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain:
-    """The (cached) :class:`RigChain`; after an :func:`invalidate` it is checked against the
-    rig's rest data and limits once, and rebuilt if they changed."""
+    """The (cached, :attr:`.live_state.LiveState.rigs`) :class:`RigChain`; after an
+    invalidate it is checked against the rig's rest data and limits once, and rebuilt if
+    they changed."""
     key = (obj.data.as_pointer(), obj.data.name_full, tip, chain_length, use_tail)
-    cached = _rig_cache.get(key)
+    cached = live.rigs.get(key)
     if cached is not None:
         rig, checked = cached
-        if checked == _generation:
+        if checked == live.generation:
             return rig
         if rig.signature == rig_signature(obj, rig.bone_names):
-            _rig_cache[key] = (rig, _generation)
+            live.rigs[key] = (rig, live.generation)
             return rig
     built = build_rig_chain(obj, tip, chain_length, use_tail)
-    _rig_cache[key] = (built, _generation)
+    live.rigs[key] = (built, live.generation)
     return built
 
 

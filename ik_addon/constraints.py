@@ -63,6 +63,7 @@ from typing import Any
 import bpy
 
 from . import stored
+from .live_state import live
 from .rig import RigError, chain_bones
 
 #: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
@@ -290,11 +291,6 @@ def remove_orphans() -> None:
     stored.remove_orphan_actions()
 
 
-#: Armature object (pointer) → (epoch, bone → [helper, its rotation F-curves, its scale
-#: F-curves or ``None``]) found by :func:`show`.
-_helpers: dict[int, tuple[int, dict[str, list[Any]]]] = {}
-
-
 def show(
     obj: Any,
     poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]], Sequence[float] | None]],
@@ -315,7 +311,7 @@ def show(
         time: the scene time keyed (frame and subframe: ``scene.frame_current_final``).
         idle: bones of chains that were not solved (disabled at this frame, or failing).
         epoch: when given, the helpers found are remembered and reused by later calls
-            with the same epoch (live solving passes :func:`.chain_spec.generation`, which
+            with the same epoch (live solving passes :attr:`.live_state.LiveState.generation`, which
             changes whenever the armature is edited, on undo and on load).
 
     Returns:
@@ -325,11 +321,11 @@ def show(
     pose_bones = obj.pose.bones
     known: dict[str, list[Any]] = {}
     if epoch is not None:
-        hit = _helpers.get(obj.as_pointer())
+        hit = live.helpers.get(obj.as_pointer())
         if hit is not None and hit[0] == epoch:
             known = hit[1]
         else:
-            _helpers[obj.as_pointer()] = (epoch, known)
+            live.helpers[obj.as_pointer()] = (epoch, known)
     changed = False
     shown: set[str] = set()
     for names, rotations, scales in poses:

@@ -2,7 +2,7 @@
 """Live solving: solve an armature's Reach IK chains at one frame, and write the poses.
 
 The data path of a frame, top-down in this file: :func:`solve_chains` takes each chain as
-planned until the next :func:`~.chain_spec.invalidate` (:func:`_planned`: its model and its
+planned until the next invalidate (:mod:`.live_state`; :func:`_planned`: its model and its
 fixed settings, parents first), reads the animated settings and the inputs as Blender
 evaluated them (:mod:`.pose_state`), reuses the earlier result when those inputs are
 unchanged, and otherwise solves the chain by :func:`_solve_values` (one frame, plain
@@ -74,7 +74,7 @@ from mathutils import Matrix, Vector
 
 from ..core import ReachIKError, solve_floats, solve_one, solve_points
 from ..core import rotations as rot
-from . import chain_spec, dependencies
+from . import dependencies
 from .chain_spec import (
     ChainSpec,
     _check_solver,
@@ -85,11 +85,11 @@ from .chain_spec import (
     available_methods,
     chain_tips,
     dependency_chains,
-    invalidate,
     read_animated,
     read_spec,
     rig_chain,
 )
+from .live_state import live
 from .pose_state import _point_world, _PoseState, _rotation_world
 from .rig import RigChain, RigError, base_matrix
 from .rotation_modes import fk_rotations, quaternion_to_values, read_rotation, write_rotation
@@ -157,14 +157,6 @@ class SolveReport:
             )
             for s in self.solved
         ]
-
-
-def clear_caches() -> None:
-    """Forget cached chains and settings (after loading a file)."""
-    chain_spec._rig_cache.clear()
-    chain_spec._chains_cache.clear()
-    _plans_cache.clear()
-    invalidate()
 
 
 def solve_frame(
@@ -306,7 +298,7 @@ def _solve_values(
 @dataclass(frozen=True, eq=False)
 class _Planned:
     """A chain of an armature as live solving meets it on every frame until the next
-    :func:`invalidate`: its model (or why it has none) and its fixed settings."""
+    invalidate (:mod:`.live_state`): its model (or why it has none) and its fixed settings."""
 
     tip: str
     rig: RigChain | None
@@ -314,16 +306,12 @@ class _Planned:
     fixed: _Fixed
 
 
-#: Armature object (pointer) → (generation, its chains, parents first).
-_plans_cache: dict[int, tuple[int, list[_Planned]]] = {}
-
-
 def _planned(obj: Any) -> list[_Planned]:
     """The chains of ``obj`` (original), parents first: a chain whose bones lie above
     another chain's root is solved before it."""
     key = obj.as_pointer()
-    hit = _plans_cache.get(key)
-    if hit is not None and hit[0] == chain_spec.generation():
+    hit = live.plans.get(key)
+    if hit is not None and hit[0] == live.generation:
         return hit[1]
     out: list[tuple[Any, str, _Planned]] = []
     for tip in armature_chains(obj):
@@ -343,7 +331,7 @@ def _planned(obj: Any) -> list[_Planned]:
         out[k] = ((rank, depth), tip, item)
     out.sort(key=lambda item: (item[0], item[1]))
     plan = [item[2] for item in out]
-    _plans_cache[key] = (chain_spec.generation(), plan)
+    live.plans[key] = (live.generation, plan)
     return plan
 
 
@@ -359,9 +347,9 @@ def solve_chains(
 
     Args:
         known: per chain tip, the inputs and result of an earlier solve of this armature
-            (:attr:`SolveReport.inputs`, same :func:`generation`): a chain whose inputs now
-            equal those is not solved again, that result is reused (live solving keeps one
-            per frame). The inputs are everything the solve reads, exactly (Blender's
+            (:attr:`SolveReport.inputs`, same generation, :mod:`.live_state`): a chain whose
+            inputs now equal those is not solved again, that result is reused (live solving
+            keeps one per frame). The inputs are everything the solve reads, exactly (Blender's
             floats): the animated settings (enabled, influence, pole angle, orientation
             weight, use pole), the target's world position, the armature's world matrix,
             the posed matrix of the parent above the root (as this pass sees it), the
@@ -413,7 +401,7 @@ def solve_chains(
             target = fixed.target.evaluated_get(depsgraph) if fixed.target else None
             pole = fixed.pole.evaluated_get(depsgraph) if fixed.pole and use_pole else None
         except ReferenceError:  # the target or pole was deleted since: read the chains again
-            invalidate()
+            live.invalidate()
             return solve_chains(obj, depsgraph)
         try:
             target_world = _point_world(target, fixed.target_bone, "target", obj_eval, state, world)
@@ -492,6 +480,9 @@ def apply_poses(obj: Any, poses: Iterable[ChainPose]) -> None:
                 write_rotation(pb, quaternion_to_values(q, pb.rotation_mode, read_rotation(pb)))
 
 
+#: :meth:`.live_state.LiveState.invalidate`, importable here for scripts/.
+invalidate = live.invalidate
+
 #: Names scripts/ and tests read from this module that now live in the modules above.
 __all__ = [
     "ChainPose",
@@ -504,7 +495,6 @@ __all__ = [
     "available_methods",
     "base_matrix",
     "chain_tips",
-    "clear_caches",
     "dependency_chains",
     "invalidate",
     "read_spec",

@@ -16,6 +16,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 from . import chain_spec, constraints, convert, dependencies, drivers, evaluate, handlers
+from .live_state import live
 from .rig import (
     RigError,
     chain_bones,
@@ -249,7 +250,7 @@ def remove_chain(obj: Any, pb: Any) -> None:
     drivers.remove(obj, convert.chain_driver_paths(pb))
     for name in chain_spec.CHAIN_SETTINGS:
         s.property_unset(name)  # runs no update callbacks: sync by hand
-    chain_spec.invalidate()
+    live.invalidate()
     constraints.sync(obj)
     handlers.status.pop((obj.name, pb.name), None)
 
@@ -304,7 +305,7 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
                     else:
                         remove_chain(obj, pb)
         convert.last_result = result
-        chain_spec.invalidate()
+        live.invalidate()
         if result.converted:
             solve_now(context, obj)
         kind = "Reach IK chain" if self.direction == "TO_REACH_IK" else "IK constraint"

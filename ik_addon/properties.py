@@ -30,8 +30,9 @@ from bpy.props import (
     StringProperty,
 )
 
-from .chain_spec import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate
+from .chain_spec import METHOD_LABELS, METHOD_ORDER, available_methods
 from .constraints import sync
+from .live_state import live
 
 #: Every Reach IK setting can be edited on a library override (and the edit is saved).
 OVERRIDABLE: set[Literal["LIBRARY_OVERRIDABLE"]] = {"LIBRARY_OVERRIDABLE"}
@@ -60,7 +61,7 @@ def _solver_items() -> list[tuple[str, str, str, int]]:
 def _tag(self: Any, _context: Any) -> None:
     """A setting changed: drop what the live solver cached from the settings, and make the
     depsgraph copy the change (custom properties are not tagged)."""
-    invalidate()
+    live.invalidate()
     obj = self.id_data
     if obj is not None:
         obj.update_tag()
@@ -68,7 +69,7 @@ def _tag(self: Any, _context: Any) -> None:
 
 def _chains_changed(self: Any, context: Any) -> None:
     """Which bones the chains drive changed: bring the constraints in line."""
-    invalidate()
+    live.invalidate()
     sync(self.id_data)
     _tag(self, context)
 

@@ -51,7 +51,7 @@ ellipse through the four limits, the core clamps each component on its own (a bo
 
 Each bone's *IK Stretch* (``ik_stretch``) is the chain's stretch weight of that joint
 (:attr:`core.Chain.stretch`), read with the limits (part of :func:`rig_signature`, so an
-edit is seen after the next :func:`.chain_spec.invalidate`; an animated ``ik_stretch`` is
+edit is seen after the next :meth:`.live_state.LiveState.invalidate`; an animated ``ik_stretch`` is
 not followed frame by frame); it matters only on a chain whose *Stretch* is on.
 """
 

@@ -28,7 +28,7 @@ The record (:func:`known`, :func:`remember`): per armature object and time, each
 inputs and result as :func:`.evaluate.solve_chains` returned them (its ``known``
 argument). The live handlers pass the record of the frame shown to the solve, which reuses
 a chain's result when its inputs are unchanged; only chains solved anew are keyed. The
-record belongs to one :func:`.chain_spec.generation` (a changed setting, an undo, a loaded
+record belongs to one :attr:`.live_state.LiveState.generation` (a changed setting, an undo, a loaded
 file start a new one) and is dropped as a whole when the helpers change (:func:`forget`).
 It lives in memory only: after a file is opened every frame is solved once more when it is
 first shown (and keyed only if the solution differs from the key there). Keys edited by
@@ -42,7 +42,8 @@ from typing import Any
 
 import bpy
 
-from . import chain_spec, evaluate
+from . import evaluate
+from .live_state import live
 
 #: Custom property of a helper's action: the name of the helper it animates.
 OWNER_KEY = "reach_ik_helper"
@@ -50,15 +51,12 @@ _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 
 Known = dict[str, tuple[tuple[Any, ...], evaluate.Solved]]
 
-#: Armature object (pointer) → (generation, time → chain tip → (inputs, result)).
-_records: dict[int, tuple[int, dict[float, Known]]] = {}
-
 
 def known(obj: Any, time: float) -> Known | None:
     """The record of ``obj``'s chains at ``time`` (``None``: nothing stored there in this
     generation)."""
-    hit = _records.get(obj.as_pointer())
-    if hit is None or hit[0] != chain_spec.generation():
+    hit = live.records.get(obj.as_pointer())
+    if hit is None or hit[0] != live.generation:
         return None
     return hit[1].get(time)
 
@@ -66,9 +64,9 @@ def known(obj: Any, time: float) -> Known | None:
 def remember(obj: Any, time: float, report: evaluate.SolveReport) -> None:
     """Record what ``report`` solved at ``time`` (every solved chain, reused or new)."""
     key = obj.as_pointer()
-    hit = _records.get(key)
-    if hit is None or hit[0] != chain_spec.generation():
-        hit = _records[key] = (chain_spec.generation(), {})
+    hit = live.records.get(key)
+    if hit is None or hit[0] != live.generation:
+        hit = live.records[key] = (live.generation, {})
     hit[1][time] = {s.tip: (report.inputs[s.tip], s) for s in report.solved}
 
 
@@ -76,15 +74,15 @@ def forget(obj: Any = None) -> None:
     """Drop the record of ``obj`` (every armature when ``None``): its helpers changed, an
     undo step, a file loaded."""
     if obj is None:
-        _records.clear()
+        live.records.clear()
     else:
-        _records.pop(obj.as_pointer(), None)
+        live.records.pop(obj.as_pointer(), None)
 
 
 def stored_times(obj: Any) -> list[float]:
     """The times recorded for ``obj`` in this generation, ascending."""
-    hit = _records.get(obj.as_pointer())
-    if hit is None or hit[0] != chain_spec.generation():
+    hit = live.records.get(obj.as_pointer())
+    if hit is None or hit[0] != live.generation:
         return []
     return sorted(hit[1])
 
