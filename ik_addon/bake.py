@@ -294,7 +294,7 @@ def _solver_override(obj: Any, specs: Sequence[ChainSpec], solver: str | None) -
             obj.pose.bones[tip].reach_ik.solver = value
 
 
-def _fcurve_warnings(obj: Any, solved: list[_Solved]) -> list[str]:
+def _fcurve_warnings(obj: bpy.types.Object, solved: list[_Solved]) -> list[str]:
     """Warn about what would make the keys play back differently from the bake."""
     out: list[str] = []
     adt = obj.animation_data

@@ -18,7 +18,7 @@ from .operators import poll_chains
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
 
-def _armature(context: Any, name: str) -> Any:
+def _armature(context: bpy.types.Context, name: str) -> Any:
     obj = bpy.data.objects.get(name) if name else context.object
     return obj if obj is not None and obj.type == "ARMATURE" else None
 
@@ -119,7 +119,7 @@ class REACH_IK_OT_bake(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_chains(cls, context, writes_armature=True)
 
     def invoke(self, context: Any, event: Any) -> Result:

@@ -54,7 +54,7 @@ class _Goal:
     depsgraph, as :func:`.chain_spec.read_spec` does (the armature itself: its evaluated copy).
     """
 
-    def __init__(self, original: Any, bone: str, own: Any) -> None:
+    def __init__(self, original: Any, bone: str, own: bpy.types.Object) -> None:
         self.original = original
         self.own = original == own
         self.bone = bone if original.type == "ARMATURE" else ""
@@ -142,7 +142,12 @@ class _Samples:
 
 
 def _sample_frame(
-    depsgraph: Any, obj: Any, samples: list[_Samples], world: list[Any], i: int, fk: bool = False
+    depsgraph: bpy.types.Depsgraph,
+    obj: bpy.types.Object,
+    samples: list[_Samples],
+    world: list[Any],
+    i: int,
+    fk: bool = False,
 ) -> None:
     """Read every chain's inputs at the current frame (index ``i``; see :meth:`_Samples.read`)."""
     obj_eval = obj.evaluated_get(depsgraph)
@@ -151,22 +156,24 @@ def _sample_frame(
         s.read(depsgraph, obj_eval, i, fk)
 
 
-def _depsgraph(scene: Any) -> Any:
+def _depsgraph(scene: bpy.types.Scene) -> Any:
     """The depsgraph that ``scene.frame_set`` evaluates."""
     if scene == bpy.context.scene:
         return bpy.context.evaluated_depsgraph_get()
     return scene.view_layers[0].depsgraph
 
 
-def _checks(obj: Any, depsgraph: Any, tips: Sequence[str]) -> dict[str, evaluate.ChainPose]:
+def _checks(
+    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, tips: Sequence[str]
+) -> dict[str, evaluate.ChainPose]:
     """The live solver's pose per tip at the current frame."""
     report = evaluate.solve_chains(obj, depsgraph)
     return {p.tip: p for p in report.poses if p.tip in tips}
 
 
 def _sample_every_frame(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: bpy.types.Object,
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,
@@ -191,8 +198,8 @@ def _sample_every_frame(
 
 
 def _sample_from_curves(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: bpy.types.Object,
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,

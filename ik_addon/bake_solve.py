@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import bpy
 import numpy as np
 
 from ..core import ReachIKError
@@ -179,7 +180,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     )
 
 
-def _rest_dependencies(obj: Any, spec: ChainSpec, rig: RigChain) -> set[str]:
+def _rest_dependencies(obj: bpy.types.Object, spec: ChainSpec, rig: RigChain) -> set[str]:
     """Bones of ``obj`` whose pose this chain's inputs depend on."""
     deps = _ancestors(obj, rig.parent) if rig.parent else set()
     for goal, bone in ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone)):
@@ -188,15 +189,15 @@ def _rest_dependencies(obj: Any, spec: ChainSpec, rig: RigChain) -> set[str]:
     return deps
 
 
-def _batchable(obj: Any, rigs: dict[str, RigChain], specs: list[ChainSpec]) -> bool:
+def _batchable(obj: bpy.types.Object, rigs: dict[str, RigChain], specs: list[ChainSpec]) -> bool:
     """No baked chain depends on a bone that an enabled chain drives."""
     driven = {name for name, enabled in constraints.driven(obj).items() if enabled}
     return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
 
 
 def _sample_and_solve(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: bpy.types.Object,
     specs: list[ChainSpec],
     rigs: dict[str, RigChain],
     frames: np.ndarray,
@@ -241,8 +242,8 @@ def _sample_and_solve(
 
 
 def _solve_near_full_reach(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: bpy.types.Object,
     solved: list[_Solved],
     frames: np.ndarray,
     checks: dict[int, dict[str, evaluate.ChainPose]],
@@ -274,8 +275,8 @@ def _solve_near_full_reach(
 
 
 def _solve_frame_by_frame(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: bpy.types.Object,
     specs: list[ChainSpec],
     rigs: dict[str, RigChain],
     frames: np.ndarray,
@@ -345,8 +346,8 @@ def _block_progress(progress: Progress, k: int, count: int) -> Progress:
 
 
 def _solve_block(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: bpy.types.Object,
     specs: list[ChainSpec],
     rigs: dict[str, RigChain],
     frames: np.ndarray,

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import bpy
+
 #: A pose bone, named by its armature object and bone.
 BoneKey = tuple[str, str]
 
@@ -191,7 +193,9 @@ def _cycle_through(
     return []
 
 
-def chain_goals(armature: Any, tip: str, bones: Sequence[str], settings: Any) -> ChainGoals:
+def chain_goals(
+    armature: bpy.types.Object, tip: str, bones: Sequence[str], settings: Any
+) -> ChainGoals:
     """A :class:`ChainGoals` from a chain's settings (``pose_bone.reach_ik``)."""
     goals = []
     for what, goal, bone in (

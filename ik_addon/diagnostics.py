@@ -241,7 +241,7 @@ def marker_name(kind: Kind, tip: str) -> str:
     return f"{PREFIX} {words.get(kind, kind)} {tip}"
 
 
-def _recorded(scene: Any) -> list[tuple[int, str]]:
+def _recorded(scene: bpy.types.Scene) -> list[tuple[int, str]]:
     text = scene.get(RECORD, "")
     out = []
     for line in str(text).splitlines():
@@ -251,7 +251,7 @@ def _recorded(scene: Any) -> list[tuple[int, str]]:
     return out
 
 
-def clear_markers(scene: Any) -> int:
+def clear_markers(scene: bpy.types.Scene) -> int:
     """Remove the markers :func:`mark` made last time (still at their frame with their
     name); returns how many."""
     wanted = set(_recorded(scene))
@@ -347,7 +347,7 @@ class REACH_IK_OT_diagnose(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_chains(cls, context, writes_armature=False)
 
     def invoke(self, context: Any, event: Any) -> Any:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import bpy
+
 from ..core import ReachIKError
 
 
@@ -29,12 +31,12 @@ class DriverError(ReachIKError):
     """A driver cannot be carried over; the message says why."""
 
 
-def _drivers(obj: Any) -> Any:
+def _drivers(obj: bpy.types.Object) -> Any:
     ad = obj.animation_data
     return ad.drivers if ad is not None else ()
 
 
-def find(obj: Any, path: str) -> Any:
+def find(obj: bpy.types.Object, path: str) -> Any:
     """The driver F-curve of ``obj`` on ``path`` (index 0), or ``None``."""
     for fc in _drivers(obj):
         if fc.data_path == path and fc.array_index == 0:
@@ -42,7 +44,7 @@ def find(obj: Any, path: str) -> Any:
     return None
 
 
-def under(obj: Any, prefix: str) -> list[Any]:
+def under(obj: bpy.types.Object, prefix: str) -> list[Any]:
     """Every driver F-curve of ``obj`` whose path is ``prefix`` or lies below it
     (``prefix + "."…``, ``prefix + "["…``)."""
     return [
@@ -61,7 +63,7 @@ def remove(obj: Any, prefix: str) -> list[str]:
     return gone
 
 
-def set_muted(obj: Any, paths: list[str], muted: bool) -> None:
+def set_muted(obj: bpy.types.Object, paths: list[str], muted: bool) -> None:
     """Mute (or unmute) the driver F-curves on exactly these paths."""
     wanted = set(paths)
     for fc in _drivers(obj):

@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
@@ -463,7 +464,7 @@ def solve_chains(
     return SolveReport(solved, problems, tuple(idle), inputs, tuple(fresh))
 
 
-def solve_armature(obj: Any, depsgraph: Any) -> list[ChainPose]:
+def solve_armature(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> list[ChainPose]:
     """Solve every enabled chain of ``obj`` at the depsgraph's frame; writes nothing."""
     return solve_chains(obj, depsgraph).poses
 

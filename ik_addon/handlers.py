@@ -110,7 +110,7 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
     return written
 
 
-def _armatures(scene: Any) -> list[Any]:
+def _armatures(scene: bpy.types.Scene) -> list[Any]:
     return [
         obj
         for obj in scene.objects
@@ -133,7 +133,7 @@ def paused() -> Iterator[None]:
         live.busy = before
 
 
-def solve_scene(scene: Any, depsgraph: Any) -> set[str]:
+def solve_scene(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> set[str]:
     """Solve every armature of ``scene`` that has chains at the scene's current frame and
     subframe; never raises. Returns the names of the armatures whose helpers were written."""
     written: set[str] = set()
@@ -159,12 +159,12 @@ def _report_once(name: str) -> None:
 
 
 @persistent
-def on_frame_change(scene: Any, depsgraph: Any) -> None:
+def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     solve_scene(scene, depsgraph)
 
 
 @persistent
-def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
+def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     if live.busy:
         return
     updated = [u.id for u in depsgraph.updates]

@@ -257,11 +257,11 @@ class Channels:
             return fcurve
 
 
-def _new_action_name(obj: Any) -> str:
+def _new_action_name(obj: bpy.types.Object) -> str:
     return f"{obj.name}_ReachIK_bake"
 
 
-def action_users(action: Any) -> list[str]:
+def action_users(action: bpy.types.Action) -> list[str]:
     """Names of the objects that use ``action``: as their assigned action or in an NLA strip."""
     users = []
     for obj in bpy.data.objects:
@@ -498,7 +498,7 @@ class BonePlan:
 
 def plan_bone_rotations(
     channels: Channels,
-    pose_bone: Any,
+    pose_bone: bpy.types.PoseBone,
     rotations: FloatArray,
     frame_start: float,
     frame_end: float,
@@ -515,7 +515,11 @@ def plan_bone_rotations(
 
 
 def plan_bone_scales(
-    channels: Channels, pose_bone: Any, scales: FloatArray, frame_start: float, frame_end: float
+    channels: Channels,
+    pose_bone: bpy.types.PoseBone,
+    scales: FloatArray,
+    frame_start: float,
+    frame_end: float,
 ) -> BonePlan:
     """The ``scale`` channel values ``(F, 3)`` that keying the uniform scale factors
     ``scales (F,)`` of ``pose_bone`` in ``[frame_start, frame_end]`` writes (a stretching
@@ -554,7 +558,7 @@ def write_plan(
 
 def write_bone_rotations(
     channels: Channels,
-    pose_bone: Any,
+    pose_bone: bpy.types.PoseBone,
     frames: FloatArray,
     rotations: FloatArray,
     frame_start: float,
@@ -570,7 +574,7 @@ def write_bone_rotations(
 
 
 def _merge_into(
-    fcurve: Any,
+    fcurve: bpy.types.FCurve,
     old: _KeyArrays,
     frames: FloatArray,
     values: FloatArray,

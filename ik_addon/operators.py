@@ -27,7 +27,7 @@ from .rig import (
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
 
-def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
+def _solver_items(_self: Any, _context: bpy.types.Context) -> list[tuple[str, str, str]]:
     return [
         (
             "AUTO",
@@ -41,14 +41,14 @@ def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
     ]
 
 
-def _armature(context: Any) -> Any:
+def _armature(context: bpy.types.Context) -> Any:
     obj = context.object
     if obj is None or obj.type != "ARMATURE":
         return None
     return obj
 
 
-def editable(obj: Any) -> bool:
+def editable(obj: bpy.types.Object) -> bool:
     """``obj`` may be edited: local, or an editable library override (not linked data)."""
     is_editable = getattr(obj, "is_editable", None)
     return bool(is_editable) if is_editable is not None else obj.library is None
@@ -61,7 +61,7 @@ LINKED_MESSAGE = (
 )
 
 
-def _poll_armature(cls: Any, context: Any) -> bool:
+def _poll_armature(cls: Any, context: bpy.types.Context) -> bool:
     obj = _armature(context)
     if obj is None:
         cls.poll_message_set("Needs an active armature object")
@@ -84,14 +84,14 @@ def poll_chains(cls: Any, context: Any, *, writes_armature: bool) -> bool:
     return True
 
 
-def _poll_any_armature(cls: Any, context: Any) -> bool:
+def _poll_any_armature(cls: Any, context: bpy.types.Context) -> bool:
     if _armature(context) is None:
         cls.poll_message_set("Needs an active armature object")
         return False
     return True
 
 
-def _poll_pose_bone(cls: Any, context: Any) -> bool:
+def _poll_pose_bone(cls: Any, context: bpy.types.Context) -> bool:
     if not _poll_armature(cls, context):
         return False
     if context.mode != "POSE":
@@ -103,7 +103,7 @@ def _poll_pose_bone(cls: Any, context: Any) -> bool:
     return True
 
 
-def _resolve_tip(context: Any, tip: str) -> Any:
+def _resolve_tip(context: bpy.types.Context, tip: str) -> Any:
     obj = _armature(context)
     if obj is None:
         return None
@@ -145,7 +145,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_pose_bone(cls, context)
 
     def execute(self, context: Any) -> Result:
@@ -229,7 +229,7 @@ class REACH_IK_OT_remove(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_armature(cls, context)
 
     def execute(self, context: Any) -> Result:
@@ -287,7 +287,7 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
     solver: EnumProperty(name="Solver", items=_solver_items)  # type: ignore[valid-type]
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_armature(cls, context)
 
     def execute(self, context: Any) -> Result:
@@ -337,7 +337,7 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         if not _poll_armature(cls, context):
             return False
         obj = _armature(context)

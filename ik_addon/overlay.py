@@ -452,7 +452,7 @@ def mark_dirty() -> None:
 
 
 @persistent
-def on_change(scene: Any, depsgraph: Any) -> None:
+def on_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     """After a live solve: prepare the scene's plan; the joints are read at the next redraw."""
     if _rendering or bpy.app.background:
         return

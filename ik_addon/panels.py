@@ -60,7 +60,9 @@ def _depsgraph(context: Any) -> Any:
     return context.view_layer.depsgraph
 
 
-def status_lines(context: Any, obj: Any, tip: str, enabled: bool, influence: float) -> list[Any]:
+def status_lines(
+    context: bpy.types.Context, obj: bpy.types.Object, tip: str, enabled: bool, influence: float
+) -> list[Any]:
     """The status of a chain as ``(text, icon, alert)`` lines (what the panels show)."""
     if not enabled:
         return [("Disabled: FK pose", "HIDE_ON", False)]
@@ -91,7 +93,7 @@ def _status(layout: Any, context: Any, obj: Any, tip: str, enabled: bool, influe
         row.label(text=text, icon=icon)
 
 
-def _goal(layout: Any, s: Any, pointer: str, bone: str, label: str) -> None:
+def _goal(layout: bpy.types.UILayout, s: Any, pointer: str, bone: str, label: str) -> None:
     col = layout.column(align=True)
     col.prop(s, pointer, text=label)
     ob = getattr(s, pointer)
@@ -258,7 +260,7 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         _status(box, context, obj, pb.name, s.enabled, s.influence)
 
 
-def _goal_name(ob: Any, bone: str) -> str:
+def _goal_name(ob: bpy.types.Object, bone: str) -> str:
     if ob is None:
         return "No target"
     return f"{ob.name} : {bone}" if bone else ob.name

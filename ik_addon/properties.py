@@ -58,7 +58,7 @@ def _solver_items() -> list[tuple[str, str, str, int]]:
     return items
 
 
-def _tag(self: Any, _context: Any) -> None:
+def _tag(self: Any, _context: bpy.types.Context) -> None:
     """A setting changed: drop what the live solver cached from the settings, and make the
     depsgraph copy the change (custom properties are not tagged)."""
     live.invalidate()
@@ -67,14 +67,14 @@ def _tag(self: Any, _context: Any) -> None:
         obj.update_tag()
 
 
-def _chains_changed(self: Any, context: Any) -> None:
+def _chains_changed(self: Any, context: bpy.types.Context) -> None:
     """Which bones the chains drive changed: bring the constraints in line."""
     live.invalidate()
     sync(self.id_data)
     _tag(self, context)
 
 
-def _poll_target(self: Any, obj: Any) -> bool:
+def _poll_target(self: Any, obj: bpy.types.Object) -> bool:
     return obj != self.id_data or obj.type == "ARMATURE"
 
 
@@ -407,7 +407,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
 classes = (ReachIKBoneSettings,)
 
 
-def _redraw_views(_self: Any, context: Any) -> None:
+def _redraw_views(_self: Any, context: bpy.types.Context) -> None:
     screen = getattr(context, "screen", None)
     for area in screen.areas if screen is not None else ():
         if area.type == "VIEW_3D":

@@ -62,6 +62,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
@@ -153,7 +154,7 @@ def _inverse_rows(rows: Any) -> list[list[Any]]:
     return [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r]
 
 
-def bone_limits(pose_bone: Any) -> JointLimits:
+def bone_limits(pose_bone: bpy.types.PoseBone) -> JointLimits:
     """Joint limits and stiffness from a pose bone's IK settings (table above)."""
     lock = (bool(pose_bone.lock_ik_x), bool(pose_bone.lock_ik_y), bool(pose_bone.lock_ik_z))
     ranges = tuple(
@@ -376,7 +377,9 @@ def _signed_angle(a: np.ndarray, b: np.ndarray, axis: np.ndarray) -> float:
     return float(np.arctan2(np.cross(a, b) @ axis, a @ b))
 
 
-def pole_angle_from_blender(obj: Any, names: Sequence[str], blender_angle: float) -> float:
+def pole_angle_from_blender(
+    obj: bpy.types.Object, names: Sequence[str], blender_angle: float
+) -> float:
     """Reach IK's pole angle giving the same bend as Blender's IK constraint.
 
     Blender turns the solved chain so that the root bone's axis ``X·cos θ + Z·sin θ``
@@ -398,7 +401,7 @@ def pole_angle_from_blender(obj: Any, names: Sequence[str], blender_angle: float
     return _signed_angle(up, bend, axis)
 
 
-def pole_angle_to_blender(obj: Any, names: Sequence[str], reach_angle: float) -> float:
+def pole_angle_to_blender(obj: bpy.types.Object, names: Sequence[str], reach_angle: float) -> float:
     """The IK constraint's pole angle for a Reach IK pole angle (inverse of the above)."""
     axis, bend, root = _rest_bend(obj, names)
     want = rot.rotate(rot.from_axis_angle(axis, -reach_angle), bend)

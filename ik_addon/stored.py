@@ -52,7 +52,7 @@ _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 Known = dict[str, tuple[tuple[Any, ...], evaluate.Solved]]
 
 
-def known(obj: Any, time: float) -> Known | None:
+def known(obj: bpy.types.Object, time: float) -> Known | None:
     """The record of ``obj``'s chains at ``time`` (``None``: nothing stored there in this
     generation)."""
     hit = live.records.get(obj.as_pointer())
@@ -61,7 +61,7 @@ def known(obj: Any, time: float) -> Known | None:
     return hit[1].get(time)
 
 
-def remember(obj: Any, time: float, report: evaluate.SolveReport) -> None:
+def remember(obj: bpy.types.Object, time: float, report: evaluate.SolveReport) -> None:
     """Record what ``report`` solved at ``time`` (every solved chain, reused or new)."""
     key = obj.as_pointer()
     hit = live.records.get(key)
@@ -79,7 +79,7 @@ def forget(obj: Any = None) -> None:
         live.records.pop(obj.as_pointer(), None)
 
 
-def stored_times(obj: Any) -> list[float]:
+def stored_times(obj: bpy.types.Object) -> list[float]:
     """The times recorded for ``obj`` in this generation, ascending."""
     hit = live.records.get(obj.as_pointer())
     if hit is None or hit[0] != live.generation:
@@ -88,13 +88,13 @@ def stored_times(obj: Any) -> list[float]:
 
 
 # ----------------------------------------------------------------------------- keys
-def helper_fcurves(helper: Any) -> list[Any]:
+def helper_fcurves(helper: bpy.types.Object) -> list[Any]:
     """The helper's four ``rotation_quaternion`` F-curves (w, x, y, z), with its action
     created and assigned when missing."""
     return _fcurves(helper, "rotation_quaternion", 4)
 
 
-def scale_fcurves(helper: Any) -> list[Any]:
+def scale_fcurves(helper: bpy.types.Object) -> list[Any]:
     """The helper's three ``scale`` F-curves (x, y, z): a stretching chain's bone's scale
     factor (:mod:`.constraints`), keyed like the rotation."""
     return _fcurves(helper, "scale", 3)
@@ -123,7 +123,7 @@ def _fcurves(helper: Any, path: str, count: int) -> list[Any]:
 KEY_TOLERANCE = 2.0**-23
 
 
-def _has_key(fcurve: Any, time: float) -> bool:
+def _has_key(fcurve: bpy.types.FCurve, time: float) -> bool:
     """``fcurve`` has a key at ``time`` (binary search over its sorted keys)."""
     points = fcurve.keyframe_points
     lo, hi = 0, len(points)
@@ -150,7 +150,9 @@ def is_keyed(fcurves: Sequence[Any], time: float, q: Sequence[float]) -> bool:
     )
 
 
-def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[float]) -> None:
+def key_rotation(
+    helper: bpy.types.Object, fcurves: Sequence[Any], time: float, q: Sequence[float]
+) -> None:
     """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
     its ``rotation_quaternion`` to it."""
     if len(fcurves[0].keyframe_points):
@@ -176,7 +178,7 @@ def is_scale_keyed(fcurves: Sequence[Any], time: float, scale: float) -> bool:
     return all(abs(fc.evaluate(time) - scale) <= bar for fc in fcurves)
 
 
-def key_scale(helper: Any, fcurves: Sequence[Any], time: float, scale: float) -> None:
+def key_scale(helper: bpy.types.Object, fcurves: Sequence[Any], time: float, scale: float) -> None:
     """Key the uniform ``scale`` on ``helper`` at ``time`` (linear interpolation) and set
     its ``scale`` to it."""
     for fc in fcurves:
@@ -184,12 +186,12 @@ def key_scale(helper: Any, fcurves: Sequence[Any], time: float, scale: float) ->
     helper.scale = (scale, scale, scale)
 
 
-def is_ours(action: Any) -> bool:
+def is_ours(action: bpy.types.Action) -> bool:
     """``action`` holds a helper's stored solutions."""
     return action.get(OWNER_KEY) is not None
 
 
-def remove_action(helper: Any) -> None:
+def remove_action(helper: bpy.types.Object) -> None:
     """Delete the helper's stored solutions (its action, when Reach IK made it)."""
     adt = helper.animation_data
     action = adt.action if adt is not None else None
