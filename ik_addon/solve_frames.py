@@ -58,15 +58,22 @@ def bone_scales(links: np.ndarray) -> np.ndarray:
 
 def _effectors(chain: Chain, rotations: np.ndarray, links: np.ndarray | None) -> np.ndarray:
     """Effectors ``(F, 3)`` (base frame) of poses ``(F, n, 4)`` whose links stretch by
-    ``links (F, n)`` (``None``: they do not)."""
+    ``links (F, n)`` (``None``: they do not).
+
+    A stretching chain is built once per distinct row of ``links`` (frames within reach
+    share the unstretched one), and each pose's forward kinematics runs on its own, as
+    before, so the effectors are the same to the bit."""
     if links is None:
         return forward_kinematics(chain, rotations)[0][:, -1]
-    return np.array(
-        [
-            forward_kinematics(chain.scaled(s), q)[0][-1]
-            for q, s in zip(rotations, links, strict=True)
-        ]
-    ).reshape(-1, 3)
+    out = np.empty((len(rotations), 3))
+    scaled: dict[bytes, Chain] = {}
+    for k, (q, s) in enumerate(zip(rotations, links, strict=True)):
+        key = s.tobytes()
+        stretched = scaled.get(key)
+        if stretched is None:
+            stretched = scaled[key] = chain.scaled(s)
+        out[k] = forward_kinematics(stretched, q)[0][-1]
+    return out
 
 
 def _to_frame(maps: np.ndarray, points: np.ndarray) -> np.ndarray:

@@ -228,3 +228,35 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
     off = influence == 0.0
     dots = np.abs(np.sum(batched.rotations[off] * fk[off], axis=-1))
     np.testing.assert_allclose(dots, 1.0, atol=1e-12)
+
+
+def test_stretched_effectors_build_one_chain_per_distinct_stretch(
+    addon: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """solve_frames._effectors gives, to the bit, each pose's forward kinematics on the chain
+    scaled by that frame's stretch, while building one scaled chain per distinct stretch."""
+    from importlib import import_module
+
+    core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
+    rng = np.random.default_rng(5)
+    chain = core.Chain.from_offsets(rng.normal(size=(3, 3)))
+    q = rng.normal(size=(12, 3, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    links = np.ones((12, 3))
+    links[4:8] = 1.0 + rng.uniform(0.0, 0.3, size=(4, 3))
+    links[9] = links[5]
+    fk = core.forward_kinematics
+    expected = np.array([fk(chain.scaled(s), p)[0][-1] for p, s in zip(q, links, strict=True)])
+    built: list[Any] = []
+    scaled = type(chain).scaled
+
+    def counting(self: Any, scales: Any) -> Any:
+        built.append(scales)
+        return scaled(self, scales)
+
+    monkeypatch.setattr(type(chain), "scaled", counting)
+    got = addon.solve_frames._effectors(chain, q, links)
+    assert np.array_equal(got, expected)
+    assert len(built) == 5  # unstretched, frames 4-7 (9 repeats 5)
+    plain = addon.solve_frames._effectors(chain, q, None)
+    assert np.array_equal(plain, fk(chain, q)[0][:, -1])
