@@ -56,6 +56,7 @@ from . import bake_memory, dependencies, handlers, key_reduction, keying
 from .bake_report import store_report, stored_report
 from .bake_sampling import SOLVED, Progress, _report_progress
 from .bake_solve import _block_progress, _blocks, _join_blocks, _solve_block, _Solved
+from .blender_types import ArmatureObject
 from .chain_spec import (
     ChainSpec,
     available_methods,
@@ -246,7 +247,7 @@ class BakeResult:
         return line
 
 
-def _selected_specs(obj: Any, options: BakeOptions) -> list[ChainSpec]:
+def _selected_specs(obj: ArmatureObject, options: BakeOptions) -> list[ChainSpec]:
     tips = chain_tips(obj)
     if options.chains is None:
         chosen = [t for t in tips if obj.pose.bones[t].reach_ik.enabled]
@@ -279,7 +280,7 @@ class _Forward:
 
 
 @contextmanager
-def _solver_override(obj: Any, specs: Sequence[ChainSpec], solver: str | None) -> Any:
+def _solver_override(obj: ArmatureObject, specs: Sequence[ChainSpec], solver: str | None) -> Any:
     """Let the chains use ``solver`` for the bake (their own setting is put back after)."""
     if solver is None:
         yield specs
@@ -294,7 +295,7 @@ def _solver_override(obj: Any, specs: Sequence[ChainSpec], solver: str | None) -
             obj.pose.bones[tip].reach_ik.solver = value
 
 
-def _fcurve_warnings(obj: bpy.types.Object, solved: list[_Solved]) -> list[str]:
+def _fcurve_warnings(obj: ArmatureObject, solved: list[_Solved]) -> list[str]:
     """Warn about what would make the keys play back differently from the bake."""
     out: list[str] = []
     adt = obj.animation_data
@@ -312,7 +313,7 @@ def _fcurve_warnings(obj: bpy.types.Object, solved: list[_Solved]) -> list[str]:
     return out
 
 
-def _apply_after(obj: Any, specs: Sequence[ChainSpec], after: str) -> None:
+def _apply_after(obj: ArmatureObject, specs: Sequence[ChainSpec], after: str) -> None:
     for spec in specs:
         pb = obj.pose.bones[spec.tip]
         if after == "DISABLE":
@@ -511,7 +512,7 @@ def bake(
 
 
 def _reduce(
-    obj: Any,
+    obj: ArmatureObject,
     result: _Solved,
     plans: Sequence[keying.BonePlan],
     frames: np.ndarray,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import bpy
 
+from .blender_types import ArmatureObject
+
 if TYPE_CHECKING:
     from .bake import BakeResult
 
@@ -52,7 +54,7 @@ def report_path_problem(path: str) -> str:
     return ""
 
 
-def store_report(obj: Any, result: BakeResult) -> None:
+def store_report(obj: ArmatureObject, result: BakeResult) -> None:
     """Save each chain's quality (JSON) on its tip bone (``reach_ik.bake_report``), where the
     panel shows it; it is saved with the file."""
     for quality in result.chains:

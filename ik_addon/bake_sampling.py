@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core import rotations as rot
 from . import evaluate, keying, sampling
+from .blender_types import ArmatureObject
 from .chain_spec import ANIMATED_SETTINGS, ChainSpec, read_animated
 from .rig import RigChain
 from .rotation_modes import fk_rotations
@@ -54,14 +55,14 @@ class _Goal:
     depsgraph, as :func:`.chain_spec.read_spec` does (the armature itself: its evaluated copy).
     """
 
-    def __init__(self, original: Any, bone: str, own: bpy.types.Object) -> None:
+    def __init__(self, original: Any, bone: str, own: ArmatureObject) -> None:
         self.original = original
         self.own = original == own
         self.bone = bone if original.type == "ARMATURE" else ""
         self.matrices: list[Any] = []
         self.spaces: list[Any] = []
 
-    def read(self, depsgraph: Any, own_eval: Any) -> None:
+    def read(self, depsgraph: bpy.types.Depsgraph, own_eval: ArmatureObject) -> None:
         goal = own_eval if self.own else self.original.evaluated_get(depsgraph)
         if self.bone:
             self.matrices.append(goal.pose.bones[self.bone].matrix.copy())
@@ -98,7 +99,7 @@ class _Samples:
         fk: ``(F, n, 4)`` the FK pose on frames blended with it (else identity).
     """
 
-    def __init__(self, spec: ChainSpec, rig: RigChain, obj: Any) -> None:
+    def __init__(self, spec: ChainSpec, rig: RigChain, obj: ArmatureObject) -> None:
         self.spec, self.rig = spec, rig
         self.tip, self.root = spec.tip, rig.bone_names[0]
         original = obj.pose.bones[spec.tip].reach_ik
@@ -109,7 +110,9 @@ class _Samples:
         self._parents: list[Any] = []
         self._fk: dict[int, np.ndarray] = {}
 
-    def read(self, depsgraph: Any, obj_eval: Any, i: int, fk: bool = False) -> None:
+    def read(
+        self, depsgraph: bpy.types.Depsgraph, obj_eval: ArmatureObject, i: int, fk: bool = False
+    ) -> None:
         """Read the inputs at the current frame (index ``i``); the FK pose when blended with
         it at this frame, or always with ``fk``."""
         pose_bones = obj_eval.pose.bones
@@ -143,7 +146,7 @@ class _Samples:
 
 def _sample_frame(
     depsgraph: bpy.types.Depsgraph,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     samples: list[_Samples],
     world: list[Any],
     i: int,
@@ -164,7 +167,7 @@ def _depsgraph(scene: bpy.types.Scene) -> Any:
 
 
 def _checks(
-    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, tips: Sequence[str]
+    obj: ArmatureObject, depsgraph: bpy.types.Depsgraph, tips: Sequence[str]
 ) -> dict[str, evaluate.ChainPose]:
     """The live solver's pose per tip at the current frame."""
     report = evaluate.solve_chains(obj, depsgraph)
@@ -173,7 +176,7 @@ def _checks(
 
 def _sample_every_frame(
     scene: bpy.types.Scene,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,
@@ -199,7 +202,7 @@ def _sample_every_frame(
 
 def _sample_from_curves(
     scene: bpy.types.Scene,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,

@@ -32,6 +32,7 @@ from .bake_sampling import (
     _sample_from_curves,
     _Samples,
 )
+from .blender_types import ArmatureObject
 from .chain_spec import ChainSpec
 from .rig import RigChain, base_matrices
 from .solve_frames import FrameSolution, solve_chain_frames
@@ -180,7 +181,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     )
 
 
-def _rest_dependencies(obj: bpy.types.Object, spec: ChainSpec, rig: RigChain) -> set[str]:
+def _rest_dependencies(obj: ArmatureObject, spec: ChainSpec, rig: RigChain) -> set[str]:
     """Bones of ``obj`` whose pose this chain's inputs depend on."""
     deps = _ancestors(obj, rig.parent) if rig.parent else set()
     for goal, bone in ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone)):
@@ -189,7 +190,7 @@ def _rest_dependencies(obj: bpy.types.Object, spec: ChainSpec, rig: RigChain) ->
     return deps
 
 
-def _batchable(obj: bpy.types.Object, rigs: dict[str, RigChain], specs: list[ChainSpec]) -> bool:
+def _batchable(obj: ArmatureObject, rigs: dict[str, RigChain], specs: list[ChainSpec]) -> bool:
     """No baked chain depends on a bone that an enabled chain drives."""
     driven = {name for name, enabled in constraints.driven(obj).items() if enabled}
     return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
@@ -197,7 +198,7 @@ def _batchable(obj: bpy.types.Object, rigs: dict[str, RigChain], specs: list[Cha
 
 def _sample_and_solve(
     scene: bpy.types.Scene,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     specs: list[ChainSpec],
     rigs: dict[str, RigChain],
     frames: np.ndarray,
@@ -243,7 +244,7 @@ def _sample_and_solve(
 
 def _solve_near_full_reach(
     scene: bpy.types.Scene,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     solved: list[_Solved],
     frames: np.ndarray,
     checks: dict[int, dict[str, evaluate.ChainPose]],
@@ -276,7 +277,7 @@ def _solve_near_full_reach(
 
 def _solve_frame_by_frame(
     scene: bpy.types.Scene,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     specs: list[ChainSpec],
     rigs: dict[str, RigChain],
     frames: np.ndarray,
@@ -347,7 +348,7 @@ def _block_progress(progress: Progress, k: int, count: int) -> Progress:
 
 def _solve_block(
     scene: bpy.types.Scene,
-    obj: bpy.types.Object,
+    obj: ArmatureObject,
     specs: list[ChainSpec],
     rigs: dict[str, RigChain],
     frames: np.ndarray,

@@ -16,14 +16,18 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import bpy
 
 from ..core import METHODS, ReachIKError, SolveOptions
 from . import dependencies
+from .blender_types import ArmatureObject
 from .live_state import live
 from .rig import RigChain, RigError, build_rig_chain, chain_bones, rig_signature
+
+if TYPE_CHECKING:
+    from .properties import ReachIKBoneSettings
 
 #: The solver methods in the order the UI lists them (those the core has implemented).
 METHOD_ORDER = (
@@ -194,7 +198,7 @@ def armature_chains(obj: Any) -> tuple[str, ...]:
     return tips
 
 
-def advanced_settings(s: Any) -> Advanced:
+def advanced_settings(s: ReachIKBoneSettings) -> Advanced:
     """The *Advanced* settings of a chain's settings group ``s`` (see :data:`Advanced`)."""
     return tuple(read(getattr(s, name)) for name, read in _ADVANCED_READS)
 
@@ -219,7 +223,7 @@ class _Fixed(NamedTuple):
     advanced: Advanced = ()
 
 
-def _fixed(s: Any) -> _Fixed:
+def _fixed(s: ReachIKBoneSettings) -> _Fixed:
     """The :class:`_Fixed` settings of a chain's settings group ``s``."""
     return _Fixed._make([*(read(getattr(s, n)) for n, read in _FIXED_READS), advanced_settings(s)])
 
@@ -257,7 +261,7 @@ def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
     )
 
 
-def rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain:
+def rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: bool) -> RigChain:
     """The (cached, :attr:`.live_state.LiveState.rigs`) :class:`RigChain`; after an
     invalidate it is checked against the rig's rest data and limits once, and rebuilt if
     they changed."""

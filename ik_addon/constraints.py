@@ -63,6 +63,7 @@ from typing import Any
 import bpy
 
 from . import stored
+from .blender_types import ArmatureObject, ChainBone
 from .live_state import live
 from .rig import RigError, chain_bones
 
@@ -74,7 +75,7 @@ SCALE_NAME = "Reach IK Scale"
 OWNER_KEY = "reach_ik_owner"
 
 
-def driven(obj: Any) -> dict[str, bool]:
+def driven(obj: ArmatureObject) -> dict[str, bool]:
     """Every bone of ``obj`` that a chain drives → whether an enabled chain drives it (the
     settings as set, not as animated)."""
     out: dict[str, bool] = {}
@@ -96,13 +97,13 @@ def is_ours(con: bpy.types.Constraint) -> bool:
     return con.type == "COPY_ROTATION" and con.name.startswith(NAME)
 
 
-def find(pose_bone: bpy.types.PoseBone) -> Any:
+def find(pose_bone: ChainBone) -> Any:
     """The bone's Reach IK constraint, or ``None``."""
     con = pose_bone.constraints.get(NAME)
     return con if con is not None and is_ours(con) else None
 
 
-def find_scale(pose_bone: bpy.types.PoseBone) -> Any:
+def find_scale(pose_bone: ChainBone) -> Any:
     """The bone's Reach IK scale constraint, or ``None``."""
     con = pose_bone.constraints.get(SCALE_NAME)
     return con if con is not None and con.type == "COPY_SCALE" else None
@@ -113,7 +114,7 @@ def is_helper(id_data: Any) -> bool:
     return isinstance(id_data, bpy.types.Object) and id_data.get(OWNER_KEY) is not None
 
 
-def _owned(helper: bpy.types.Object, obj: bpy.types.Object) -> bool:
+def _owned(helper: bpy.types.Object, obj: ArmatureObject) -> bool:
     """``helper`` is ``obj``'s: local (a linked helper belongs to the library's armature,
     not to an override of it) and recording ``obj``'s name."""
     return helper is not None and helper.library is None and helper.get(OWNER_KEY) == obj.name
@@ -128,18 +129,18 @@ def _local_object(name: str) -> Any:
     return next((o for o in bpy.data.objects if o.name == name and o.library is None), None)
 
 
-def _targets(obj: bpy.types.Object) -> set[Any]:
+def _targets(obj: Any) -> set[Any]:
     """The helpers the Reach IK constraints of ``obj`` target."""
     if obj is None or obj.type != "ARMATURE" or obj.pose is None:
         return set()
     return {c.target for pb in obj.pose.bones if (c := find(pb)) is not None and c.target}
 
 
-def _helper_name(obj: bpy.types.Object, pose_bone: bpy.types.PoseBone) -> str:
+def _helper_name(obj: ArmatureObject, pose_bone: ChainBone) -> str:
     return f"{NAME} {obj.name}:{pose_bone.name}"
 
 
-def _new_helper(obj: bpy.types.Object, pose_bone: bpy.types.PoseBone) -> Any:
+def _new_helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
     """A helper for the bone: its former one when that is unused (a constraint deleted by
     hand), else a new empty. The keys stored at other times no longer describe what plays
     there: the armature's record is dropped (:func:`.stored.forget`)."""
@@ -167,7 +168,7 @@ def _add(obj: Any, pose_bone: Any) -> Any:
     return con
 
 
-def _from_library(pose_bone: bpy.types.PoseBone, con: bpy.types.Constraint) -> bool:
+def _from_library(pose_bone: ChainBone, con: bpy.types.Constraint) -> bool:
     """``con`` comes from the linked reference of a library override: the override cannot
     remove it for good (it comes back when the file is opened again). Found in the
     reference itself (``Constraint.is_override_data`` is not yet set on a new override in
@@ -182,7 +183,7 @@ def _from_library(pose_bone: bpy.types.PoseBone, con: bpy.types.Constraint) -> b
     return linked is not None and linked.constraints.get(con.name) is not None
 
 
-def _parked(pose_bone: bpy.types.PoseBone, con: bpy.types.Constraint) -> bool:
+def _parked(pose_bone: ChainBone, con: bpy.types.Constraint) -> bool:
     """``con`` is a library's constraint that :func:`_remove` muted on an override."""
     return bool(con.mute) and _from_library(pose_bone, con)
 
@@ -205,7 +206,7 @@ def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
         bpy.data.objects.remove(helper)
 
 
-def _remove_scale(pose_bone: bpy.types.PoseBone, con: bpy.types.Constraint) -> None:
+def _remove_scale(pose_bone: ChainBone, con: bpy.types.Constraint) -> None:
     """Take the scale constraint off (muted instead when it comes from a library)."""
     if _from_library(pose_bone, con):
         con.mute = True
@@ -213,9 +214,7 @@ def _remove_scale(pose_bone: bpy.types.PoseBone, con: bpy.types.Constraint) -> N
         pose_bone.constraints.remove(con)
 
 
-def _show_scale(
-    pose_bone: bpy.types.PoseBone, entry: list[Any], time: float, scale: float | None
-) -> bool:
+def _show_scale(pose_bone: ChainBone, entry: list[Any], time: float, scale: float | None) -> bool:
     """Show the bone's scale factor ``scale`` through its scale constraint and its helper's
     ``scale`` keys (``None``: no stretch, the constraint is taken off). ``entry`` is the
     bone's ``[helper, rotation curves, scale curves or None]`` (the scale curves are filled
@@ -247,7 +246,7 @@ def _show_scale(
     return changed
 
 
-def sync(obj: bpy.types.Object) -> None:
+def sync(obj: Any) -> None:
     """Take the constraints (and helpers) off every bone of ``obj`` that no enabled chain
     drives, give ``obj`` helpers of its own where its constraints target another armature's
     (a duplicate), and adopt the helpers of its old name (renamed). Changes only what
@@ -294,7 +293,7 @@ def remove_orphans() -> None:
 
 
 def show(
-    obj: Any,
+    obj: ArmatureObject,
     poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]], Sequence[float] | None]],
     time: float,
     idle: Iterable[str] = (),
@@ -368,7 +367,7 @@ def show(
     return changed
 
 
-def _helper(obj: bpy.types.Object, pose_bone: bpy.types.PoseBone) -> Any:
+def _helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
     """The bone's helper, adding the constraint (and helper) when missing; a constraint
     that targets a linked helper (a library override's) gets a local one, and one muted by
     :func:`_remove` is switched on again."""

@@ -40,6 +40,7 @@ from ..core import forward_kinematics
 from ..core import rotations as rot
 from ..core.errors import ReachIKError
 from . import chain_spec, rotation_modes, solve_frames
+from .blender_types import ArmatureObject
 from .operators import poll_chains
 from .rig import RigChain, base_matrix
 from .shown import MISS
@@ -87,7 +88,7 @@ def _goal_world(ob: Any, bone: str, depsgraph: Any) -> Any:
     return ev.matrix_world.copy()
 
 
-def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
+def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence[int]) -> Scan:
     """Solve the chain ending at ``tip`` at every frame of ``frames`` (see the module
     docstring); a disabled chain is solved as if enabled. Leaves the scene at the last frame.
 

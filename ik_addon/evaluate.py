@@ -76,6 +76,7 @@ from mathutils import Matrix, Vector
 from ..core import ReachIKError, solve_floats, solve_one, solve_points
 from ..core import rotations as rot
 from . import dependencies
+from .blender_types import ArmatureObject
 from .chain_spec import (
     ChainSpec,
     _check_solver,
@@ -307,7 +308,7 @@ class _Planned:
     fixed: _Fixed
 
 
-def _planned(obj: Any) -> list[_Planned]:
+def _planned(obj: ArmatureObject) -> list[_Planned]:
     """The chains of ``obj`` (original), parents first: a chain whose bones lie above
     another chain's root is solved before it."""
     key = obj.as_pointer()
@@ -464,7 +465,7 @@ def solve_chains(
     return SolveReport(solved, problems, tuple(idle), inputs, tuple(fresh))
 
 
-def solve_armature(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> list[ChainPose]:
+def solve_armature(obj: ArmatureObject, depsgraph: bpy.types.Depsgraph) -> list[ChainPose]:
     """Solve every enabled chain of ``obj`` at the depsgraph's frame; writes nothing."""
     return solve_chains(obj, depsgraph).poses
 

@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from ..core import rotations as rot
 from ..core.rotations import FloatArray
+from .blender_types import ArmatureObject, ChainBone
 
 #: Keys closer than this (frames) to the range's ends count as inside it.
 FRAME_EPSILON = 1e-3
@@ -257,7 +258,7 @@ class Channels:
             return fcurve
 
 
-def _new_action_name(obj: bpy.types.Object) -> str:
+def _new_action_name(obj: ArmatureObject) -> str:
     return f"{obj.name}_ReachIK_bake"
 
 
@@ -287,7 +288,7 @@ class PreparedAction:
             action was made (a shared action is not overwritten unless asked).
     """
 
-    action: Any
+    action: bpy.types.Action
     original: str = ""
     shared_with: tuple[str, ...] = ()
 
@@ -498,7 +499,7 @@ class BonePlan:
 
 def plan_bone_rotations(
     channels: Channels,
-    pose_bone: bpy.types.PoseBone,
+    pose_bone: ChainBone,
     rotations: FloatArray,
     frame_start: float,
     frame_end: float,
@@ -516,7 +517,7 @@ def plan_bone_rotations(
 
 def plan_bone_scales(
     channels: Channels,
-    pose_bone: bpy.types.PoseBone,
+    pose_bone: ChainBone,
     scales: FloatArray,
     frame_start: float,
     frame_end: float,
@@ -558,7 +559,7 @@ def write_plan(
 
 def write_bone_rotations(
     channels: Channels,
-    pose_bone: bpy.types.PoseBone,
+    pose_bone: ChainBone,
     frames: FloatArray,
     rotations: FloatArray,
     frame_start: float,

@@ -16,6 +16,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 from . import chain_spec, constraints, convert, dependencies, drivers, evaluate, handlers
+from .blender_types import ArmatureObject
 from .live_state import live
 from .rig import (
     RigError,
@@ -48,7 +49,7 @@ def _armature(context: bpy.types.Context) -> Any:
     return obj
 
 
-def editable(obj: bpy.types.Object) -> bool:
+def editable(obj: ArmatureObject) -> bool:
     """``obj`` may be edited: local, or an editable library override (not linked data)."""
     is_editable = getattr(obj, "is_editable", None)
     return bool(is_editable) if is_editable is not None else obj.library is None
@@ -113,7 +114,7 @@ def _resolve_tip(context: bpy.types.Context, tip: str) -> Any:
     return pb if pb is not None and pb.id_data == obj else None
 
 
-def solve_now(context: Any, obj: Any) -> None:
+def solve_now(context: bpy.types.Context, obj: Any) -> None:
     """Solve ``obj`` at once (the live handlers would on the next update anyway)."""
     handlers.solve_object(obj, context.evaluated_depsgraph_get())
 
@@ -196,7 +197,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
         return {"FINISHED"}
 
     @staticmethod
-    def _selected_target(context: Any, obj: Any, pb: Any) -> tuple[Any, str]:
+    def _selected_target(context: bpy.types.Context, obj: Any, pb: Any) -> tuple[Any, str]:
         for other in obj.pose.bones:
             if other != pb and _is_selected(other):
                 return obj, other.name
@@ -232,7 +233,7 @@ class REACH_IK_OT_remove(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_armature(cls, context)
 
-    def execute(self, context: Any) -> Result:
+    def execute(self, context: bpy.types.Context) -> Result:
         obj = context.object
         pb = _resolve_tip(context, self.tip)
         if pb is None or not pb.reach_ik.has_chain:

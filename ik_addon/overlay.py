@@ -45,6 +45,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import handlers, overlay_shader
+from .blender_types import ArmatureObject
 from .live_state import live
 from .shown import MISS
 
@@ -123,7 +124,7 @@ class _Armature:
         self.buffer = np.zeros(3 * len(bones), np.float32).data
         self.generation = live.generation
 
-    def read(self, obj: Any, points: memoryview) -> Any:
+    def read(self, obj: ArmatureObject, points: memoryview) -> Any:
         """Read the armature ``obj``'s joints (armature space) into ``points`` (flat) with
         two bulk reads of all its bones' heads and tails (a C loop each), whatever the
         number of chains; returns a copy of its world matrix."""
@@ -319,7 +320,7 @@ _lengths: dict[tuple[str, tuple[str, ...]], float] = {}
 _lengths_generation = -1
 
 
-def _rest_length(obj: Any, bones: tuple[str, ...]) -> float:
+def _rest_length(obj: ArmatureObject, bones: tuple[str, ...]) -> float:
     global _lengths_generation
     if _lengths_generation != live.generation:  # bones edited since: read them again
         _lengths.clear()

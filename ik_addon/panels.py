@@ -14,13 +14,17 @@ Labels are kept short so that they fit at the default widths of Blender 4.2–5.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 
 from . import chain_spec, handlers
 from .bake_report import stored_report
+from .blender_types import ArmatureObject
 from .shown import shown_status
+
+if TYPE_CHECKING:
+    from .properties import ReachIKBoneSettings
 
 #: ``bl_order`` of the Bone panel. Blender's own Bone-tab panels have order 0 (Custom
 #: Properties 1000) and are registered before any add-on; a panel goes after the last one
@@ -61,7 +65,7 @@ def _depsgraph(context: Any) -> Any:
 
 
 def status_lines(
-    context: bpy.types.Context, obj: bpy.types.Object, tip: str, enabled: bool, influence: float
+    context: bpy.types.Context, obj: ArmatureObject, tip: str, enabled: bool, influence: float
 ) -> list[Any]:
     """The status of a chain as ``(text, icon, alert)`` lines (what the panels show)."""
     if not enabled:
@@ -86,14 +90,23 @@ def status_lines(
     return [(f"Error {error}", "CHECKMARK", False)]
 
 
-def _status(layout: Any, context: Any, obj: Any, tip: str, enabled: bool, influence: float) -> None:
+def _status(
+    layout: bpy.types.UILayout,
+    context: bpy.types.Context,
+    obj: Any,
+    tip: str,
+    enabled: bool,
+    influence: float,
+) -> None:
     for text, icon, alert in status_lines(context, obj, tip, enabled, influence):
         row = layout.row()
         row.alert = alert
         row.label(text=text, icon=icon)
 
 
-def _goal(layout: bpy.types.UILayout, s: Any, pointer: str, bone: str, label: str) -> None:
+def _goal(
+    layout: bpy.types.UILayout, s: ReachIKBoneSettings, pointer: str, bone: str, label: str
+) -> None:
     col = layout.column(align=True)
     col.prop(s, pointer, text=label)
     ob = getattr(s, pointer)

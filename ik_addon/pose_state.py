@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import bpy
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
 from ..core import ReachIKError
+from .blender_types import ArmatureObject
 from .rig import RigChain
 
 
@@ -114,7 +114,7 @@ def _point_world(
 
 
 def _rotation_world(
-    target: Any, target_bone: str, own: bpy.types.Object, state: _PoseState, world: Matrix
+    target: Any, target_bone: str, own: ArmatureObject, state: _PoseState, world: Matrix
 ) -> np.ndarray:
     """World rotation matrix ``(3, 3)`` of the target (object, or bone; columns scaled)."""
     if target_bone and target.type == "ARMATURE":

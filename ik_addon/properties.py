@@ -30,6 +30,7 @@ from bpy.props import (
     StringProperty,
 )
 
+from .blender_types import ArmatureObject
 from .chain_spec import METHOD_LABELS, METHOD_ORDER, available_methods
 from .constraints import sync
 from .live_state import live
@@ -74,7 +75,7 @@ def _chains_changed(self: Any, context: bpy.types.Context) -> None:
     _tag(self, context)
 
 
-def _poll_target(self: Any, obj: bpy.types.Object) -> bool:
+def _poll_target(self: Any, obj: ArmatureObject) -> bool:
     return obj != self.id_data or obj.type == "ARMATURE"
 
 

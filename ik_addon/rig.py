@@ -62,12 +62,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
 from ..core import Chain, ChainError, JointLimits, ReachIKError
 from ..core import rotations as rot
+from .blender_types import ArmatureObject, ChainBone
 
 
 class RigError(ReachIKError):
@@ -154,7 +154,7 @@ def _inverse_rows(rows: Any) -> list[list[Any]]:
     return [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r]
 
 
-def bone_limits(pose_bone: bpy.types.PoseBone) -> JointLimits:
+def bone_limits(pose_bone: ChainBone) -> JointLimits:
     """Joint limits and stiffness from a pose bone's IK settings (table above)."""
     lock = (bool(pose_bone.lock_ik_x), bool(pose_bone.lock_ik_y), bool(pose_bone.lock_ik_z))
     ranges = tuple(
@@ -219,7 +219,7 @@ def default_chain_length(obj: Any, tip: str) -> int:
     return count
 
 
-def rig_signature(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
+def rig_signature(obj: ArmatureObject, names: Sequence[str]) -> tuple[Any, ...]:
     """Everything a :class:`RigChain` depends on: rest matrices, lengths, parents, limits,
     stretch weights.
 
@@ -237,7 +237,7 @@ def rig_signature(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain:
+def build_rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: bool) -> RigChain:
     """Build the core chain for ``chain_length`` bones ending at ``tip`` (see module doc).
 
     Raises:
@@ -345,7 +345,9 @@ def base_matrix(rig: RigChain, parent: Matrix | None, root_location: Vector) -> 
     return base
 
 
-def _rest_bend(obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rest_bend(
+    obj: ArmatureObject, names: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rest-pose axis (root→effector, unit), bend vector and root rest matrix (armature space).
 
     The bend is the mean offset of the inner joints from the root→effector line, as in
@@ -378,7 +380,7 @@ def _signed_angle(a: np.ndarray, b: np.ndarray, axis: np.ndarray) -> float:
 
 
 def pole_angle_from_blender(
-    obj: bpy.types.Object, names: Sequence[str], blender_angle: float
+    obj: ArmatureObject, names: Sequence[str], blender_angle: float
 ) -> float:
     """Reach IK's pole angle giving the same bend as Blender's IK constraint.
 
@@ -401,7 +403,7 @@ def pole_angle_from_blender(
     return _signed_angle(up, bend, axis)
 
 
-def pole_angle_to_blender(obj: bpy.types.Object, names: Sequence[str], reach_angle: float) -> float:
+def pole_angle_to_blender(obj: ArmatureObject, names: Sequence[str], reach_angle: float) -> float:
     """The IK constraint's pole angle for a Reach IK pole angle (inverse of the above)."""
     axis, bend, root = _rest_bend(obj, names)
     want = rot.rotate(rot.from_axis_angle(axis, -reach_angle), bend)

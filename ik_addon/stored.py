@@ -43,6 +43,7 @@ from typing import Any
 import bpy
 
 from . import evaluate
+from .blender_types import ArmatureObject
 from .live_state import live
 
 #: Custom property of a helper's action: the name of the helper it animates.
@@ -52,7 +53,7 @@ _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 Known = dict[str, tuple[tuple[Any, ...], evaluate.Solved]]
 
 
-def known(obj: bpy.types.Object, time: float) -> Known | None:
+def known(obj: ArmatureObject, time: float) -> Known | None:
     """The record of ``obj``'s chains at ``time`` (``None``: nothing stored there in this
     generation)."""
     hit = live.records.get(obj.as_pointer())
@@ -61,7 +62,7 @@ def known(obj: bpy.types.Object, time: float) -> Known | None:
     return hit[1].get(time)
 
 
-def remember(obj: bpy.types.Object, time: float, report: evaluate.SolveReport) -> None:
+def remember(obj: ArmatureObject, time: float, report: evaluate.SolveReport) -> None:
     """Record what ``report`` solved at ``time`` (every solved chain, reused or new)."""
     key = obj.as_pointer()
     hit = live.records.get(key)
@@ -79,7 +80,7 @@ def forget(obj: Any = None) -> None:
         live.records.pop(obj.as_pointer(), None)
 
 
-def stored_times(obj: bpy.types.Object) -> list[float]:
+def stored_times(obj: ArmatureObject) -> list[float]:
     """The times recorded for ``obj`` in this generation, ascending."""
     hit = live.records.get(obj.as_pointer())
     if hit is None or hit[0] != live.generation:
