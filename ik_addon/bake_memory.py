@@ -12,10 +12,10 @@ measured: the block's from 10,000-frame bakes (+45–60 MiB for 4 chains), the k
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..core import ReachIKError
 from . import keying
+from .blender_types import ArmatureObject
 from .rig import RigChain
 
 #: Working memory per frame and chain while a block is sampled and solved.
@@ -50,7 +50,7 @@ def available_bytes() -> int | None:
     return None
 
 
-def check(obj: Any, frames: int, rigs: Sequence[RigChain], block: int) -> None:
+def check(obj: ArmatureObject, frames: int, rigs: Sequence[RigChain], block: int) -> None:
     """Raise :class:`BakeMemoryError` when a bake of ``frames`` frames of these chains in
     blocks of ``block`` would need more than 80 % of the memory available."""
     available = available_bytes()

@@ -11,11 +11,11 @@ frame shown, in an action of the helper's own (:mod:`.stored`), and the constrai
 replaces the bone's rotation with it, keeping its location and scale. The constraint, the
 helper and its keys are plain Blender data: they play without Reach IK installed.
 
-A chain whose links stretch (*Stretch* on, :func:`.evaluate.stretches`) also gives each of
+A chain whose links stretch (*Stretch* on, :func:`.solve_frames.stretches`) also gives each of
 its bones a Copy Scale constraint named :data:`SCALE_NAME` (owner space Local, target space
 World: it replaces the bone's own scale, as the rotation is replaced) targeting the same
 helper, whose
-``scale`` is keyed with the bone's uniform scale factor (:func:`.evaluate.bone_scales`), as
+``scale`` is keyed with the bone's uniform scale factor (:func:`.solve_frames.bone_scales`), as
 Blender's IK scales a stretched bone uniformly; children inherit it as they inherit
 Blender's. A chain shown without stretch has no such constraint (switching *Stretch* off
 takes it off; the helper's scale keys are left in its action, unread).
@@ -63,6 +63,8 @@ from typing import Any
 import bpy
 
 from . import stored
+from .blender_types import ArmatureObject, ChainBone
+from .live_state import live
 from .rig import RigError, chain_bones
 
 #: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
@@ -73,7 +75,7 @@ SCALE_NAME = "Reach IK Scale"
 OWNER_KEY = "reach_ik_owner"
 
 
-def driven(obj: Any) -> dict[str, bool]:
+def driven(obj: ArmatureObject) -> dict[str, bool]:
     """Every bone of ``obj`` that a chain drives → whether an enabled chain drives it (the
     settings as set, not as animated)."""
     out: dict[str, bool] = {}
@@ -90,18 +92,18 @@ def driven(obj: Any) -> dict[str, bool]:
     return out
 
 
-def is_ours(con: Any) -> bool:
+def is_ours(con: bpy.types.Constraint) -> bool:
     """``con`` is a Reach IK constraint."""
     return con.type == "COPY_ROTATION" and con.name.startswith(NAME)
 
 
-def find(pose_bone: Any) -> Any:
+def find(pose_bone: ChainBone) -> Any:
     """The bone's Reach IK constraint, or ``None``."""
     con = pose_bone.constraints.get(NAME)
     return con if con is not None and is_ours(con) else None
 
 
-def find_scale(pose_bone: Any) -> Any:
+def find_scale(pose_bone: ChainBone) -> Any:
     """The bone's Reach IK scale constraint, or ``None``."""
     con = pose_bone.constraints.get(SCALE_NAME)
     return con if con is not None and con.type == "COPY_SCALE" else None
@@ -112,7 +114,7 @@ def is_helper(id_data: Any) -> bool:
     return isinstance(id_data, bpy.types.Object) and id_data.get(OWNER_KEY) is not None
 
 
-def _owned(helper: Any, obj: Any) -> bool:
+def _owned(helper: bpy.types.Object, obj: ArmatureObject) -> bool:
     """``helper`` is ``obj``'s: local (a linked helper belongs to the library's armature,
     not to an override of it) and recording ``obj``'s name."""
     return helper is not None and helper.library is None and helper.get(OWNER_KEY) == obj.name
@@ -134,11 +136,11 @@ def _targets(obj: Any) -> set[Any]:
     return {c.target for pb in obj.pose.bones if (c := find(pb)) is not None and c.target}
 
 
-def _helper_name(obj: Any, pose_bone: Any) -> str:
+def _helper_name(obj: ArmatureObject, pose_bone: ChainBone) -> str:
     return f"{NAME} {obj.name}:{pose_bone.name}"
 
 
-def _new_helper(obj: Any, pose_bone: Any) -> Any:
+def _new_helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
     """A helper for the bone: its former one when that is unused (a constraint deleted by
     hand), else a new empty. The keys stored at other times no longer describe what plays
     there: the armature's record is dropped (:func:`.stored.forget`)."""
@@ -166,7 +168,7 @@ def _add(obj: Any, pose_bone: Any) -> Any:
     return con
 
 
-def _from_library(pose_bone: Any, con: Any) -> bool:
+def _from_library(pose_bone: ChainBone, con: bpy.types.Constraint) -> bool:
     """``con`` comes from the linked reference of a library override: the override cannot
     remove it for good (it comes back when the file is opened again). Found in the
     reference itself (``Constraint.is_override_data`` is not yet set on a new override in
@@ -181,7 +183,7 @@ def _from_library(pose_bone: Any, con: Any) -> bool:
     return linked is not None and linked.constraints.get(con.name) is not None
 
 
-def _parked(pose_bone: Any, con: Any) -> bool:
+def _parked(pose_bone: ChainBone, con: bpy.types.Constraint) -> bool:
     """``con`` is a library's constraint that :func:`_remove` muted on an override."""
     return bool(con.mute) and _from_library(pose_bone, con)
 
@@ -204,7 +206,7 @@ def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
         bpy.data.objects.remove(helper)
 
 
-def _remove_scale(pose_bone: Any, con: Any) -> None:
+def _remove_scale(pose_bone: ChainBone, con: bpy.types.Constraint) -> None:
     """Take the scale constraint off (muted instead when it comes from a library)."""
     if _from_library(pose_bone, con):
         con.mute = True
@@ -212,7 +214,7 @@ def _remove_scale(pose_bone: Any, con: Any) -> None:
         pose_bone.constraints.remove(con)
 
 
-def _show_scale(pose_bone: Any, entry: list[Any], time: float, scale: float | None) -> bool:
+def _show_scale(pose_bone: ChainBone, entry: list[Any], time: float, scale: float | None) -> bool:
     """Show the bone's scale factor ``scale`` through its scale constraint and its helper's
     ``scale`` keys (``None``: no stretch, the constraint is taken off). ``entry`` is the
     bone's ``[helper, rotation curves, scale curves or None]`` (the scale curves are filled
@@ -290,13 +292,8 @@ def remove_orphans() -> None:
     stored.remove_orphan_actions()
 
 
-#: Armature object (pointer) → (epoch, bone → [helper, its rotation F-curves, its scale
-#: F-curves or ``None``]) found by :func:`show`.
-_helpers: dict[int, tuple[int, dict[str, list[Any]]]] = {}
-
-
 def show(
-    obj: Any,
+    obj: ArmatureObject,
     poses: Iterable[tuple[Sequence[str], Sequence[Sequence[float]], Sequence[float] | None]],
     time: float,
     idle: Iterable[str] = (),
@@ -315,7 +312,7 @@ def show(
         time: the scene time keyed (frame and subframe: ``scene.frame_current_final``).
         idle: bones of chains that were not solved (disabled at this frame, or failing).
         epoch: when given, the helpers found are remembered and reused by later calls
-            with the same epoch (live solving passes :func:`.evaluate.generation`, which
+            with the same epoch (live solving passes :attr:`.live_state.LiveState.generation`, which
             changes whenever the armature is edited, on undo and on load).
 
     Returns:
@@ -325,11 +322,11 @@ def show(
     pose_bones = obj.pose.bones
     known: dict[str, list[Any]] = {}
     if epoch is not None:
-        hit = _helpers.get(obj.as_pointer())
+        hit = live.helpers.get(obj.as_pointer())
         if hit is not None and hit[0] == epoch:
             known = hit[1]
         else:
-            _helpers[obj.as_pointer()] = (epoch, known)
+            live.helpers[obj.as_pointer()] = (epoch, known)
     changed = False
     shown: set[str] = set()
     for names, rotations, scales in poses:
@@ -370,7 +367,7 @@ def show(
     return changed
 
 
-def _helper(obj: Any, pose_bone: Any) -> Any:
+def _helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
     """The bone's helper, adding the constraint (and helper) when missing; a constraint
     that targets a linked helper (a library override's) gets a local one, and one muted by
     :func:`_remove` is switched on again."""

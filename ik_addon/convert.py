@@ -41,11 +41,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import bpy
 
 from . import drivers
-from .evaluate import default_method
+from .blender_types import ArmatureObject, ChainBone
+from .chain_spec import default_method
 from .rig import RigError, chain_bones, pole_angle_from_blender, pole_angle_to_blender
+
+if TYPE_CHECKING:
+    from .properties import ReachIKBoneSettings
 
 #: Format version of the ``source`` record.
 RECORD_VERSION = 1
@@ -75,11 +81,11 @@ class ConvertResult:
 last_result = ConvertResult()
 
 
-def _path(con: Any) -> str:
+def _path(con: bpy.types.Constraint) -> str:
     return str(con.path_from_id())
 
 
-def _driver(obj: Any, con: Any, prop: str) -> Any:
+def _driver(obj: ArmatureObject, con: bpy.types.Constraint, prop: str) -> Any:
     return drivers.find(obj, f"{_path(con)}.{prop}")
 
 
@@ -100,7 +106,7 @@ def _same_inputs(a: Any, b: Any) -> bool:
     return key(da) == key(db)
 
 
-def _pole_switch(obj: Any, cons: list[Any]) -> tuple[Any, Any] | None:
+def _pole_switch(obj: ArmatureObject, cons: list[Any]) -> tuple[Any, Any] | None:
     """``(no-pole constraint, pole constraint)`` when ``cons`` is a pole switch (module
     docstring), else ``None``. Complementary: for driver values 0 and 1 exactly one of the
     two mute curves mutes."""
@@ -121,7 +127,7 @@ def _pole_switch(obj: Any, cons: list[Any]) -> tuple[Any, Any] | None:
     return plain, poled
 
 
-def _keyed(obj: Any, prefix: str) -> list[Any]:
+def _keyed(obj: ArmatureObject, prefix: str) -> list[Any]:
     """Keyframed (not driven) F-curves of ``obj`` under ``prefix``, by path (a legacy
     action's, or every channelbag of a layered action's)."""
     ad = obj.animation_data
@@ -137,7 +143,7 @@ def _keyed(obj: Any, prefix: str) -> list[Any]:
     return sorted(found, key=lambda fc: (fc.data_path, fc.array_index))
 
 
-def _set_keys_muted(obj: Any, paths: list[str], muted: bool) -> None:
+def _set_keys_muted(obj: ArmatureObject, paths: list[str], muted: bool) -> None:
     """Mute (or unmute) the keyframed F-curves of ``obj`` on these paths."""
     wanted = set(paths)
     for fc in _keyed(obj, "pose"):
@@ -145,7 +151,9 @@ def _set_keys_muted(obj: Any, paths: list[str], muted: bool) -> None:
             fc.mute = muted
 
 
-def _stretch_gaps(obj: Any, pb: Any, members: list[Any], names: tuple[str, ...]) -> list[str]:
+def _stretch_gaps(
+    obj: ArmatureObject, pb: ChainBone, members: list[Any], names: tuple[str, ...]
+) -> list[str]:
     """What of the constraints' stretch the chain cannot carry: constraints that disagree
     on *Stretch* (the chain takes the pole constraint's), and an animated *IK Stretch* on a
     chain bone (the chain reads it when the rig changes, not per frame)."""
@@ -270,7 +278,7 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
     result.converted.append(pb.name)
 
 
-def _same_influence(obj: Any, a: Any, b: Any) -> bool:
+def _same_influence(obj: ArmatureObject, a: Any, b: Any) -> bool:
     fa, fb = _driver(obj, a, "influence"), _driver(obj, b, "influence")
     if fa is None and fb is None:
         return abs(a.influence - b.influence) < 1e-6
@@ -286,7 +294,12 @@ def park(obj: Any, pb: Any) -> None:
 
 
 def _set_values(
-    obj: Any, pb: Any, main: Any, members: list[Any], names: tuple[str, ...], solver: str
+    obj: ArmatureObject,
+    pb: ChainBone,
+    main: Any,
+    members: list[Any],
+    names: tuple[str, ...],
+    solver: str,
 ) -> None:
     s = pb.reach_ik
     use_tail = bool(main.use_tail)
@@ -311,7 +324,15 @@ def _set_values(
     s.enabled = True
 
 
-def _carry(obj: Any, s: Any, prop: str, fc: Any, invert: bool, pb: Any, missing: list[str]) -> None:
+def _carry(
+    obj: ArmatureObject,
+    s: ReachIKBoneSettings,
+    prop: str,
+    fc: bpy.types.FCurve,
+    invert: bool,
+    pb: ChainBone,
+    missing: list[str],
+) -> None:
     """Copy the driver ``fc`` (if any) onto the chain setting ``prop``."""
     if fc is None:
         return
@@ -321,12 +342,12 @@ def _carry(obj: Any, s: Any, prop: str, fc: Any, invert: bool, pb: Any, missing:
         missing.append(f"'{pb.name}': the driver of '{fc.data_path}' ({exc})")
 
 
-def chain_driver_paths(pb: Any) -> str:
+def chain_driver_paths(pb: ChainBone) -> str:
     """The path prefix of the chain settings of ``pb`` (their drivers live under it)."""
     return f"{pb.path_from_id()}.reach_ik"
 
 
-def _record(s: Any) -> dict[str, Any] | None:
+def _record(s: ReachIKBoneSettings) -> dict[str, Any] | None:
     if not s.source:
         return None
     try:

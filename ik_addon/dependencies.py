@@ -23,7 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .blender_types import ArmatureObject
+
+if TYPE_CHECKING:
+    from .properties import ReachIKBoneSettings
 
 #: A pose bone, named by its armature object and bone.
 BoneKey = tuple[str, str]
@@ -47,7 +52,7 @@ class ChainGoals:
     goals: tuple[tuple[str, Any, str], ...]
 
 
-def _bone_and_above(armature: Any, name: str) -> set[BoneKey]:
+def _bone_and_above(armature: ArmatureObject, name: str) -> set[BoneKey]:
     out: set[BoneKey] = set()
     bone = armature.data.bones.get(name) if armature.type == "ARMATURE" else None
     while bone is not None:
@@ -72,7 +77,7 @@ def goal_dependencies(goal: Any, bone: str) -> set[BoneKey]:
     return out
 
 
-def moved_bones(armature: Any, bones: Iterable[str]) -> set[BoneKey]:
+def moved_bones(armature: ArmatureObject, bones: Iterable[str]) -> set[BoneKey]:
     """The chain's bones and every bone below them."""
     children: dict[str, list[str]] = {}
     for bone in armature.data.bones:
@@ -191,7 +196,9 @@ def _cycle_through(
     return []
 
 
-def chain_goals(armature: Any, tip: str, bones: Sequence[str], settings: Any) -> ChainGoals:
+def chain_goals(
+    armature: ArmatureObject, tip: str, bones: Sequence[str], settings: ReachIKBoneSettings
+) -> ChainGoals:
     """A :class:`ChainGoals` from a chain's settings (``pose_bone.reach_ik``)."""
     goals = []
     for what, goal, bone in (

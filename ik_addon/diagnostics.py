@@ -3,7 +3,7 @@
 
 :func:`scan` samples a chain's inputs frame by frame (the armature as Blender evaluates it
 at each frame, live solving included, so chains above it are followed) and solves all the
-frames at once with the bake's solve path (:func:`.evaluate.solve_chain_frames`), so what it
+frames at once with the bake's solve path (:func:`.solve_frames.solve_chain_frames`), so what it
 finds is what the live preview shows and a bake keys. :func:`find_events` then looks at
 the solved frames:
 
@@ -39,7 +39,8 @@ from bpy.props import FloatProperty, IntProperty
 from ..core import forward_kinematics
 from ..core import rotations as rot
 from ..core.errors import ReachIKError
-from . import evaluate
+from . import chain_spec, rotation_modes, solve_frames
+from .blender_types import ArmatureObject
 from .operators import poll_chains
 from .rig import RigChain, base_matrix
 from .shown import MISS
@@ -87,17 +88,17 @@ def _goal_world(ob: Any, bone: str, depsgraph: Any) -> Any:
     return ev.matrix_world.copy()
 
 
-def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
+def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence[int]) -> Scan:
     """Solve the chain ending at ``tip`` at every frame of ``frames`` (see the module
     docstring); a disabled chain is solved as if enabled. Leaves the scene at the last frame.
 
     Raises:
         ReachIKError: the chain cannot be solved (no target, bad rig…).
     """
-    spec = evaluate.read_spec(obj.pose.bones[tip])
+    spec = chain_spec.read_spec(obj.pose.bones[tip])
     if spec.target is None:
         raise ReachIKError(f"'{tip}' has no target")
-    rig: RigChain = evaluate.rig_chain(obj, tip, spec.chain_length, spec.use_tail)
+    rig: RigChain = chain_spec.rig_chain(obj, tip, spec.chain_length, spec.use_tail)
     names = rig.bone_names
     count = len(frames)
     bases = np.empty((count, 4, 4))
@@ -120,7 +121,7 @@ def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
             poles[i] = _goal_world(pole, spec.pole_bone, depsgraph).translation
             use_pole[i] = s.use_pole
         settings[i] = (s.influence, s.pole_angle, s.orient_weight)
-        fk[i] = evaluate.fk_rotations(bones, names)
+        fk[i] = rotation_modes.fk_rotations(bones, names)
     targets = goals[:, :3, 3].copy()  # an object's origin, or a bone's head
     rotations = np.empty((count, len(names), 4))
     links = np.ones((count, len(names)))  # each link's stretch (1: none)
@@ -130,7 +131,7 @@ def scan(scene: Any, obj: Any, tip: str, frames: Sequence[int]) -> Scan:
         idx = np.flatnonzero(use_pole == with_pole)
         if idx.size == 0:
             continue
-        solved = evaluate.solve_chain_frames(
+        solved = solve_frames.solve_chain_frames(
             rig,
             spec,
             bases[idx],
@@ -241,7 +242,7 @@ def marker_name(kind: Kind, tip: str) -> str:
     return f"{PREFIX} {words.get(kind, kind)} {tip}"
 
 
-def _recorded(scene: Any) -> list[tuple[int, str]]:
+def _recorded(scene: bpy.types.Scene) -> list[tuple[int, str]]:
     text = scene.get(RECORD, "")
     out = []
     for line in str(text).splitlines():
@@ -251,7 +252,7 @@ def _recorded(scene: Any) -> list[tuple[int, str]]:
     return out
 
 
-def clear_markers(scene: Any) -> int:
+def clear_markers(scene: bpy.types.Scene) -> int:
     """Remove the markers :func:`mark` made last time (still at their frame with their
     name); returns how many."""
     wanted = set(_recorded(scene))
@@ -278,7 +279,7 @@ def mark(
     range, replace the markers of the last run by new ones, and return the events per
     chain and why chains were skipped. The scene returns to its current frame."""
     if tips is None:
-        tips = [t for t in evaluate.chain_tips(obj) if obj.pose.bones[t].reach_ik.enabled]
+        tips = [t for t in chain_spec.chain_tips(obj) if obj.pose.bones[t].reach_ik.enabled]
     current = scene.frame_current
     frames = list(range(int(frame_start), int(frame_end) + 1))
     found: dict[str, dict[Kind, list[int]]] = {}
@@ -347,7 +348,7 @@ class REACH_IK_OT_diagnose(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return poll_chains(cls, context, writes_armature=False)
 
     def invoke(self, context: Any, event: Any) -> Any:

@@ -23,18 +23,19 @@ import contextlib
 from typing import Any
 
 from ..core import ReachIKError
+from .blender_types import ArmatureObject
 
 
 class DriverError(ReachIKError):
     """A driver cannot be carried over; the message says why."""
 
 
-def _drivers(obj: Any) -> Any:
+def _drivers(obj: ArmatureObject) -> Any:
     ad = obj.animation_data
     return ad.drivers if ad is not None else ()
 
 
-def find(obj: Any, path: str) -> Any:
+def find(obj: ArmatureObject, path: str) -> Any:
     """The driver F-curve of ``obj`` on ``path`` (index 0), or ``None``."""
     for fc in _drivers(obj):
         if fc.data_path == path and fc.array_index == 0:
@@ -42,7 +43,7 @@ def find(obj: Any, path: str) -> Any:
     return None
 
 
-def under(obj: Any, prefix: str) -> list[Any]:
+def under(obj: ArmatureObject, prefix: str) -> list[Any]:
     """Every driver F-curve of ``obj`` whose path is ``prefix`` or lies below it
     (``prefix + "."…``, ``prefix + "["…``)."""
     return [
@@ -61,7 +62,7 @@ def remove(obj: Any, prefix: str) -> list[str]:
     return gone
 
 
-def set_muted(obj: Any, paths: list[str], muted: bool) -> None:
+def set_muted(obj: ArmatureObject, paths: list[str], muted: bool) -> None:
     """Mute (or unmute) the driver F-curves on exactly these paths."""
     wanted = set(paths)
     for fc in _drivers(obj):

@@ -18,9 +18,9 @@ Reach IK wrote there, which makes Blender evaluate the frame once more.
   pose is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
   does not edit the scene while a frame renders).
 * ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
-  setting). Any update of an armature starts a new :func:`.evaluate.generation` (chains
+  setting). Any update of an armature starts a new generation (:mod:`.live_state`: chains
   read again, records dropped), except the update that the handler's own key writes cause
-  (its helpers and the armatures copying them, remembered in ``_echo``): that one is
+  (its helpers and the armatures copying them, remembered in ``live.echo``): that one is
   skipped. Any other update of a helper's action (its keys edited by hand) drops the
   records of stored frames. A re-entrancy flag guards against anything running the
   handler from inside a solve.
@@ -29,6 +29,9 @@ Reach IK wrote there, which makes Blender evaluate the frame once more.
   helpers whose armature was deleted are removed with their actions);
   ``undo_post``/``redo_post`` drop the record of which bones hold chains and the records
   of stored frames (undo restores the helpers' keys of that step).
+
+The caches and flags of all this are one :class:`.live_state.LiveState`, ``live``
+(cleared on file load and on unregister).
 
 The first solve of an armature after that record changed (a chain added or removed, a
 file loaded, an undo, a duplicated armature) first brings its constraints in line with its
@@ -50,7 +53,8 @@ from typing import Any, NamedTuple
 import bpy
 from bpy.app.handlers import persistent
 
-from . import constraints, evaluate, stored
+from . import chain_spec, constraints, evaluate, stored
+from .live_state import live
 
 
 class ChainStatus(NamedTuple):
@@ -69,16 +73,6 @@ class ChainStatus(NamedTuple):
 #: ``(armature object name, tip bone name)`` → the chain's last live solve.
 status: dict[tuple[str, str], ChainStatus] = {}
 
-_busy = False
-_reported: set[str] = set()
-#: Armatures whose helpers the last interactive solve wrote: the update that write causes
-#: lists them (and their helpers) and is not an edit.
-_echo: set[str] = set()
-
-
-#: Armature object (pointer) → the :func:`.evaluate.generation` its constraints match.
-_synced: dict[int, int] = {}
-
 
 def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
     """Solve and show one armature object's chains at ``time`` (default: the depsgraph
@@ -86,9 +80,9 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
     time (:mod:`.stored`) keep their stored pose; the others are solved and keyed.
     Returns whether anything was written."""
     key = obj.as_pointer()
-    if _synced.get(key) != evaluate.generation():
+    if live.synced.get(key) != live.generation:
         constraints.sync(obj)
-        _synced[key] = evaluate.generation()
+        live.synced[key] = live.generation
     if time is None:
         time = depsgraph.scene.frame_current_final
     known = stored.known(obj, time)
@@ -101,7 +95,7 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
             [(s.bone_names, s.rotations, s.scales) for s in report.solved if s.tip in fresh],
             time,
             report.idle,
-            epoch=evaluate.generation(),
+            epoch=live.generation,
         )
         stored.remember(obj, time, report)
     name = obj.name
@@ -116,14 +110,14 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
     return written
 
 
-def _armatures(scene: Any) -> list[Any]:
+def _armatures(scene: bpy.types.Scene) -> list[Any]:
     return [
         obj
         for obj in scene.objects
         if obj.type == "ARMATURE"
         and obj.mode != "EDIT"
         and obj.pose is not None
-        and evaluate.armature_chains(obj)
+        and chain_spec.armature_chains(obj)
     ]
 
 
@@ -131,20 +125,19 @@ def _armatures(scene: Any) -> list[Any]:
 def paused() -> Iterator[None]:
     """Keep the live handlers from solving inside the block (a bake setting frames; a
     solve writing the pose)."""
-    global _busy
-    before = _busy
-    _busy = True
+    before = live.busy
+    live.busy = True
     try:
         yield
     finally:
-        _busy = before
+        live.busy = before
 
 
-def solve_scene(scene: Any, depsgraph: Any) -> set[str]:
+def solve_scene(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> set[str]:
     """Solve every armature of ``scene`` that has chains at the scene's current frame and
     subframe; never raises. Returns the names of the armatures whose helpers were written."""
     written: set[str] = set()
-    if _busy:
+    if live.busy:
         return written
     time = scene.frame_current_final
     with paused():
@@ -159,25 +152,25 @@ def solve_scene(scene: Any, depsgraph: Any) -> set[str]:
 
 
 def _report_once(name: str) -> None:
-    if name not in _reported:
-        _reported.add(name)
+    if name not in live.reported:
+        live.reported.add(name)
         print(f"Reach IK: solving '{name}' failed:")
         traceback.print_exc()
 
 
 @persistent
-def on_frame_change(scene: Any, depsgraph: Any) -> None:
+def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     solve_scene(scene, depsgraph)
 
 
 @persistent
-def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
-    if _busy:
+def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
+    if live.busy:
         return
     updated = [u.id for u in depsgraph.updates]
     objects = [i for i in updated if isinstance(i, bpy.types.Object)]
-    echo = set(_echo)
-    _echo.clear()
+    echo = set(live.echo)
+    live.echo.clear()
     if not echo and any(isinstance(i, bpy.types.Action) and stored.is_ours(i) for i in updated):
         stored.forget()  # a helper's keys edited by hand: solve and key every frame again
     if (
@@ -191,26 +184,22 @@ def on_depsgraph_update(scene: Any, depsgraph: Any) -> None:
     ):
         # Bones added, renamed or edited, IK limits or chain settings changed, constraints
         # edited: check everything again (frame changes alone never get here).
-        evaluate.invalidate()
+        live.invalidate()
     if all(constraints.is_helper(i) for i in objects):
         return  # nothing moved, or only helpers Reach IK wrote
-    _echo.update(solve_scene(scene, depsgraph))
+    live.echo.update(solve_scene(scene, depsgraph))
 
 
 @persistent
 def on_undo(*_args: Any) -> None:
-    evaluate.invalidate()
+    live.invalidate()
     stored.forget()
 
 
 @persistent
 def on_load(_filepath: Any = None) -> None:
-    evaluate.clear_caches()
-    stored.forget()
+    live.clear()
     status.clear()
-    _reported.clear()
-    _synced.clear()
-    _echo.clear()
     for obj in bpy.data.objects:
         # A library override whose chains were all removed: the library's constraints
         # come back with the file and must be muted again (no chain will solve it).
@@ -242,8 +231,5 @@ def unregister_handlers() -> None:
     for handler_list, fn in _HANDLERS:
         while fn in handler_list:
             handler_list.remove(fn)
+    live.clear()
     status.clear()
-    _synced.clear()
-    _echo.clear()
-    stored.forget()
-    evaluate.clear_caches()

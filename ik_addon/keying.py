@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from ..core import rotations as rot
 from ..core.rotations import FloatArray
+from .blender_types import ArmatureObject, ChainBone
 
 #: Keys closer than this (frames) to the range's ends count as inside it.
 FRAME_EPSILON = 1e-3
@@ -257,11 +258,11 @@ class Channels:
             return fcurve
 
 
-def _new_action_name(obj: Any) -> str:
+def _new_action_name(obj: ArmatureObject) -> str:
     return f"{obj.name}_ReachIK_bake"
 
 
-def action_users(action: Any) -> list[str]:
+def action_users(action: bpy.types.Action) -> list[str]:
     """Names of the objects that use ``action``: as their assigned action or in an NLA strip."""
     users = []
     for obj in bpy.data.objects:
@@ -287,7 +288,7 @@ class PreparedAction:
             action was made (a shared action is not overwritten unless asked).
     """
 
-    action: Any
+    action: bpy.types.Action
     original: str = ""
     shared_with: tuple[str, ...] = ()
 
@@ -498,7 +499,7 @@ class BonePlan:
 
 def plan_bone_rotations(
     channels: Channels,
-    pose_bone: Any,
+    pose_bone: ChainBone,
     rotations: FloatArray,
     frame_start: float,
     frame_end: float,
@@ -515,7 +516,11 @@ def plan_bone_rotations(
 
 
 def plan_bone_scales(
-    channels: Channels, pose_bone: Any, scales: FloatArray, frame_start: float, frame_end: float
+    channels: Channels,
+    pose_bone: ChainBone,
+    scales: FloatArray,
+    frame_start: float,
+    frame_end: float,
 ) -> BonePlan:
     """The ``scale`` channel values ``(F, 3)`` that keying the uniform scale factors
     ``scales (F,)`` of ``pose_bone`` in ``[frame_start, frame_end]`` writes (a stretching
@@ -554,7 +559,7 @@ def write_plan(
 
 def write_bone_rotations(
     channels: Channels,
-    pose_bone: Any,
+    pose_bone: ChainBone,
     frames: FloatArray,
     rotations: FloatArray,
     frame_start: float,
@@ -570,7 +575,7 @@ def write_bone_rotations(
 
 
 def _merge_into(
-    fcurve: Any,
+    fcurve: bpy.types.FCurve,
     old: _KeyArrays,
     frames: FloatArray,
     values: FloatArray,

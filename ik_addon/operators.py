@@ -15,7 +15,9 @@ from typing import Any, Literal
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from . import constraints, convert, dependencies, drivers, evaluate, handlers
+from . import chain_spec, constraints, convert, dependencies, drivers, evaluate, handlers
+from .blender_types import ArmatureObject
+from .live_state import live
 from .rig import (
     RigError,
     chain_bones,
@@ -25,39 +27,8 @@ from .rig import (
 #: What ``execute`` returns.
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
-#: Settings of a chain (reset by Remove).
-CHAIN_SETTINGS = (
-    "has_chain",
-    "enabled",
-    "chain_length",
-    "target",
-    "target_bone",
-    "pole",
-    "pole_bone",
-    "use_pole",
-    "pole_angle",
-    "solver",
-    "iterations",
-    "tolerance",
-    "influence",
-    "use_tail",
-    "use_rotation",
-    "orient_weight",
-    "use_stretch",
-    "stretch_rule",
-    "soft_reach",
-    "source",
-    "bend_plane",
-    "delta_b",
-    "damping",
-    "max_step",
-    "posture_weight",
-    "sweep_steps",
-    "distribution",
-)
 
-
-def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
+def _solver_items(_self: Any, _context: bpy.types.Context) -> list[tuple[str, str, str]]:
     return [
         (
             "AUTO",
@@ -66,19 +37,19 @@ def _solver_items(_self: Any, _context: Any) -> list[tuple[str, str, str]]:
             "docs/natural.md)",
         )
     ] + [
-        (m, evaluate.METHOD_LABELS.get(m, m), evaluate.METHOD_LABELS.get(m, m))
-        for m in evaluate.available_methods()
+        (m, chain_spec.METHOD_LABELS.get(m, m), chain_spec.METHOD_LABELS.get(m, m))
+        for m in chain_spec.available_methods()
     ]
 
 
-def _armature(context: Any) -> Any:
+def _armature(context: bpy.types.Context) -> Any:
     obj = context.object
     if obj is None or obj.type != "ARMATURE":
         return None
     return obj
 
 
-def editable(obj: Any) -> bool:
+def editable(obj: ArmatureObject) -> bool:
     """``obj`` may be edited: local, or an editable library override (not linked data)."""
     is_editable = getattr(obj, "is_editable", None)
     return bool(is_editable) if is_editable is not None else obj.library is None
@@ -91,7 +62,7 @@ LINKED_MESSAGE = (
 )
 
 
-def _poll_armature(cls: Any, context: Any) -> bool:
+def _poll_armature(cls: Any, context: bpy.types.Context) -> bool:
     obj = _armature(context)
     if obj is None:
         cls.poll_message_set("Needs an active armature object")
@@ -108,20 +79,20 @@ def poll_chains(cls: Any, context: Any, *, writes_armature: bool) -> bool:
     if not (_poll_armature if writes_armature else _poll_any_armature)(cls, context):
         return False
     obj = context.object
-    if not any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj)):
+    if not any(obj.pose.bones[t].reach_ik.enabled for t in chain_spec.chain_tips(obj)):
         cls.poll_message_set("The armature has no enabled Reach IK chain")
         return False
     return True
 
 
-def _poll_any_armature(cls: Any, context: Any) -> bool:
+def _poll_any_armature(cls: Any, context: bpy.types.Context) -> bool:
     if _armature(context) is None:
         cls.poll_message_set("Needs an active armature object")
         return False
     return True
 
 
-def _poll_pose_bone(cls: Any, context: Any) -> bool:
+def _poll_pose_bone(cls: Any, context: bpy.types.Context) -> bool:
     if not _poll_armature(cls, context):
         return False
     if context.mode != "POSE":
@@ -133,7 +104,7 @@ def _poll_pose_bone(cls: Any, context: Any) -> bool:
     return True
 
 
-def _resolve_tip(context: Any, tip: str) -> Any:
+def _resolve_tip(context: bpy.types.Context, tip: str) -> Any:
     obj = _armature(context)
     if obj is None:
         return None
@@ -143,7 +114,7 @@ def _resolve_tip(context: Any, tip: str) -> Any:
     return pb if pb is not None and pb.id_data == obj else None
 
 
-def solve_now(context: Any, obj: Any) -> None:
+def solve_now(context: bpy.types.Context, obj: Any) -> None:
     """Solve ``obj`` at once (the live handlers would on the next update anyway)."""
     handlers.solve_object(obj, context.evaluated_depsgraph_get())
 
@@ -175,7 +146,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_pose_bone(cls, context)
 
     def execute(self, context: Any) -> Result:
@@ -205,7 +176,8 @@ class REACH_IK_OT_add(bpy.types.Operator):
         if target is not None:
             goals = (("target", target, target_bone),)
             chain = dependencies.ChainGoals(obj, tip, tuple(names), goals)
-            others = [c for c in evaluate.dependency_chains() if (c.armature, c.tip) != (obj, tip)]
+            every = chain_spec.dependency_chains()
+            others = [c for c in every if (c.armature, c.tip) != (obj, tip)]
             loop = dependencies.problems([*others, chain]).get((obj.name, tip))
             if loop:
                 self.report({"ERROR"}, f"Cannot add the chain on '{tip}': {loop}")
@@ -216,7 +188,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
         s.use_tail = True
         s.target = target
         s.target_bone = target_bone
-        s.solver = evaluate.default_method(length) if self.solver == "AUTO" else self.solver
+        s.solver = chain_spec.default_method(length) if self.solver == "AUTO" else self.solver
         s.enabled = True
         s.has_chain = True
         solve_now(context, obj)
@@ -225,7 +197,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
         return {"FINISHED"}
 
     @staticmethod
-    def _selected_target(context: Any, obj: Any, pb: Any) -> tuple[Any, str]:
+    def _selected_target(context: bpy.types.Context, obj: Any, pb: Any) -> tuple[Any, str]:
         for other in obj.pose.bones:
             if other != pb and _is_selected(other):
                 return obj, other.name
@@ -258,10 +230,10 @@ class REACH_IK_OT_remove(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_armature(cls, context)
 
-    def execute(self, context: Any) -> Result:
+    def execute(self, context: bpy.types.Context) -> Result:
         obj = context.object
         pb = _resolve_tip(context, self.tip)
         if pb is None or not pb.reach_ik.has_chain:
@@ -277,9 +249,9 @@ def remove_chain(obj: Any, pb: Any) -> None:
     """Reset a tip's chain settings and take its constraints off (the FK pose shows)."""
     s = pb.reach_ik
     drivers.remove(obj, convert.chain_driver_paths(pb))
-    for name in CHAIN_SETTINGS:
+    for name in chain_spec.CHAIN_SETTINGS:
         s.property_unset(name)  # runs no update callbacks: sync by hand
-    evaluate.invalidate()
+    live.invalidate()
     constraints.sync(obj)
     handlers.status.pop((obj.name, pb.name), None)
 
@@ -316,7 +288,7 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
     solver: EnumProperty(name="Solver", items=_solver_items)  # type: ignore[valid-type]
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_armature(cls, context)
 
     def execute(self, context: Any) -> Result:
@@ -334,7 +306,7 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
                     else:
                         remove_chain(obj, pb)
         convert.last_result = result
-        evaluate.invalidate()
+        live.invalidate()
         if result.converted:
             solve_now(context, obj)
         kind = "Reach IK chain" if self.direction == "TO_REACH_IK" else "IK constraint"
@@ -366,11 +338,11 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
     )
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         if not _poll_armature(cls, context):
             return False
         obj = _armature(context)
-        if not evaluate.chain_tips(obj):
+        if not chain_spec.chain_tips(obj):
             cls.poll_message_set("The armature has no Reach IK chains")
             return False
         return True

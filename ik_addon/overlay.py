@@ -44,7 +44,9 @@ import gpu
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import evaluate, handlers, overlay_shader
+from . import handlers, overlay_shader
+from .blender_types import ArmatureObject
+from .live_state import live
 from .shown import MISS
 
 #: Colours (RGBA).
@@ -105,7 +107,7 @@ class _Armature:
         self.at_heads: list[int] = []  # ... and their points
         self.tails: list[str] = []  # the chains' last bones (tails: the effectors)
         self.at_tails: list[int] = []
-        self.generation = -1  # of the copies below (:func:`.evaluate.generation`)
+        self.generation = -1  # of the copies below (:attr:`.live_state.LiveState.generation`)
         #: ``(float in the bones' buffer, float in the points)`` per joint to copy.
         self.head_copies: list[tuple[int, int]] = []
         self.tail_copies: list[tuple[int, int]] = []
@@ -120,14 +122,14 @@ class _Armature:
         self.head_copies = [(3 * b, 4 * p) for b, p in zip(head_index, self.at_heads, strict=True)]
         self.tail_copies = [(3 * b, 4 * p) for b, p in zip(tail_index, self.at_tails, strict=True)]
         self.buffer = np.zeros(3 * len(bones), np.float32).data
-        self.generation = evaluate.generation()
+        self.generation = live.generation
 
-    def read(self, obj: Any, points: memoryview) -> Any:
+    def read(self, obj: ArmatureObject, points: memoryview) -> Any:
         """Read the armature ``obj``'s joints (armature space) into ``points`` (flat) with
         two bulk reads of all its bones' heads and tails (a C loop each), whatever the
         number of chains; returns a copy of its world matrix."""
         bones = obj.pose.bones
-        if self.generation != evaluate.generation():
+        if self.generation != live.generation:
             self.index(bones)
         buffer = self.buffer
         bones.foreach_get("head", buffer)
@@ -313,16 +315,16 @@ class Plan:
 
 
 #: ``(armature name, bones)`` → the bones' rest length (rig units), valid for the
-#: :func:`.evaluate.generation` ``_lengths_generation``.
+#: :attr:`.live_state.LiveState.generation` ``_lengths_generation``.
 _lengths: dict[tuple[str, tuple[str, ...]], float] = {}
 _lengths_generation = -1
 
 
-def _rest_length(obj: Any, bones: tuple[str, ...]) -> float:
+def _rest_length(obj: ArmatureObject, bones: tuple[str, ...]) -> float:
     global _lengths_generation
-    if _lengths_generation != evaluate.generation():  # bones edited since: read them again
+    if _lengths_generation != live.generation:  # bones edited since: read them again
         _lengths.clear()
-        _lengths_generation = evaluate.generation()
+        _lengths_generation = live.generation
     key = (obj.name, bones)
     length = _lengths.get(key)
     if length is None:
@@ -336,7 +338,7 @@ def chain_inputs(scene: Any, depsgraph: Any) -> list[ChainInputs]:
     ``depsgraph``, :mod:`.shown`'s miss rule (none when the scene's overlay setting is off).
 
     The miss distance is :func:`.shown.tolerances`' (pinned to it by a test), from the
-    chain's rest length, read once per :func:`.evaluate.generation`."""
+    chain's rest length, read once per :attr:`.live_state.LiveState.generation`."""
     chains: list[ChainInputs] = []
     if not scene.reach_ik_overlay:
         return chains
@@ -451,7 +453,7 @@ def mark_dirty() -> None:
 
 
 @persistent
-def on_change(scene: Any, depsgraph: Any) -> None:
+def on_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     """After a live solve: prepare the scene's plan; the joints are read at the next redraw."""
     if _rendering or bpy.app.background:
         return

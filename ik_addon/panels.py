@@ -14,12 +14,17 @@ Labels are kept short so that they fit at the default widths of Blender 4.2–5.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 
-from . import evaluate, handlers
+from . import chain_spec, handlers
+from .bake_report import stored_report
+from .blender_types import ArmatureObject
 from .shown import shown_status
+
+if TYPE_CHECKING:
+    from .properties import ReachIKBoneSettings
 
 #: ``bl_order`` of the Bone panel. Blender's own Bone-tab panels have order 0 (Custom
 #: Properties 1000) and are registered before any add-on; a panel goes after the last one
@@ -59,7 +64,9 @@ def _depsgraph(context: Any) -> Any:
     return context.view_layer.depsgraph
 
 
-def status_lines(context: Any, obj: Any, tip: str, enabled: bool, influence: float) -> list[Any]:
+def status_lines(
+    context: bpy.types.Context, obj: ArmatureObject, tip: str, enabled: bool, influence: float
+) -> list[Any]:
     """The status of a chain as ``(text, icon, alert)`` lines (what the panels show)."""
     if not enabled:
         return [("Disabled: FK pose", "HIDE_ON", False)]
@@ -83,14 +90,23 @@ def status_lines(context: Any, obj: Any, tip: str, enabled: bool, influence: flo
     return [(f"Error {error}", "CHECKMARK", False)]
 
 
-def _status(layout: Any, context: Any, obj: Any, tip: str, enabled: bool, influence: float) -> None:
+def _status(
+    layout: bpy.types.UILayout,
+    context: bpy.types.Context,
+    obj: Any,
+    tip: str,
+    enabled: bool,
+    influence: float,
+) -> None:
     for text, icon, alert in status_lines(context, obj, tip, enabled, influence):
         row = layout.row()
         row.alert = alert
         row.label(text=text, icon=icon)
 
 
-def _goal(layout: Any, s: Any, pointer: str, bone: str, label: str) -> None:
+def _goal(
+    layout: bpy.types.UILayout, s: ReachIKBoneSettings, pointer: str, bone: str, label: str
+) -> None:
     col = layout.column(align=True)
     col.prop(s, pointer, text=label)
     ob = getattr(s, pointer)
@@ -144,7 +160,7 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         row.prop(s, "pole_angle", text="Pole Angle")
         layout.separator()
         layout.prop(s, "solver")
-        if s.solver in evaluate.ITERATIVE:
+        if s.solver in chain_spec.ITERATIVE:
             col = layout.column(align=True)
             col.prop(s, "iterations")
             col.prop(s, "tolerance")
@@ -216,7 +232,7 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         if obj is None or obj.type != "ARMATURE":
             layout.label(text="Select an armature", icon="ARMATURE_DATA")
             return
-        tips = evaluate.chain_tips(obj)
+        tips = chain_spec.chain_tips(obj)
         if not tips:
             layout.label(text=f"'{obj.name}' has no chains", icon="INFO")
         for tip in tips:
@@ -257,10 +273,65 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         _status(box, context, obj, pb.name, s.enabled, s.influence)
 
 
-def _goal_name(ob: Any, bone: str) -> str:
+def _goal_name(ob: bpy.types.Object, bone: str) -> str:
     if ob is None:
         return "No target"
     return f"{ob.name} : {bone}" if bone else ob.name
 
 
-classes = (REACH_IK_PT_bone, REACH_IK_PT_bone_advanced, REACH_IK_PT_sidebar)
+class REACH_IK_PT_bake_report(bpy.types.Panel):
+    """The quality of each chain's last bake (3D View sidebar, Reach IK tab)."""
+
+    bl_label = "Last Bake"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Reach IK"
+    bl_order = 10
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        obj = context.object
+        return (
+            obj is not None
+            and obj.type == "ARMATURE"
+            and any(stored_report(obj.pose.bones[t]) for t in chain_spec.chain_tips(obj))
+        )
+
+    def draw(self, context: Any) -> None:
+        layout: Any = self.layout
+        obj = context.object
+        for tip in chain_spec.chain_tips(obj):
+            report = stored_report(obj.pose.bones[tip])
+            if report is None:
+                continue
+            box = layout.box()
+            box.label(
+                text=f"{tip} · {report['solver']} · {report['frame_start']}–{report['frame_end']}",
+                icon="ACTION",
+            )
+            col = box.column(align=True)
+            col.label(
+                text=f"Error max {format_length(report['error_max'])}, "
+                f"mean {format_length(report['error_mean'])}"
+            )
+            if report["out_of_reach"]:
+                col.label(text=f"Out of reach: {report['out_of_reach']} frames", icon="INFO")
+            col.label(text=f"Max turn {report['max_joint_change_deg']:.3g}°/frame")
+            if report["max_joint_change_bone"]:
+                col.label(
+                    text=f"    {report['max_joint_change_bone']}, "
+                    f"frame {report['max_joint_change_frame']}"
+                )
+            if report["pops"]:
+                row = col.row()
+                row.alert = True
+                frames = ", ".join(str(f) for f in report["pop_frames"][:5])
+                row.label(text=f"{report['pops']} pops: frames {frames}", icon="ERROR")
+
+
+classes = (
+    REACH_IK_PT_bone,
+    REACH_IK_PT_bone_advanced,
+    REACH_IK_PT_sidebar,
+    REACH_IK_PT_bake_report,
+)

@@ -30,8 +30,10 @@ from bpy.props import (
     StringProperty,
 )
 
+from .blender_types import ArmatureObject
+from .chain_spec import METHOD_LABELS, METHOD_ORDER, available_methods
 from .constraints import sync
-from .evaluate import METHOD_LABELS, METHOD_ORDER, available_methods, invalidate
+from .live_state import live
 
 #: Every Reach IK setting can be edited on a library override (and the edit is saved).
 OVERRIDABLE: set[Literal["LIBRARY_OVERRIDABLE"]] = {"LIBRARY_OVERRIDABLE"}
@@ -57,23 +59,23 @@ def _solver_items() -> list[tuple[str, str, str, int]]:
     return items
 
 
-def _tag(self: Any, _context: Any) -> None:
+def _tag(self: Any, _context: bpy.types.Context) -> None:
     """A setting changed: drop what the live solver cached from the settings, and make the
     depsgraph copy the change (custom properties are not tagged)."""
-    invalidate()
+    live.invalidate()
     obj = self.id_data
     if obj is not None:
         obj.update_tag()
 
 
-def _chains_changed(self: Any, context: Any) -> None:
+def _chains_changed(self: Any, context: bpy.types.Context) -> None:
     """Which bones the chains drive changed: bring the constraints in line."""
-    invalidate()
+    live.invalidate()
     sync(self.id_data)
     _tag(self, context)
 
 
-def _poll_target(self: Any, obj: Any) -> bool:
+def _poll_target(self: Any, obj: ArmatureObject) -> bool:
     return obj != self.id_data or obj.type == "ARMATURE"
 
 
@@ -406,7 +408,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
 classes = (ReachIKBoneSettings,)
 
 
-def _redraw_views(_self: Any, context: Any) -> None:
+def _redraw_views(_self: Any, context: bpy.types.Context) -> None:
     screen = getattr(context, "screen", None)
     for area in screen.areas if screen is not None else ():
         if area.type == "VIEW_3D":

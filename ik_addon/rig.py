@@ -51,7 +51,7 @@ ellipse through the four limits, the core clamps each component on its own (a bo
 
 Each bone's *IK Stretch* (``ik_stretch``) is the chain's stretch weight of that joint
 (:attr:`core.Chain.stretch`), read with the limits (part of :func:`rig_signature`, so an
-edit is seen after the next :func:`.evaluate.invalidate`; an animated ``ik_stretch`` is
+edit is seen after the next :meth:`.live_state.LiveState.invalidate`; an animated ``ik_stretch`` is
 not followed frame by frame); it matters only on a chain whose *Stretch* is on.
 """
 
@@ -67,6 +67,7 @@ from mathutils import Matrix, Vector
 
 from ..core import Chain, ChainError, JointLimits, ReachIKError
 from ..core import rotations as rot
+from .blender_types import ArmatureObject, ChainBone
 
 
 class RigError(ReachIKError):
@@ -153,7 +154,7 @@ def _inverse_rows(rows: Any) -> list[list[Any]]:
     return [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r]
 
 
-def bone_limits(pose_bone: Any) -> JointLimits:
+def bone_limits(pose_bone: ChainBone) -> JointLimits:
     """Joint limits and stiffness from a pose bone's IK settings (table above)."""
     lock = (bool(pose_bone.lock_ik_x), bool(pose_bone.lock_ik_y), bool(pose_bone.lock_ik_z))
     ranges = tuple(
@@ -218,7 +219,7 @@ def default_chain_length(obj: Any, tip: str) -> int:
     return count
 
 
-def rig_signature(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
+def rig_signature(obj: ArmatureObject, names: Sequence[str]) -> tuple[Any, ...]:
     """Everything a :class:`RigChain` depends on: rest matrices, lengths, parents, limits,
     stretch weights.
 
@@ -236,7 +237,7 @@ def rig_signature(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def build_rig_chain(obj: Any, tip: str, chain_length: int, use_tail: bool) -> RigChain:
+def build_rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: bool) -> RigChain:
     """Build the core chain for ``chain_length`` bones ending at ``tip`` (see module doc).
 
     Raises:
@@ -344,7 +345,9 @@ def base_matrix(rig: RigChain, parent: Matrix | None, root_location: Vector) -> 
     return base
 
 
-def _rest_bend(obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rest_bend(
+    obj: ArmatureObject, names: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rest-pose axis (root→effector, unit), bend vector and root rest matrix (armature space).
 
     The bend is the mean offset of the inner joints from the root→effector line, as in
@@ -376,7 +379,9 @@ def _signed_angle(a: np.ndarray, b: np.ndarray, axis: np.ndarray) -> float:
     return float(np.arctan2(np.cross(a, b) @ axis, a @ b))
 
 
-def pole_angle_from_blender(obj: Any, names: Sequence[str], blender_angle: float) -> float:
+def pole_angle_from_blender(
+    obj: ArmatureObject, names: Sequence[str], blender_angle: float
+) -> float:
     """Reach IK's pole angle giving the same bend as Blender's IK constraint.
 
     Blender turns the solved chain so that the root bone's axis ``X·cos θ + Z·sin θ``
@@ -398,7 +403,7 @@ def pole_angle_from_blender(obj: Any, names: Sequence[str], blender_angle: float
     return _signed_angle(up, bend, axis)
 
 
-def pole_angle_to_blender(obj: Any, names: Sequence[str], reach_angle: float) -> float:
+def pole_angle_to_blender(obj: ArmatureObject, names: Sequence[str], reach_angle: float) -> float:
     """The IK constraint's pole angle for a Reach IK pole angle (inverse of the above)."""
     axis, bend, root = _rest_bend(obj, names)
     want = rot.rotate(rot.from_axis_angle(axis, -reach_angle), bend)

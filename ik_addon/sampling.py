@@ -33,6 +33,7 @@ import bpy
 import numpy as np
 
 from ..core import rotations as rot
+from .blender_types import ArmatureObject
 from .rig import affine_inverse
 
 _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
@@ -154,7 +155,9 @@ def basis_matrices(
     return m
 
 
-def object_matrices(obj: Any, frames: np.ndarray, depsgraph: Any) -> np.ndarray | None:
+def object_matrices(
+    obj: Any, frames: np.ndarray, depsgraph: bpy.types.Depsgraph
+) -> np.ndarray | None:
     """World matrices ``(F, 4, 4)`` of ``obj`` at ``frames (F,)`` from its F-curves, or
     ``None`` when its transform depends on more than its own action (module docstring).
 
@@ -182,7 +185,7 @@ def bone_path(name: str) -> str:
     return f'pose.bones["{bpy.utils.escape_identifier(name)}"].'
 
 
-def _plain_bone(obj: Any, name: str) -> bool:
+def _plain_bone(obj: ArmatureObject, name: str) -> bool:
     """The bone composes as ``M_parent · (R_parent⁻¹ · R) · B`` (module docstring)."""
     bone = obj.data.bones[name]
     return (

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import bpy
+
 from . import constraints, handlers
+from .blender_types import ArmatureObject
 
 #: A chain within reach (at full influence) whose shown effector is further than this
 #: fraction of its length (or its tolerance) from the target *missed* it: joint limits
@@ -48,7 +51,7 @@ class Shown(NamedTuple):
     warning: str
 
 
-def shown_effector(obj_eval: Any, bones: tuple[str, ...]) -> Any:
+def shown_effector(obj_eval: ArmatureObject, bones: tuple[str, ...]) -> Any:
     """World position (a mathutils vector) of the evaluated chain's effector: the tail of
     its last bone."""
     return obj_eval.matrix_world @ obj_eval.pose.bones[bones[-1]].tail
@@ -63,7 +66,7 @@ def tolerances(obj: Any, tip: str, bones: tuple[str, ...]) -> tuple[float, float
     return max(set_tolerance, ROUNDING * length), max(set_tolerance, MISS * length)
 
 
-def shown_status(obj: Any, tip: str, depsgraph: Any) -> Shown | None:
+def shown_status(obj: ArmatureObject, tip: str, depsgraph: bpy.types.Depsgraph) -> Shown | None:
     """The shown residual of the chain ending at ``tip`` of ``obj`` (original object), or
     ``None`` when its last live solve gave no pose (not solved yet, or a problem)."""
     st = handlers.status.get((obj.name, tip))
@@ -82,7 +85,7 @@ def shown_status(obj: Any, tip: str, depsgraph: Any) -> Shown | None:
     return Shown(error, drift, st.reachable, missed, warning)
 
 
-def cause(obj: Any, bones: tuple[str, ...]) -> str:
+def cause(obj: ArmatureObject, bones: tuple[str, ...]) -> str:
     """The first thing in the chain bones' constraint stacks that changes the solved pose,
     in a few words for the panel."""
     for name in bones:

@@ -28,7 +28,7 @@ The record (:func:`known`, :func:`remember`): per armature object and time, each
 inputs and result as :func:`.evaluate.solve_chains` returned them (its ``known``
 argument). The live handlers pass the record of the frame shown to the solve, which reuses
 a chain's result when its inputs are unchanged; only chains solved anew are keyed. The
-record belongs to one :func:`.evaluate.generation` (a changed setting, an undo, a loaded
+record belongs to one :attr:`.live_state.LiveState.generation` (a changed setting, an undo, a loaded
 file start a new one) and is dropped as a whole when the helpers change (:func:`forget`).
 It lives in memory only: after a file is opened every frame is solved once more when it is
 first shown (and keyed only if the solution differs from the key there). Keys edited by
@@ -43,6 +43,8 @@ from typing import Any
 import bpy
 
 from . import evaluate
+from .blender_types import ArmatureObject
+from .live_state import live
 
 #: Custom property of a helper's action: the name of the helper it animates.
 OWNER_KEY = "reach_ik_helper"
@@ -50,25 +52,22 @@ _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 
 Known = dict[str, tuple[tuple[Any, ...], evaluate.Solved]]
 
-#: Armature object (pointer) → (generation, time → chain tip → (inputs, result)).
-_records: dict[int, tuple[int, dict[float, Known]]] = {}
 
-
-def known(obj: Any, time: float) -> Known | None:
+def known(obj: ArmatureObject, time: float) -> Known | None:
     """The record of ``obj``'s chains at ``time`` (``None``: nothing stored there in this
     generation)."""
-    hit = _records.get(obj.as_pointer())
-    if hit is None or hit[0] != evaluate.generation():
+    hit = live.records.get(obj.as_pointer())
+    if hit is None or hit[0] != live.generation:
         return None
     return hit[1].get(time)
 
 
-def remember(obj: Any, time: float, report: evaluate.SolveReport) -> None:
+def remember(obj: ArmatureObject, time: float, report: evaluate.SolveReport) -> None:
     """Record what ``report`` solved at ``time`` (every solved chain, reused or new)."""
     key = obj.as_pointer()
-    hit = _records.get(key)
-    if hit is None or hit[0] != evaluate.generation():
-        hit = _records[key] = (evaluate.generation(), {})
+    hit = live.records.get(key)
+    if hit is None or hit[0] != live.generation:
+        hit = live.records[key] = (live.generation, {})
     hit[1][time] = {s.tip: (report.inputs[s.tip], s) for s in report.solved}
 
 
@@ -76,27 +75,27 @@ def forget(obj: Any = None) -> None:
     """Drop the record of ``obj`` (every armature when ``None``): its helpers changed, an
     undo step, a file loaded."""
     if obj is None:
-        _records.clear()
+        live.records.clear()
     else:
-        _records.pop(obj.as_pointer(), None)
+        live.records.pop(obj.as_pointer(), None)
 
 
-def stored_times(obj: Any) -> list[float]:
+def stored_times(obj: ArmatureObject) -> list[float]:
     """The times recorded for ``obj`` in this generation, ascending."""
-    hit = _records.get(obj.as_pointer())
-    if hit is None or hit[0] != evaluate.generation():
+    hit = live.records.get(obj.as_pointer())
+    if hit is None or hit[0] != live.generation:
         return []
     return sorted(hit[1])
 
 
 # ----------------------------------------------------------------------------- keys
-def helper_fcurves(helper: Any) -> list[Any]:
+def helper_fcurves(helper: bpy.types.Object) -> list[Any]:
     """The helper's four ``rotation_quaternion`` F-curves (w, x, y, z), with its action
     created and assigned when missing."""
     return _fcurves(helper, "rotation_quaternion", 4)
 
 
-def scale_fcurves(helper: Any) -> list[Any]:
+def scale_fcurves(helper: bpy.types.Object) -> list[Any]:
     """The helper's three ``scale`` F-curves (x, y, z): a stretching chain's bone's scale
     factor (:mod:`.constraints`), keyed like the rotation."""
     return _fcurves(helper, "scale", 3)
@@ -125,7 +124,7 @@ def _fcurves(helper: Any, path: str, count: int) -> list[Any]:
 KEY_TOLERANCE = 2.0**-23
 
 
-def _has_key(fcurve: Any, time: float) -> bool:
+def _has_key(fcurve: bpy.types.FCurve, time: float) -> bool:
     """``fcurve`` has a key at ``time`` (binary search over its sorted keys)."""
     points = fcurve.keyframe_points
     lo, hi = 0, len(points)
@@ -152,7 +151,9 @@ def is_keyed(fcurves: Sequence[Any], time: float, q: Sequence[float]) -> bool:
     )
 
 
-def key_rotation(helper: Any, fcurves: Sequence[Any], time: float, q: Sequence[float]) -> None:
+def key_rotation(
+    helper: bpy.types.Object, fcurves: Sequence[Any], time: float, q: Sequence[float]
+) -> None:
     """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
     its ``rotation_quaternion`` to it."""
     if len(fcurves[0].keyframe_points):
@@ -178,7 +179,7 @@ def is_scale_keyed(fcurves: Sequence[Any], time: float, scale: float) -> bool:
     return all(abs(fc.evaluate(time) - scale) <= bar for fc in fcurves)
 
 
-def key_scale(helper: Any, fcurves: Sequence[Any], time: float, scale: float) -> None:
+def key_scale(helper: bpy.types.Object, fcurves: Sequence[Any], time: float, scale: float) -> None:
     """Key the uniform ``scale`` on ``helper`` at ``time`` (linear interpolation) and set
     its ``scale`` to it."""
     for fc in fcurves:
@@ -186,12 +187,12 @@ def key_scale(helper: Any, fcurves: Sequence[Any], time: float, scale: float) ->
     helper.scale = (scale, scale, scale)
 
 
-def is_ours(action: Any) -> bool:
+def is_ours(action: bpy.types.Action) -> bool:
     """``action`` holds a helper's stored solutions."""
     return action.get(OWNER_KEY) is not None
 
 
-def remove_action(helper: Any) -> None:
+def remove_action(helper: bpy.types.Object) -> None:
     """Delete the helper's stored solutions (its action, when Reach IK made it)."""
     adt = helper.animation_data
     action = adt.action if adt is not None else None

@@ -142,7 +142,7 @@ def _rich_scene(addon: Any, frames: int) -> list[tuple[str, str]]:
 
     built = demo_scene.build(frames)
     human = built["human"]
-    methods = addon.evaluate.available_methods()
+    methods = addon.chain_spec.available_methods()
     iterative = next((m for m in ("ccd", "jacobian_dls") if m in methods), methods[0])
     bpy.data.objects["PaperC"].pose.bones["C2"].reach_ik.solver = iterative
     # animated parents above the chains, a moving armature, influence blended with keyed FK
@@ -176,7 +176,7 @@ def _rich_scene(addon: Any, frames: int) -> list[tuple[str, str]]:
     bpy.ops.object.mode_set(mode="OBJECT")
     bones = []
     for obj in (human, *built["papers"], arm, nested):
-        for tip in addon.evaluate.chain_tips(obj):
+        for tip in addon.chain_spec.chain_tips(obj):
             s = obj.pose.bones[tip].reach_ik
             names = addon.rig.chain_bones(obj, tip, s.chain_length, s.use_tail)
             bones += [(obj.name, n) for n in names]
@@ -197,7 +197,7 @@ def test_baked_keys_replay_the_live_pose_without_the_addon(
         options = addon.bake.BakeOptions(1, frames, reduce=False)
         result = addon.bake.bake(bpy.data.objects[name], options)
         methods[name] = result.method
-        assert len(result.chains) == len(addon.evaluate.chain_tips(bpy.data.objects[name]))
+        assert len(result.chains) == len(addon.chain_spec.chain_tips(bpy.data.objects[name]))
         assert not [w for w in result.warnings if "skipped" in w], result.warnings
     assert methods["Human"] == "batched"
     assert methods["PaperU"] == "batched, from F-curves"
@@ -394,7 +394,7 @@ def test_operator_bakes_reports_and_undo_restores(clean_scene: Any, addon: Any) 
     arm = bpy.data.objects["Arm"]
     assert not arm.pose.bones["hand"].reach_ik.enabled
     assert _snapshot(arm.animation_data.action) != before
-    report = addon.bake.stored_report(arm.pose.bones["hand"])
+    report = addon.bake_report.stored_report(arm.pose.bones["hand"])
     assert (report["chain"], report["frame_start"], report["frame_end"]) == ("hand", 10, 20)
     bpy.ops.ed.undo()
     arm = bpy.data.objects["Arm"]
@@ -425,7 +425,7 @@ def test_only_selected_chains_are_baked(clean_scene: Any, addon: Any) -> None:
     select_only(human, ["forearm.L"], "forearm.L")
     done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=10, only_selected=True)
     assert done == {"FINISHED"}
-    stored = {t: addon.bake.stored_report(human.pose.bones[t]) for t in demo_scene.LIMBS}
+    stored = {t: addon.bake_report.stored_report(human.pose.bones[t]) for t in demo_scene.LIMBS}
     assert stored["forearm.L"] is not None
     assert stored["forearm.L"]["frames"] == 10
     assert [t for t, r in stored.items() if r is not None] == ["forearm.L"]

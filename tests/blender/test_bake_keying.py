@@ -211,9 +211,9 @@ def test_batched_untwist_equals_each_pose_alone(addon: Any) -> None:
     q = rng.normal(size=(40, 3, 4))
     q /= np.linalg.norm(q, axis=-1, keepdims=True)
     positions = core.forward_kinematics(chain, q)[0]
-    batched = addon.evaluate.untwist(chain, q, positions)
+    batched = addon.untwist.untwist(chain, q, positions)
     for k in range(0, 40, 7):
-        alone = addon.evaluate.untwist(chain, q[k : k + 1], positions[k : k + 1])[0]
+        alone = addon.untwist.untwist(chain, q[k : k + 1], positions[k : k + 1])[0]
         np.testing.assert_allclose(batched[k], alone, atol=1e-12)
     np.testing.assert_allclose(core.forward_kinematics(chain, batched)[0], positions, atol=1e-12)
 

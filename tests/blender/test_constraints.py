@@ -321,7 +321,7 @@ def test_deleted_helper_is_made_again(clean_scene: Any, addon: Any, capsys: Any)
     _check_shown(obj)
     assert _error(obj, s.target) <= 1e-4 * chain_length(obj, CHAIN)
     assert len(_helpers()) == len(CHAIN)
-    assert addon.handlers._reported == set()
+    assert addon.live_state.live.reported == set()
     assert "Reach IK: solving" not in capsys.readouterr().out
 
 

@@ -40,7 +40,7 @@ def test_untwist_keeps_positions_and_removes_twist(
     q = np.array(quats[:n], dtype=float) + np.array([1.5, 0, 0, 0])
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     positions, _ = core.forward_kinematics(chain, q)
-    out = addon.evaluate.untwist(chain, q[None], positions[None])[0]
+    out = addon.untwist.untwist(chain, q[None], positions[None])[0]
     got, orientations = core.forward_kinematics(chain, out)
     np.testing.assert_allclose(got, positions, atol=1e-9)
     # Each joint is the shortest swing from its rest link direction (core's own between).
@@ -58,7 +58,7 @@ def test_untwist_floats_of_a_free_chain_needs_only_the_positions(addon: Any) -> 
     re-aimed: the same rotations as with the solver's pose; a chain with a limited joint
     needs the pose for the joints before it."""
     core = __import__(addon.__name__.rsplit(".", 1)[0] + ".core", fromlist=["x"])
-    ev = addon.evaluate
+    ev = addon.untwist
     rng = np.random.default_rng(3)
     free = core.Chain.from_offsets(rng.normal(size=(3, 3)))
     q = rng.normal(size=(3, 4))
@@ -88,10 +88,10 @@ def test_solve_armature_writes_nothing_and_apply_writes_the_pose(
     obj.pose.bones["hand"].reach_ik.enabled = True
     bpy.context.view_layer.update()
     ev = addon.evaluate
-    before = [ev.read_rotation(obj.pose.bones[n]) for n in CHAIN]
+    before = [addon.rotation_modes.read_rotation(obj.pose.bones[n]) for n in CHAIN]
     depsgraph = bpy.context.evaluated_depsgraph_get()
     (pose,) = ev.solve_armature(obj, depsgraph)
-    assert [ev.read_rotation(obj.pose.bones[n]) for n in CHAIN] == before
+    assert [addon.rotation_modes.read_rotation(obj.pose.bones[n]) for n in CHAIN] == before
     assert pose.tip == "hand"
     assert pose.bone_names == CHAIN
     assert pose.rotations.shape == (3, 4)
@@ -100,7 +100,9 @@ def test_solve_armature_writes_nothing_and_apply_writes_the_pose(
     # Scramble the chain (no depsgraph update in between), then apply the pose.
     for name in CHAIN:
         pb = obj.pose.bones[name]
-        ev.write_rotation(pb, ev.quaternion_to_values(SCRAMBLE, pb.rotation_mode, (0, 0, 0, 0)))
+        addon.rotation_modes.write_rotation(
+            pb, addon.rotation_modes.quaternion_to_values(SCRAMBLE, pb.rotation_mode, (0, 0, 0, 0))
+        )
     ev.apply_poses(obj, [pose])
     bpy.context.view_layer.update()
     effector = tail_world(obj, "hand")
@@ -108,7 +110,9 @@ def test_solve_armature_writes_nothing_and_apply_writes_the_pose(
     assert math.dist(effector, target.location) <= 1e-4
     for name, q in zip(CHAIN, pose.rotations, strict=True):
         pb = obj.pose.bones[name]
-        got = ev.values_to_quaternion(pb.rotation_mode, ev.read_rotation(pb))
+        got = addon.rotation_modes.values_to_quaternion(
+            pb.rotation_mode, addon.rotation_modes.read_rotation(pb)
+        )
         assert abs(abs(float(got @ q)) - 1.0) < 1e-6
 
 
@@ -171,8 +175,8 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
     core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
     ev = addon.evaluate
     obj = build_arm()
-    rig = ev.rig_chain(obj, "hand", 3, True)
-    spec = dataclasses.replace(ev.read_spec(obj.pose.bones["hand"]), solver=solver)
+    rig = addon.chain_spec.rig_chain(obj, "hand", 3, True)
+    spec = dataclasses.replace(addon.chain_spec.read_spec(obj.pose.bones["hand"]), solver=solver)
     rng = np.random.default_rng(21)
     count = 12
     scale = rng.uniform(0.5, 2.0, size=count)
@@ -194,9 +198,9 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
     pole_angle = np.where(np.arange(count) < 6, 0.0, 0.5)
     weight = np.full(count, 0.5)
     args = (bases, targets, poles, None, fk, influence, pole_angle, weight)
-    batched = ev.solve_chain_frames(rig, spec, *args)
+    batched = addon.solve_frames.solve_chain_frames(rig, spec, *args)
     for i in range(count):
-        one = ev.solve_chain_frames(
+        one = addon.solve_frames.solve_chain_frames(
             rig, spec, *(a[i : i + 1] if a is not None else a for a in args)
         )
         np.testing.assert_allclose(one.rotations[0], batched.rotations[i], atol=1e-9)
@@ -224,3 +228,35 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
     off = influence == 0.0
     dots = np.abs(np.sum(batched.rotations[off] * fk[off], axis=-1))
     np.testing.assert_allclose(dots, 1.0, atol=1e-12)
+
+
+def test_stretched_effectors_build_one_chain_per_distinct_stretch(
+    addon: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """solve_frames._effectors gives, to the bit, each pose's forward kinematics on the chain
+    scaled by that frame's stretch, while building one scaled chain per distinct stretch."""
+    from importlib import import_module
+
+    core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
+    rng = np.random.default_rng(5)
+    chain = core.Chain.from_offsets(rng.normal(size=(3, 3)))
+    q = rng.normal(size=(12, 3, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    links = np.ones((12, 3))
+    links[4:8] = 1.0 + rng.uniform(0.0, 0.3, size=(4, 3))
+    links[9] = links[5]
+    fk = core.forward_kinematics
+    expected = np.array([fk(chain.scaled(s), p)[0][-1] for p, s in zip(q, links, strict=True)])
+    built: list[Any] = []
+    scaled = type(chain).scaled
+
+    def counting(self: Any, scales: Any) -> Any:
+        built.append(scales)
+        return scaled(self, scales)
+
+    monkeypatch.setattr(type(chain), "scaled", counting)
+    got = addon.solve_frames._effectors(chain, q, links)
+    assert np.array_equal(got, expected)
+    assert len(built) == 5  # unstretched, frames 4-7 (9 repeats 5)
+    plain = addon.solve_frames._effectors(chain, q, None)
+    assert np.array_equal(plain, fk(chain, q)[0][:, -1])

@@ -140,7 +140,7 @@ def test_steady_state_writes_nothing(clean_scene: Any, addon: Any) -> None:
     assert _keys(obj) == keys
     # After an edit that changes none of these frames' inputs (a new generation: every
     # frame is solved again when shown), the same solutions are not keyed again.
-    addon.evaluate.invalidate()
+    addon.live_state.live.invalidate()
     with _Writes(addon) as after_edit:
         _play(FRAMES)
     assert after_edit.count == 0

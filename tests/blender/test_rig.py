@@ -38,13 +38,12 @@ def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> No
     rng = np.random.default_rng(abs(hash(mode)) % 1000)
     for name in ARM_BONES:
         obj.pose.bones[name].rotation_mode = mode
-    ev = addon.evaluate
     for _ in range(3):
         for name in ARM_BONES:
             _random_rotation(obj.pose.bones[name], rng)
         obj.pose.bones["upper"].location = rng.normal(size=3) * 0.05
         bpy.context.view_layer.update()
-        rig = ev.rig_chain(obj, "hand", 3, True)
+        rig = addon.chain_spec.rig_chain(obj, "hand", 3, True)
         assert rig.bone_names == ("upper", "fore", "hand")
         assert rig.parent == "shoulder"
         depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -57,7 +56,9 @@ def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> No
         )
         q = np.array(
             [
-                ev.values_to_quaternion(mode, ev.read_rotation(obj.pose.bones[n]))
+                addon.rotation_modes.values_to_quaternion(
+                    mode, addon.rotation_modes.read_rotation(obj.pose.bones[n])
+                )
                 for n in rig.bone_names
             ]
         )
@@ -69,7 +70,7 @@ def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> No
 
 def test_chain_without_tail_ends_at_parent(clean_scene: Any, addon: Any) -> None:
     obj = build_arm()
-    rig = addon.evaluate.rig_chain(obj, "hand", 2, False)
+    rig = addon.chain_spec.rig_chain(obj, "hand", 2, False)
     assert rig.bone_names == ("upper", "fore")
     np.testing.assert_allclose(rig.chain.offsets[-1], [0.0, obj.data.bones["fore"].length, 0.0])
 
@@ -104,7 +105,7 @@ def test_rotation_values_round_trip_and_continuity(blender: Any, addon: Any, mod
     a small turn away from a value near the wrap stays near that value."""
     from mathutils import Euler, Quaternion
 
-    ev = addon.evaluate
+    ev = addon.rotation_modes
     ref = NEAR_WRAP[mode]
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -134,7 +135,7 @@ def test_connected_root_ignores_its_location(clean_scene: Any, addon: Any) -> No
     obj.pose.bones["fore"].rotation_mode = "XYZ"
     obj.pose.bones["fore"].rotation_euler = (0.4, 0.1, -0.3)
     bpy.context.view_layer.update()
-    rig = addon.evaluate.rig_chain(obj, "hand", 2, True)
+    rig = addon.chain_spec.rig_chain(obj, "hand", 2, True)
     assert rig.bone_names == ("fore", "hand")
     assert rig.root_connected
     ob_eval = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
@@ -143,7 +144,7 @@ def test_connected_root_ignores_its_location(clean_scene: Any, addon: Any) -> No
     base = (
         np.array(obj.matrix_world) @ addon.rig.base_matrices(rig, parent[None], location[None])[0]
     )
-    ev = addon.evaluate
+    ev = addon.rotation_modes
     q = np.array(
         [
             ev.values_to_quaternion(

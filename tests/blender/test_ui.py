@@ -171,7 +171,7 @@ def test_diagnostics_mark_out_of_reach_and_limit_runs(metarig: Any, addon: Any) 
     assert events["limit"]
     assert events["limit"][0] == 1
     bound = diagnostics.limit_bound(
-        diagnostics.evaluate.rig_chain(obj, "forearm.L", 2, True).chain.limits,
+        diagnostics.chain_spec.rig_chain(obj, "forearm.L", 2, True).chain.limits,
         diagnostics.scan(scene, obj, "forearm.L", [1]).rotations,
     )
     assert bound.tolist() == [True]
@@ -257,7 +257,9 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
         ).rotations[0]
         assert np.allclose(np.abs(np.sum(one * batch, axis=-1)), 1.0, atol=1e-8)
         shown[step] = live
-        assert evaluate._options(3, 0.0, 0.0, 1.0, spec.advanced) == core.SolveOptions(
+        assert importlib.import_module(f"{EXTENSION}.ik_addon.chain_spec")._options(
+            3, 0.0, 0.0, 1.0, spec.advanced
+        ) == core.SolveOptions(
             max_iterations=3,
             max_step_deg=spec.advanced[3],
             sweep_steps=5,

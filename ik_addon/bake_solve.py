@@ -1,0 +1,399 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bake, step 2: solve each chain over a block of frames, the first way that works.
+
+:func:`_solve_block` tries, in order: batched from F-curves, batched from every frame read
+(:func:`_sample_and_solve`: the sampled inputs to :func:`.solve_frames.solve_chain_frames`,
+checked against the live solver at the first and last frame, with frames near full reach
+taken from the live solver), and frame by frame with the live solver
+(:func:`_solve_frame_by_frame`). :func:`_join_blocks` joins the blocks' results per chain.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import bpy
+import numpy as np
+
+from ..core import ReachIKError
+from ..core import rotations as rot
+from . import constraints, evaluate
+from .bake_sampling import (
+    SAMPLED,
+    SOLVED,
+    Progress,
+    _ancestors,
+    _checks,
+    _depsgraph,
+    _report_progress,
+    _sample_every_frame,
+    _sample_from_curves,
+    _Samples,
+)
+from .blender_types import ArmatureObject
+from .chain_spec import ChainSpec
+from .rig import RigChain, base_matrices
+from .solve_frames import FrameSolution, solve_chain_frames
+
+#: Largest allowed difference (radians, per joint) between the batched solve and the live
+#: solver at the frames where both run; beyond it the bake falls back to the next method.
+#: It is far above rounding (inputs read from F-curves in double precision differ from
+#: Blender's single-precision matrices by ~1e-7 relative) and far below the bake's bar
+#: (0.01° = 1.7e-4 rad).
+CHECK_TOLERANCE = 1e-5
+
+#: Frames whose target lies within this fraction of the chain's reach of full reach are
+#: solved by the live solver itself: there the pose is ill-conditioned (a joint angle goes
+#: like the square root of the reach margin), so the live solver's single-precision inputs
+#: and the batched path's double-precision ones would give poses 0.01° apart at 2e-7 of
+#: reach; at 1e-3 the same input difference moves a joint by ~2e-6 rad.
+NEAR_FULL_REACH = 1e-3
+
+
+def _points(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
+    """World positions ``(F, 3)`` of heads given their ``(F, 4, 4)`` matrices."""
+    if space is None:
+        return matrices[:, :3, 3].copy()
+    return np.einsum("fij,fj->fi", space, matrices[:, :, 3])[:, :3]
+
+
+def _orientation(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
+    """World rotation matrices ``(F, 3, 3)`` (columns scaled)."""
+    m = matrices if space is None else space @ matrices
+    return m[:, :3, :3]
+
+
+@dataclass
+class _Solved:
+    """One chain's baked pose over all frames."""
+
+    spec: ChainSpec
+    bone_names: tuple[str, ...]
+    chain_length_world: float
+    rotations: np.ndarray  # (F, n, 4) basis rotations, blended with FK
+    errors: np.ndarray  # (F,) world metres
+    reachable: np.ndarray  # (F,)
+    targets: np.ndarray  # (F, 3) world
+    disabled: int = 0
+    near_full_reach: np.ndarray | None = None  # (F,) bool, see NEAR_FULL_REACH
+    scales: np.ndarray | None = None  # (F, n) bone scale factors of a stretching chain
+
+
+def _solve_pole_groups(
+    rig: RigChain,
+    spec: ChainSpec,
+    poles: np.ndarray | None,
+    use_pole: np.ndarray,
+    base: np.ndarray,
+    targets: np.ndarray,
+    goals: np.ndarray | None,
+    fk: np.ndarray | None,
+    influence: np.ndarray,
+    pole_angle: np.ndarray,
+    orient_weight: np.ndarray,
+) -> FrameSolution:
+    """:func:`.solve_frames.solve_chain_frames` with the pole only on the frames where
+    ``use_pole (F,)`` is on (an animated or driven *Use Pole*, e.g. Rigify's pole switch):
+    the frames with and without it are solved as two groups and put back in frame order."""
+    if poles is None or use_pole.all():
+        return solve_chain_frames(
+            rig, spec, base, targets, poles, goals, fk, influence, pole_angle, orient_weight
+        )
+    groups = [(~use_pole, None), (use_pole, poles)]
+    parts = []
+    for rows, group_poles in groups:
+        if not rows.any():
+            continue
+
+        def take(a: np.ndarray | None, rows: np.ndarray = rows) -> np.ndarray | None:
+            return None if a is None else a[rows]
+
+        part = solve_chain_frames(
+            rig,
+            spec,
+            base[rows],
+            targets[rows],
+            take(group_poles),
+            take(goals),
+            take(fk),
+            influence[rows],
+            pole_angle[rows],
+            orient_weight[rows],
+        )
+        parts.append((rows, part))
+    count = targets.shape[0]
+    n = len(rig.bone_names)
+    stretching = all(part.scales is not None for _, part in parts)
+    out = FrameSolution(
+        rotations=np.empty((count, n, 4)),
+        errors=np.empty(count),
+        reachable=np.empty(count, dtype=bool),
+        effectors=np.empty((count, 3)),
+        scales=np.empty((count, n)) if stretching else None,
+    )
+    for rows, part in parts:
+        out.rotations[rows] = part.rotations
+        out.errors[rows] = part.errors
+        out.reachable[rows] = part.reachable
+        out.effectors[rows] = part.effectors
+        if out.scales is not None and part.scales is not None:
+            out.scales[rows] = part.scales
+    return out
+
+
+def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
+    """Every frame of one chain: its sampled inputs to :func:`.solve_frames.solve_chain_frames`."""
+    rig = s.rig
+    base = world @ base_matrices(rig, s.parents, s.root_location)
+    target_w = _points(s.target, s.target_space)
+    enabled, influence, pole_angle, orient_weight, use_pole = s.settings.T
+    solved = _solve_pole_groups(
+        rig,
+        s.spec,
+        None if s.pole is None else _points(s.pole, s.pole_space),
+        use_pole > 0.5,
+        base,
+        target_w,
+        _orientation(s.target, s.target_space) if s.spec.use_rotation else None,
+        s.fk,
+        np.where(enabled > 0.5, influence, 0.0),
+        pole_angle,
+        orient_weight,
+    )
+    scale = float(np.mean(np.linalg.norm(world[0, :3, :3], axis=0)))
+    # The base frame's scale (uniform in practice) turns chain units into world units.
+    base_scale = np.mean(np.linalg.norm(base[:, :3, :3], axis=1), axis=-1)
+    distance = np.linalg.norm(target_w - base[:, :3, 3], axis=-1)
+    margin = distance / (base_scale * float(np.sum(rig.chain.lengths))) - 1.0
+    return _Solved(
+        spec=s.spec,
+        bone_names=rig.bone_names,
+        chain_length_world=float(np.sum(rig.chain.lengths)) * scale,
+        rotations=solved.rotations,
+        errors=solved.errors,
+        reachable=solved.reachable,
+        targets=target_w,
+        disabled=int(np.count_nonzero(enabled <= 0.5)),
+        near_full_reach=np.abs(margin) < NEAR_FULL_REACH,
+        scales=solved.scales,
+    )
+
+
+def _rest_dependencies(obj: ArmatureObject, spec: ChainSpec, rig: RigChain) -> set[str]:
+    """Bones of ``obj`` whose pose this chain's inputs depend on."""
+    deps = _ancestors(obj, rig.parent) if rig.parent else set()
+    for goal, bone in ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone)):
+        if goal is not None and bone and goal.original == obj.original:
+            deps |= _ancestors(obj, bone)
+    return deps
+
+
+def _batchable(obj: ArmatureObject, rigs: dict[str, RigChain], specs: list[ChainSpec]) -> bool:
+    """No baked chain depends on a bone that an enabled chain drives."""
+    driven = {name for name, enabled in constraints.driven(obj).items() if enabled}
+    return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
+
+
+def _sample_and_solve(
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    specs: list[ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress | None,
+    warnings: list[str],
+    from_curves: bool,
+) -> list[_Solved] | None:
+    """The batched bake (module docstring, steps 1–2); ``None`` if it does not apply or the
+    check against the live solver failed."""
+    samples = [_Samples(spec, rigs[spec.tip], obj) for spec in specs]
+    checks: dict[int, dict[str, evaluate.ChainPose]] = {}
+    if from_curves:
+        world = _sample_from_curves(scene, obj, samples, frames, progress, checks)
+        if world is None:
+            return None
+    else:
+        world = _sample_every_frame(scene, obj, samples, frames, progress, checks)
+    solved = []
+    for k, s in enumerate(samples):
+        _report_progress(progress, SAMPLED + (SOLVED - SAMPLED) * k / len(samples))
+        try:
+            solved.append(_solve_batched(s, world))
+        except ReachIKError as exc:
+            warnings.append(f"chain '{s.spec.tip}' skipped: {exc}")
+    _solve_near_full_reach(scene, obj, solved, frames, checks)
+    for i, expected in checks.items():
+        for result in solved:
+            want = expected.get(result.spec.tip)
+            if want is None:
+                continue
+            got = result.rotations[i]
+            gap = float(np.max(rot.angle(rot.multiply(rot.conjugate(want.rotations), got))))
+            if result.scales is not None and want.scales is not None:
+                gap = max(gap, float(np.max(np.abs(result.scales[i] - want.scales))))
+            if not gap <= CHECK_TOLERANCE:
+                warnings.append(
+                    f"chain '{result.spec.tip}': batched solve differs from the live solve by "
+                    f"{math.degrees(gap):.3g}° at frame {int(frames[i])}"
+                )
+                return None
+    return solved
+
+
+def _solve_near_full_reach(
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    solved: list[_Solved],
+    frames: np.ndarray,
+    checks: dict[int, dict[str, evaluate.ChainPose]],
+) -> None:
+    """Solve the frames near full reach (:data:`NEAR_FULL_REACH`) with the live solver at
+    that frame, and key its pose there (the other frames stay batched)."""
+    near = np.zeros(frames.size, dtype=bool)
+    for result in solved:
+        if result.near_full_reach is not None:
+            near |= result.near_full_reach
+    if not near.any():
+        return
+    depsgraph = _depsgraph(scene)
+    tips = [r.spec.tip for r in solved]
+    for i in np.flatnonzero(near):
+        if int(i) not in checks:
+            scene.frame_set(int(frames[i]))
+            checks[int(i)] = _checks(obj, depsgraph, tips)
+        for result in solved:
+            live = checks[int(i)].get(result.spec.tip)
+            if (
+                live is not None
+                and result.near_full_reach is not None
+                and result.near_full_reach[i]
+            ):
+                result.rotations[i] = live.rotations
+                if result.scales is not None and live.scales is not None:
+                    result.scales[i] = live.scales
+
+
+def _solve_frame_by_frame(
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    specs: list[ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress | None,
+    warnings: list[str],
+) -> list[_Solved]:
+    """The live solver at every frame (module docstring, step 2's fallback)."""
+    depsgraph = _depsgraph(scene)
+    count = frames.size
+    results: dict[str, dict[str, list[Any]]] = {s.tip: {} for s in specs}
+    failed: dict[str, str] = {}
+    step = max(count // 100, 1)
+    world_scale = 1.0
+    for i, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        report = evaluate.solve_chains(obj, depsgraph)
+        if i == 0:
+            m = np.array(obj.evaluated_get(depsgraph).matrix_world, dtype=float)
+            world_scale = float(np.mean(np.linalg.norm(m[:3, :3], axis=0)))
+        poses = {p.tip: p for p in report.poses}
+        for spec in specs:
+            if spec.tip in failed:
+                continue
+            pose = poses.get(spec.tip)
+            if pose is None:
+                why = report.problems.get(spec.tip, "the chain is disabled")
+                failed[spec.tip] = f"frame {int(frame)}: {why}"
+                continue
+            acc = results[spec.tip]
+            acc.setdefault("rotations", []).append(pose.rotations)
+            acc.setdefault("scales", []).append(pose.scales)
+            acc.setdefault("errors", []).append(pose.error)
+            acc.setdefault("reachable", []).append(pose.reachable)
+            acc.setdefault("targets", []).append(pose.target_world)
+        if i % step == 0:
+            _report_progress(progress, SAMPLED * (i + 1) / count)
+    solved = []
+    for spec in specs:
+        if spec.tip in failed:
+            warnings.append(f"chain '{spec.tip}' skipped: {failed[spec.tip]}")
+            continue
+        acc = results[spec.tip]
+        rig = rigs[spec.tip]
+        solved.append(
+            _Solved(
+                spec=spec,
+                bone_names=rig.bone_names,
+                chain_length_world=float(np.sum(rig.chain.lengths)) * world_scale,
+                rotations=np.array(acc["rotations"]),
+                errors=np.array(acc["errors"]),
+                reachable=np.array(acc["reachable"]),
+                targets=np.array(acc["targets"]),
+                scales=None if any(x is None for x in acc["scales"]) else np.array(acc["scales"]),
+            )
+        )
+    return solved
+
+
+def _blocks(count: int, size: int) -> list[slice]:
+    """``count`` frames in consecutive blocks of at most ``size``."""
+    return [slice(start, min(start + size, count)) for start in range(0, count, size)]
+
+
+def _block_progress(progress: Progress, k: int, count: int) -> Progress:
+    """Progress of block ``k`` of ``count``: its ``0 … SOLVED`` mapped into its share."""
+    return lambda x: progress(SOLVED * (k + min(x, SOLVED) / SOLVED) / count)
+
+
+def _solve_block(
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    specs: list[ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress,
+    warnings: list[str],
+) -> tuple[list[_Solved], str]:
+    """Sample and solve one block of frames the first way that works (module docstring)."""
+    attempts = (("batched, from F-curves", True), ("batched", False))
+    for label, from_curves in attempts if _batchable(obj, rigs, specs) else ():
+        notes: list[str] = []
+        solved = _sample_and_solve(scene, obj, specs, rigs, frames, progress, notes, from_curves)
+        if solved is not None:
+            warnings.extend(n for n in notes if n not in warnings)
+            return solved, label
+        if not from_curves:
+            warnings.extend(f"{note}; baked frame by frame" for note in notes)
+    return _solve_frame_by_frame(scene, obj, specs, rigs, frames, progress, warnings), (
+        "frame by frame"
+    )
+
+
+def _join_blocks(parts: list[list[_Solved]], warnings: list[str]) -> list[_Solved]:
+    """One :class:`_Solved` per chain over all blocks; a chain missing from a block (it
+    failed there) is left out (its reason is in the warnings already)."""
+    if len(parts) == 1:
+        return parts[0]
+    tips = [r.spec.tip for r in parts[0]]
+    common = [t for t in tips if all(any(r.spec.tip == t for r in part) for part in parts)]
+    joined = []
+    for tip in common:
+        pieces = [next(r for r in part if r.spec.tip == tip) for part in parts]
+        first = pieces[0]
+        joined.append(
+            _Solved(
+                spec=first.spec,
+                bone_names=first.bone_names,
+                chain_length_world=first.chain_length_world,
+                rotations=np.concatenate([r.rotations for r in pieces]),
+                errors=np.concatenate([r.errors for r in pieces]),
+                reachable=np.concatenate([r.reachable for r in pieces]),
+                targets=np.concatenate([r.targets for r in pieces]),
+                disabled=sum(r.disabled for r in pieces),
+                scales=None
+                if any(r.scales is None for r in pieces)
+                else np.concatenate([r.scales for r in pieces if r.scales is not None]),
+            )
+        )
+    return joined

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Live solving's state: every cache and flag it keeps between frames, in one object.
+
+:data:`live` is the one :class:`LiveState` of the add-on. It holds nothing that is saved
+with the file: everything in it can be rebuilt from the file, so dropping it costs one
+slower frame, never a different pose.
+
+Lifetime:
+
+* made when the add-on is imported, with :attr:`LiveState.generation` 0;
+* :meth:`LiveState.invalidate` starts a new generation: after a chain is added, removed or
+  changed, the armature or its pose bones are edited, an undo or redo step (the property
+  callbacks, operators and handlers call it). Every cache below that is keyed by
+  generation (chain tips, plans, records, helpers, synced) is then stale and is rebuilt on
+  its next use; the chain models (:attr:`LiveState.rigs`) are checked once against the
+  rig's rest data and kept when they still match;
+* :meth:`LiveState.clear` drops everything and starts a new generation: on file load
+  (:func:`.handlers.on_load`, before the first solve of the new file) and on unregister
+  (:func:`.handlers.unregister_handlers`), so no Blender data of an old file or of a
+  removed add-on is kept. :attr:`LiveState.busy` is left as it is (a
+  :func:`.handlers.paused` block in progress sets it back itself).
+
+The panels' view of the last solve, :data:`.handlers.status`, is an output of live solving
+and stays in :mod:`.handlers` (cleared at the same two moments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .evaluate import _Planned
+    from .rig import RigChain
+    from .stored import Known
+
+
+@dataclass
+class LiveState:
+    """The caches and flags of live solving (module docstring: what clears them when)."""
+
+    #: Changes with every :meth:`invalidate`; caches remember the generation they hold.
+    generation: int = 0
+    #: ``(armature object, armature data)`` pointers → (generation, the pose bones holding
+    #: a chain) (:func:`.chain_spec.armature_chains`).
+    chains: dict[tuple[int, int], tuple[int, tuple[str, ...]]] = field(default_factory=dict)
+    #: ``(armature data pointer, its name, tip, chain length, use tail)`` → (chain model, the
+    #: generation it was last checked against the rig) (:func:`.chain_spec.rig_chain`).
+    rigs: dict[tuple[Any, ...], tuple[RigChain, int]] = field(default_factory=dict)
+    #: Armature object pointer → (generation, its chains as planned, parents first)
+    #: (:func:`.evaluate._planned`).
+    plans: dict[int, tuple[int, list[_Planned]]] = field(default_factory=dict)
+    #: Armature object pointer → (generation, time → chain tip → (inputs, result)): the
+    #: frames shown and keyed on the helpers (:mod:`.stored`).
+    records: dict[int, tuple[int, dict[float, Known]]] = field(default_factory=dict)
+    #: Armature object pointer → (generation, bone → [helper, its rotation F-curves, its
+    #: scale F-curves or ``None``]) (:func:`.constraints.show`).
+    helpers: dict[int, tuple[int, dict[str, list[Any]]]] = field(default_factory=dict)
+    #: Armature object pointer → the generation its constraints match (:mod:`.handlers`).
+    synced: dict[int, int] = field(default_factory=dict)
+    #: Armatures whose helpers the last interactive solve wrote: the update that write
+    #: causes lists them (and their helpers) and is not an edit (:mod:`.handlers`).
+    echo: set[str] = field(default_factory=set)
+    #: Armatures whose failed solve was printed already (printed once per file).
+    reported: set[str] = field(default_factory=set)
+    #: The live handlers do not solve (:func:`.handlers.paused`: a bake, a solve running).
+    busy: bool = False
+
+    def invalidate(self) -> None:
+        """Start a new generation: read the chains again and recheck them against the rig
+        (module docstring)."""
+        self.generation += 1
+
+    def clear(self) -> None:
+        """Drop every cache and record and start a new generation (file load, unregister).
+        The containers are emptied in place."""
+        self.chains.clear()
+        self.rigs.clear()
+        self.plans.clear()
+        self.records.clear()
+        self.helpers.clear()
+        self.synced.clear()
+        self.echo.clear()
+        self.reported.clear()
+        self.invalidate()
+
+
+#: The add-on's live state.
+live = LiveState()
+
+__all__ = ["LiveState", "live"]
