@@ -84,18 +84,15 @@ from .chain_spec import (
     _fixed,
     _options,
     armature_chains,
-    available_methods,
-    chain_tips,
     dependency_chains,
     read_animated,
-    read_spec,
     rig_chain,
 )
 from .live_state import live
 from .pose_state import _point_world, _PoseState, _rotation_world
 from .rig import RigChain, RigError, base_matrix
 from .rotation_modes import fk_rotations, quaternion_to_values, read_rotation, write_rotation
-from .solve_frames import FrameSolution, _effectors, bone_scales, solve_chain_frames, stretches
+from .solve_frames import FrameSolution, _effectors, bone_scales, stretches
 from .untwist import aims_every_joint, untwist_floats
 
 
@@ -488,21 +485,10 @@ invalidate = live.invalidate
 #: Names scripts/ and tests read from this module that now live in the modules above.
 __all__ = [
     "ChainPose",
-    "ChainSpec",
-    "FrameSolution",
     "SolveReport",
     "Solved",
-    "_PoseState",
     "apply_poses",
-    "available_methods",
-    "base_matrix",
-    "chain_tips",
-    "dependency_chains",
-    "invalidate",
-    "read_spec",
-    "rig_chain",
     "solve_armature",
-    "solve_chain_frames",
     "solve_chains",
     "solve_frame",
 ]

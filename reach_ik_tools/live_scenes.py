@@ -253,7 +253,8 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
     pose), so every frame is solved and, the solutions being those keyed, nothing written."""
     handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
     evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
-    evaluate.invalidate()
+    live_state: Any = importlib.import_module(f"{EXTENSION}.ik_addon.live_state")
+    live_state.live.invalidate()
     spent = {"handler": 0.0, "core_solve": 0.0}
     clock = time.perf_counter
 

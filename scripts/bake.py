@@ -243,7 +243,7 @@ def _goal(bpy: Any, name: str, bone: str, what: str, tip: str) -> Any:
 def set_chain(bpy: Any, reach: Any, obj: Any, fields: dict[str, str]) -> str:
     """Store a command-line chain in the tip bone's settings; returns the tip."""
     rig = reach.ik_addon.rig
-    methods = reach.ik_addon.evaluate.available_methods()
+    methods = reach.ik_addon.chain_spec.available_methods()
     tip = fields["tip"]
     pb = obj.pose.bones.get(tip)
     if pb is None:
@@ -281,9 +281,8 @@ def set_chain(bpy: Any, reach: Any, obj: Any, fields: dict[str, str]) -> str:
         s.solver = solver
     s.enabled = True
     s.has_chain = True
-    evaluate = reach.ik_addon.evaluate
-    evaluate.invalidate()
-    loops = reach.ik_addon.dependencies.problems(evaluate.dependency_chains())
+    reach.ik_addon.live_state.live.invalidate()
+    loops = reach.ik_addon.dependencies.problems(reach.ik_addon.chain_spec.dependency_chains())
     if (obj.name, tip) in loops:
         raise UsageError(f"--chain on {tip!r}: {loops[(obj.name, tip)]}")
     return tip
@@ -414,7 +413,7 @@ def open_input(bpy: Any, args: argparse.Namespace) -> Path:
 
 
 def armatures_to_bake(bpy: Any, reach: Any, scene: Any, args: argparse.Namespace) -> list[Any]:
-    evaluate = reach.ik_addon.evaluate
+    chain_spec = reach.ik_addon.chain_spec
     if args.armature:
         obj = bpy.data.objects.get(args.armature)
         if obj is None:
@@ -430,7 +429,7 @@ def armatures_to_bake(bpy: Any, reach: Any, scene: Any, args: argparse.Namespace
         obj
         for obj in scene.objects
         if obj.type == "ARMATURE"
-        and any(obj.pose.bones[t].reach_ik.enabled for t in evaluate.chain_tips(obj))
+        and any(obj.pose.bones[t].reach_ik.enabled for t in chain_spec.chain_tips(obj))
     ]
     if not found:
         raise UsageError(f"scene {scene.name!r} has no armature with an enabled Reach IK chain")
@@ -451,7 +450,7 @@ def run(args: argparse.Namespace) -> int:
     output_paths(args, source)
     reach = load_reach_ik(bpy)
     bake = importlib.import_module(reach.__name__ + ".ik_addon.bake")
-    methods = reach.ik_addon.evaluate.available_methods()
+    methods = reach.ik_addon.chain_spec.available_methods()
     if args.solver and args.solver not in methods:
         raise UsageError(
             f"unknown solver {args.solver!r}; available solvers are {', '.join(methods)}"

@@ -162,7 +162,7 @@ def time_reach(path: Path, frames: int, reach: Any) -> tuple[float, str]:
     done = bpy.ops.reach_ik.bake(frame_start=1, frame_end=frames, reduce=False)
     seconds = time.perf_counter() - started
     _check(done, rig, frames)
-    report = reach.ik_addon.bake.stored_report(rig.pose.bones["forearm.L"])
+    report = reach.ik_addon.bake_report.stored_report(rig.pose.bones["forearm.L"])
     return seconds, report["method"]
 
 
@@ -343,7 +343,7 @@ def main(argv: list[str]) -> int:
         "repeats": args.repeats,
         "blender": bpy.app.version_string,
         "python": platform.python_version(),
-        "solver": reach.ik_addon.evaluate.available_methods()[0],
+        "solver": reach.ik_addon.chain_spec.available_methods()[0],
         "bar": BAR,
         "scenarios": {},
     }

@@ -128,14 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     zip_path = args.zip or default_zip()
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="reach-ik-bench-"))
     install_extension(zip_path)
-    ev = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    chain_spec = importlib.import_module(f"{EXTENSION}.ik_addon.chain_spec")
     report: dict[str, Any] = {
         "blender": blender_module().app.version_string,
         "load": os.getloadavg(),
     }
     if not args.rigs_only:
         report["cost"] = measure_cost(args.frames, args.rounds)
-        report["smoothness"] = {m: smoothness(m) for m in ev.available_methods()}
+        report["smoothness"] = {m: smoothness(m) for m in chain_spec.available_methods()}
     report["production_rigs"] = [
         live_rigs.measure(kind, args.rig_frames, args.rig_rounds)
         for kind in ("rigify", "bones4000")

@@ -25,7 +25,7 @@ follows the same smooth path for each (240 frames, keyed on every frame):
 
 Blender's IK is read back from Blender's own evaluation (``scene.frame_set``, evaluated
 pose matrices), frame by frame. Every Reach IK method is solved through the add-on's own
-solve path for all 240 frames at once (``evaluate.solve_chain_frames``, the path a bake
+solve path for all 240 frames at once (``solve_frames.solve_chain_frames``, the path a bake
 takes and the live preview matches; the live pose Blender shows is read back on three
 frames per method and the largest difference reported as ``live_vs_batch_max_deg``) —
 the live one-frame path of a slow iterative method would take minutes for 240 frames.
@@ -321,12 +321,14 @@ def _core_frames(
 def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
     """Per rig: Blender's IK and the no-IK baseline evaluated by Blender frame by frame
     (interleaved, timed), every Reach IK method through the add-on's solve path for all
-    frames at once (``evaluate.solve_chain_frames``: the path of baking, which equals the
+    frames at once (``solve_frames.solve_chain_frames``: the path of baking, which equals the
     live pose), its live one-frame path (``evaluate.solve_frame``) timed on
     ``timed_frames`` frames, and the live pose read back from Blender on a few frames as a
     check that both paths show the same pose."""
     bpy = _bpy()
     evaluate = importlib.import_module(EXTENSION + ".ik_addon.evaluate")
+    chain_spec = importlib.import_module(EXTENSION + ".ik_addon.chain_spec")
+    solve_frames = importlib.import_module(EXTENSION + ".ik_addon.solve_frames")
     rig_module = importlib.import_module(EXTENSION + ".ik_addon.rig")
     results: dict[str, Any] = {}
     clock = time.perf_counter
@@ -368,14 +370,14 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         row = measure(rig, frames, rest)
         row["cost_ms"] = (statistics.median(times["blender_ik"]) - base_cost) * 1e3
         rows["blender_ik"] = row
-        model = evaluate.rig_chain(objs["reach_ik"], tip, n, True)
-        spec = evaluate.read_spec(objs["reach_ik"].pose.bones[tip])
+        model = chain_spec.rig_chain(objs["reach_ik"], tip, n, True)
+        spec = chain_spec.read_spec(objs["reach_ik"].pose.bones[tip])
         bases = rig_module.base_matrices(model, None, np.zeros((FRAMES, 3)))
         ones, zeros = np.ones(FRAMES), np.zeros(FRAMES)
         check: dict[str, float] = {}
         for method in methods:
             spec_m = dataclasses.replace(spec, solver=method)
-            sol = evaluate.solve_chain_frames(
+            sol = solve_frames.solve_chain_frames(
                 model, spec_m, bases, rig.path, None, None, None, ones, zeros, zeros
             )
             row = measure(rig, _core_frames(evaluate, model, sol.rotations, bases), rest)
@@ -476,8 +478,8 @@ def main() -> None:
         bpy.ops.extensions.package_install_files(
             filepath=str(args.zip or default_zip()), repo="user_default", enable_on_install=True
         )
-    evaluate = importlib.import_module(EXTENSION + ".ik_addon.evaluate")
-    methods = list(evaluate.available_methods())
+    chain_spec = importlib.import_module(EXTENSION + ".ik_addon.chain_spec")
+    methods = list(chain_spec.available_methods())
     results = run(methods, 8 if args.quick else 24)
     ok = verdict(results)
     table = markdown(results, ok)

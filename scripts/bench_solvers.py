@@ -155,6 +155,10 @@ def bench_chain(
     """Rows of part 1 for one chain shape, one per method (see module docstring)."""
     bpy = blender_module()
     ev: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    chain_spec: Any = importlib.import_module(f"{EXTENSION}.ik_addon.chain_spec")
+    pose_state: Any = importlib.import_module(f"{EXTENSION}.ik_addon.pose_state")
+    live_state: Any = importlib.import_module(f"{EXTENSION}.ik_addon.live_state")
+    rig_module: Any = importlib.import_module(f"{EXTENSION}.ik_addon.rig")
     core: Any = importlib.import_module(f"{EXTENSION}.core")
     from mathutils import Matrix, Vector
 
@@ -173,11 +177,11 @@ def bench_chain(
     layer_bl, layer_re = scene_bl.view_layers[0], scene_re.view_layers[0]
     layer_re.update()
     dg = layer_re.depsgraph
-    spec = ev.read_spec(rig_re.pose.bones[tip])
-    rig = ev.rig_chain(rig_re, tip, spec.chain_length, spec.use_tail)
+    spec = chain_spec.read_spec(rig_re.pose.bones[tip])
+    rig = chain_spec.rig_chain(rig_re, tip, spec.chain_length, spec.use_tail)
     chain = rig.chain
-    state = ev._PoseState(rig_re.evaluated_get(dg))
-    base = rig_re.matrix_world @ ev.base_matrix(
+    state = pose_state._PoseState(rig_re.evaluated_get(dg))
+    base = rig_re.matrix_world @ rig_module.base_matrix(
         rig, state.parent_matrix(rig), rig_re.pose.bones[rig.bone_names[0]].location
     )
     base = Matrix(base)
@@ -188,7 +192,7 @@ def bench_chain(
     clock = time.perf_counter
     for method in methods:
         rig_re.pose.bones[tip].reach_ik.solver = method
-        ev.invalidate()
+        live_state.live.invalidate()
         times: dict[str, list[float]] = {"blender": [], "live": [], "solve_one": []}
         errors: dict[str, list[float]] = {"blender": [], "live": [], "solve_one": []}
         for r in range(rounds + 1):  # round 0 warms up

@@ -37,12 +37,12 @@ from reach_ik_tools import blender_session, demo_scene, safe_output
 ERROR_FLOOR = 1e-9
 
 
-def chains_of(bpy: Any, evaluate: Any) -> list[tuple[str, str]]:
+def chains_of(bpy: Any, chain_spec: Any) -> list[tuple[str, str]]:
     """``(armature, tip)`` of every enabled chain in the scene, in a stable order."""
     out = []
     for obj in sorted(bpy.context.scene.objects, key=lambda o: o.name):
         if obj.type == "ARMATURE":
-            out += [(obj.name, t) for t in evaluate.chain_tips(obj)]
+            out += [(obj.name, t) for t in chain_spec.chain_tips(obj)]
     return out
 
 
@@ -81,10 +81,10 @@ def replay(bpy: Any, chains: list[tuple[str, str]], targets: dict[str, str]) -> 
 def bake_with(bpy: Any, reach: Any, demo: Path, out: Path, solver: str) -> dict[str, Any]:
     """Open the demo, bake every armature with ``solver``, save, replay."""
     bake = reach.ik_addon.bake
-    evaluate = reach.ik_addon.evaluate
+    chain_spec = reach.ik_addon.chain_spec
     bpy.ops.wm.open_mainfile(filepath=str(demo), load_ui=False)
     scene = bpy.context.scene
-    chains = chains_of(bpy, evaluate)
+    chains = chains_of(bpy, chain_spec)
     targets = {
         f"{a}:{t}": bpy.data.objects[a].pose.bones[t].reach_ik.target.name for a, t in chains
     }
@@ -181,7 +181,7 @@ def main(argv: list[str]) -> int:
     safe_output.save_blend(bpy, demo)
     print(f"wrote {demo}")
     report: dict[str, Any] = {"frame_start": 1, "frame_end": args.frames, "solvers": {}}
-    for solver in reach.ik_addon.evaluate.available_methods():
+    for solver in reach.ik_addon.chain_spec.available_methods():
         try:
             result = bake_with(bpy, reach, demo, out, solver)
         except Exception as exc:

@@ -76,8 +76,8 @@ def _from_root(obj: Any, bone: str, offset: tuple[float, float, float]) -> Any:
 
 
 def _solvers() -> tuple[str, ...]:
-    ev = importlib.import_module("bl_ext.user_default.reach_ik.ik_addon.evaluate")
-    return tuple(ev.available_methods())
+    chain_spec = importlib.import_module("bl_ext.user_default.reach_ik.ik_addon.chain_spec")
+    return tuple(chain_spec.available_methods())
 
 
 def _frame_view() -> None:

@@ -214,6 +214,8 @@ def test_shortcuts_and_draw_handler_come_and_go(clean_scene: Any, addon: Any) ->
 def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -> None:
     bpy = blender_module()
     evaluate = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    chain_spec = importlib.import_module(f"{EXTENSION}.ik_addon.chain_spec")
+    solve_frames = importlib.import_module(f"{EXTENSION}.ik_addon.solve_frames")
     core = importlib.import_module(f"{EXTENSION}.core")
     obj = metarig
     # Out of reach: three updates cannot settle there, so the step clamp shows in the pose
@@ -234,16 +236,16 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
         s.max_step = step
         s.sweep_steps = 5
         bpy.context.scene.frame_set(1)
-        spec = evaluate.read_spec(obj.pose.bones["forearm.L"])
+        spec = chain_spec.read_spec(obj.pose.bones["forearm.L"])
         assert spec.advanced[:2] == ("rest", 180.0)
         assert spec.advanced[2:6] == pytest.approx((0.1, step, 0.0, 5))
         assert spec.advanced[6] == "even"
         report = evaluate.solve_chains(obj, _update())
         live = np.array(report.solved[0].rotations)
-        rig = evaluate.rig_chain(obj, "forearm.L", 2, True)
+        rig = chain_spec.rig_chain(obj, "forearm.L", 2, True)
         point = np.array(target.matrix_world.translation)
         one = evaluate.solve_frame(rig, spec, np.eye(4), point).rotations[0]
-        batch = evaluate.solve_chain_frames(
+        batch = solve_frames.solve_chain_frames(
             rig,
             spec,
             np.eye(4)[None],
