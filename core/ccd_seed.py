@@ -20,7 +20,13 @@ import math
 
 import numpy as np
 
-from . import ccd_single, triangulation, triangulation_limits, triangulation_limits_single
+from . import (
+    ccd_single,
+    triangulation,
+    triangulation_limits,
+    triangulation_limits_single,
+    triangulation_single,
+)
 from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate
@@ -120,7 +126,7 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
         pole = None if problem.poles is None else problem.poles[0].tolist()
         free = unlimited(problem.chain)
-        out = triangulation.solve_single(free, problem.targets[0].tolist(), pole, opts)
+        out = triangulation_single.solve_single(free, problem.targets[0].tolist(), pole, opts)
         if out is not None:
             if free is not problem.chain:
                 return retarget(problem.chain, out[1])

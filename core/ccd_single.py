@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ccd, ccd_seed, triangulation
+from . import ccd, ccd_seed, triangulation_plan, triangulation_single
 from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, mapply, qmatrix, qmul, qmul_conj, qrotate
@@ -573,14 +573,14 @@ def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec
     bend turn, with the root's limits checked as :func:`core.bend_plane.apply_pole` does);
     updates ``rots[0]``."""
     chain = problem.chain
-    plan = triangulation._plan(chain)
+    plan = triangulation_plan._plan(chain)
     pole: Vec | None = None
     if problem.poles is not None:
         px, py, pz = problem.poles[0].tolist()
         pole = (px, py, pz)
     init = problem.initial[0].tolist()
     rest_pose = all(q == [1.0, 0.0, 0.0, 0.0] for q in init)
-    turn = triangulation._bend_turn(
+    turn = triangulation_single._bend_turn(
         chain,
         plan,
         problem.options,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import ccd, fabrik, jacobian, rotations, stretch, triangulation
+from . import ccd, fabrik, jacobian, rotations, stretch, triangulation, triangulation_single
 from .chain import Chain
 from .errors import SolveInputError
 from .kinematics import forward_kinematics
@@ -388,7 +388,7 @@ def solve_floats(
     """
     _, opts = _method_and_options(method, options)
     if method == "triangulation" and not stretch.applies(chain, opts):
-        out = triangulation.solve_single(chain, *_single_inputs(chain, target, pole), opts)
+        out = triangulation_single.solve_single(chain, *_single_inputs(chain, target, pole), opts)
         if out is not None:
             return out
     sol = solve_one(chain, target, method=method, pole=pole, options=opts)
@@ -406,7 +406,7 @@ def solve_points(
     """The joint positions of :func:`solve_floats`, for a caller that derives the joints'
     rotations from where they are (free joints aiming at the next joint). Triangulation on
     a chain without limits places the joints without composing any joint's rotation
-    (:func:`core.triangulation.solve_single_points`): the same positions to rounding, in a
+    (:func:`core.triangulation_single.solve_single_points`): the same positions to rounding, in a
     third of the time for two links (closed form) and about half for three to five; other
     methods and chains give :func:`solve_floats`' positions.
 
@@ -428,7 +428,7 @@ def solve_points(
     seeded = _returns_its_seed(method, chain, opts)
     if (method == "triangulation" or seeded) and not stretch.applies(chain, opts):
         t, p = _single_inputs(chain, target, pole)
-        out = triangulation.solve_single_points(chain, t, p, opts)
+        out = triangulation_single.solve_single_points(chain, t, p, opts)
         if out is not None and (not seeded or _meets(out[-1], t, chain, opts)):
             return out
     return solve_floats(chain, target, method=method, pole=pole, options=opts)[1]

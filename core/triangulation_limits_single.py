@@ -6,7 +6,7 @@ numpy reference, which tests pin this module to) for chains whose joints are fre
 limited other than by the paper's cones (every limited joint is projected by the pass):
 
 1. the triangulation pass with every limited joint projected onto its limits
-   (:func:`core.triangulation._single_pass`, the float twin of the batch pass);
+   (:func:`core.triangulation_single._single_pass`, the float twin of the batch pass);
 2. when the last joint is a hinge, the last two joints placed in closed form from the
    pass's pose, the bend facing the pole or the rest pose's side (:func:`_hinge_last`, the
    float twin of :func:`core.triangulation_limits._hinge_last`; :func:`_want`, of
@@ -36,17 +36,9 @@ from .components import Quat, Vec, qmul, qrotate, vcross, vdot
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
-from .triangulation import (
-    _carried_float,
-    _floats,
-    _perpendicular_float,
-    _Plan,
-    _plan,
-    _scale,
-    _single_pass,
-    _start_frame,
-)
 from .triangulation_limits import _hinge_reach, _hinge_terms, closed_form
+from .triangulation_plan import _floats, _perpendicular_float, _Plan, _plan, _scale, _start_frame
+from .triangulation_single import _carried_float, _single_pass
 
 Pose = tuple[list[list[float]], list[Vec]]
 
@@ -287,7 +279,7 @@ def solve_one(
     """Triangulation within limits for one target (module docstring): the ``n`` local
     rotations (wxyz, ``w ≥ 0``) and ``n + 1`` joint positions, or ``None`` where the numpy
     reference must decide. ``init``, ``pole``, ``orient`` as for the pass
-    (:func:`core.triangulation._single_pass`); ``tolerance`` is the problem's."""
+    (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's."""
     out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
     if out is None:
         return None
