@@ -22,6 +22,8 @@ import numpy as np
 
 from . import (
     ccd_single,
+    ccd_single_sweep,
+    matrix9,
     triangulation,
     triangulation_limits,
     triangulation_limits_single,
@@ -157,7 +159,7 @@ def _triad(l1: Vec, l2: Vec, w1: Vec, w2: Vec) -> Quat | None:
     t3, s3 = _cross(t1, t2), _cross(s1, s2)
     # R = [s1 s2 s3] · [t1 t2 t3]ᵀ, row-major
     m = tuple(s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3))
-    return ccd_single.quaternion_of(m)
+    return matrix9.quaternion_of(m)
 
 
 def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[Vec]]:
@@ -199,9 +201,9 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                 link[0] * vl[0] + link[1] * vl[1] + link[2] * vl[2] - au * av,
             )
             phi = (
-                ccd_single._wrap(phi)
+                ccd_single_sweep._wrap(phi)
                 if angle_range is None
-                else ccd_single._best_in_range(phi, *angle_range)
+                else ccd_single_sweep._best_in_range(phi, *angle_range)
             )
             s = math.sin(0.5 * phi)
             q = (math.cos(0.5 * phi), s * a[0], s * a[1], s * a[2])
@@ -250,7 +252,7 @@ def _shortest(u: Vec, v: Vec) -> Quat:
         return (1.0, 0.0, 0.0, 0.0)
     dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
     if dot < -1.0 + 1e-12:
-        x, y, z = ccd_single._perpendicular(a, (1.0, 0.0, 0.0))
+        x, y, z = ccd_single_sweep._perpendicular(a, (1.0, 0.0, 0.0))
         return (0.0, x, y, z)
     c = _cross(a, b)
     w = 1.0 + dot
