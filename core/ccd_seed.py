@@ -25,7 +25,6 @@ from . import (
     ccd_single_sweep,
     matrix9,
     triangulation,
-    triangulation_limits,
     triangulation_limits_single,
     triangulation_single,
 )
@@ -35,6 +34,7 @@ from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate
 from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
+from .triangulation_fallback import triangulation_where_closer
 
 
 @functools.lru_cache(maxsize=64)
@@ -88,28 +88,17 @@ def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[Float
     (:func:`core.triangulation.solve_triangulation` on the limited chain: admissible, and
     it reaches where an admissible pose does but for rare misses) when that comes closer;
     beyond the length of a chain that ends in a hinge, when it comes as close
-    (:func:`core.triangulation_limits.beyond_limb`)."""
-    tolerance = problem.tolerance
+    (:func:`core.triangulation_limits.beyond_limb`); the rule is
+    :func:`core.triangulation_fallback.triangulation_where_closer`. Taken rotations get
+    ``w >= 0``."""
     error = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
-    within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
-    far = triangulation_limits.beyond_limb(problem)
-    rows = np.flatnonzero((~(error <= tolerance) & within) | far)
-    if rows.size == 0:
+    fallback = triangulation_where_closer(problem, error)
+    if fallback is None:
         return q, p
-    sub = triangulation.solve_triangulation(
-        dataclasses.replace(
-            problem,
-            targets=problem.targets[rows],
-            target_rotations=None,
-            poles=None if problem.poles is None else problem.poles[rows],
-            initial=problem.initial[rows],
-        )
-    )
-    sub_error = np.linalg.norm(sub.positions[:, -1] - problem.targets[rows], axis=-1)
-    closer = (sub_error < error[rows]) | (far[rows] & (sub_error <= error[rows] + tolerance))
+    sub, better = fallback.solution, fallback.better
     q, p = q.copy(), p.copy()
-    q[rows[closer]] = rot.positive_w(sub.rotations[closer])
-    p[rows[closer]] = sub.positions[closer]
+    q[fallback.taken] = rot.positive_w(sub.rotations[better])
+    p[fallback.taken] = sub.positions[better]
     return q, p
 
 

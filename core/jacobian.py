@@ -93,8 +93,7 @@ from .kinematics import forward_kinematics
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
-from .triangulation import solve_triangulation
-from .triangulation_limits import beyond_limb
+from .triangulation_fallback import triangulation_where_closer
 
 #: Chains longer than this are solved at unit reach (:func:`_at_unit_reach`).
 _LARGE = 1e8
@@ -156,26 +155,19 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
     posture bias): triangulation within the limits (:mod:`core.triangulation_limits`,
     admissible; it costs milliseconds, so it runs only here), kept where it comes closer;
     beyond the length of a chain that ends in a hinge, kept where it comes as close
-    (:func:`core.triangulation_limits.beyond_limb`).
+    (:func:`core.triangulation_limits.beyond_limb`); the rule is
+    :func:`core.triangulation_fallback.triangulation_where_closer`.
     ``jacobian_start="initial"`` (the references' protocol) has no such fallback."""
-    missed, error = _missed(problem, sol)
-    far = beyond_limb(problem)
-    rows = np.union1d(missed, np.flatnonzero(far))
-    if rows.size == 0:
+    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    fallback = triangulation_where_closer(problem, error)
+    if fallback is None:
         return sol
-    sub = replace(
-        problem,
-        targets=problem.targets[rows],
-        target_rotations=None,
-        poles=None if problem.poles is None else problem.poles[rows],
-        initial=problem.initial[rows],
-    )
-    tri = solve_triangulation(sub)
+    tri = fallback.solution
     if sol.effector_rotation is not None:
         tri = replace(
             tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
         )
-    return _keep_closer(sol, rows, error, sub, tri, far[rows] * problem.tolerance)
+    return _keep_closer(sol, fallback.rows, fallback.better, tri)
 
 
 def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
@@ -191,23 +183,17 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
         initial=problem.initial[rows],
         options=problem.options.replace(jacobian_start="initial"),
     )
-    return _keep_closer(sol, rows, error, again, _dispatch(again, rule))
+    other = _dispatch(again, rule)
+    other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
+    return _keep_closer(sol, rows, other_error < error[rows], other)
 
 
 def _keep_closer(
-    sol: Solution,
-    rows: NDArray[np.intp],
-    error: FloatArray,
-    again: Problem,
-    other: Solution,
-    slack: FloatArray | float = 0.0,
+    sol: Solution, rows: NDArray[np.intp], better: NDArray[np.bool_], other: Solution
 ) -> Solution:
-    """``sol`` with rows ``rows`` taken from ``other`` (the answer to ``again``, those rows'
-    problem) where it comes closer to the target — or, for rows with a ``slack``, no
-    further than that beyond ``sol``'s error; their iterations add up."""
-    other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
-    slack = np.broadcast_to(slack, other_error.shape)
-    better = (other_error < error[rows]) | ((slack > 0.0) & (other_error <= error[rows] + slack))
+    """``sol`` with rows ``rows`` taken from ``other`` (the answer to those rows' problem)
+    where ``better`` (``(R,)``: it comes closer, or as close where the caller's rule says
+    so); the iterations of every row in ``rows`` add up."""
     if not np.any(better):
         return sol
     take = rows[better]
