@@ -74,7 +74,7 @@ def _within_limits_first(problem: Problem) -> bool:
     that meets the goal (its pass, or a last hinge placed in closed form:
     :func:`core.triangulation_limits_single.meeting`): no stiffness and no posture bias,
     which triangulation ignores (the conditions of the free chains' route in
-    :func:`core.solve.solve_points`)."""
+    :func:`core.solver.solve_points`)."""
     return (
         not problem.chain.is_free
         and problem.options.posture_weight == 0.0
