@@ -244,7 +244,8 @@ def _plan(chain: Chain, params: str, max_step: float) -> _Plan:
 @dataclass
 class _State:
     """Forward kinematics of one pose: joint positions (``n + 1``, last = effector),
-    parent frames ``F_i`` and world orientations ``W_i`` (as :class:`ChainState`)."""
+    parent frames ``F_i`` and world orientations ``W_i`` (as
+    :class:`core.jacobian_matrix.ChainState`)."""
 
     positions: list[Vec]
     parents: list[Quat]

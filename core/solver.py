@@ -116,7 +116,7 @@ def _floats3(name: str, value: Any) -> tuple[float, float, float]:
 
 
 def _pulled(p: tuple[float, float, float], limit: float) -> tuple[float, float, float]:
-    """:func:`_pull_in` for one point as floats (the same divisions)."""
+    """:func:`core.solve._pull_in` for one point as floats (the same divisions)."""
     d = math.hypot(*p)
     if not d > limit:
         return p

@@ -95,10 +95,10 @@ def solve_single(
     in floats (:func:`core.triangulation_limits_single.solve_one`, which declines where
     the numpy path searches); exact cone chains and the ``"even"`` distribution decline.
 
-    The numbers are :func:`solve_triangulation`'s for the same (checked) problem without
-    an orientation goal: ``target`` and ``pole`` as 3 floats in the base frame (``pole``
-    may be ``None``). Returns the ``n`` local rotations (wxyz, 4 floats each) and the
-    ``n + 1`` joint positions (3 floats each).
+    The numbers are :func:`core.triangulation.solve_triangulation`'s for the same (checked) problem
+    without an orientation goal: ``target`` and ``pole`` as 3 floats in the base frame (``pole`` may
+    be ``None``). Returns the ``n`` local rotations (wxyz, 4 floats each) and the ``n + 1`` joint
+    positions (3 floats each).
     """
     plan = _plan(chain)
     if _scale(chain) != 1.0:
@@ -287,7 +287,8 @@ def _points_pass(plan: _Plan, target: Vec, options: SolveOptions) -> list[Vec] |
 def _free_rule_float(
     plan: _Plan, i: int, c: float, c2: float, inv_c: float, delta90: bool
 ) -> tuple[float, float]:
-    """:func:`_free_rule` for one target in floats (the same arithmetic)."""
+    """:func:`core.triangulation_search._free_rule` for one target in floats (the same
+    arithmetic)."""
     a, b = plan.lengths[i], plan.remaining[i]
     scale = inv_c * (0.5 / a)
     cos_d = (a * a - b * b + c2) * scale
@@ -304,8 +305,9 @@ def _free_rule_float(
 
 
 def _turn_float(u: Vec, d: Vec, axis: Vec) -> Quat:
-    """Shortest rotation taking unit ``u`` to unit ``d`` (:func:`_shortest_turn` in floats);
-    nearly opposite vectors turn over about ``u × d`` or, when that vanishes, ``axis``."""
+    """Shortest rotation taking unit ``u`` to unit ``d``
+    (:func:`core.triangulation_batch._shortest_turn_into` in floats); nearly opposite vectors turn
+    over about ``u × d`` or, when that vanishes, ``axis``."""
     sqrt = math.sqrt
     ux, uy, uz = u
     dx, dy, dz = d
@@ -336,9 +338,9 @@ def _single_pass(
     """The pass for one target on a chain without the paper's cone joints, in plain floats
     (a limited joint's rotation is projected onto its limits as it is placed).
 
-    The same pass as :func:`_solve_batch` (and its inline bend-plane step), written out
-    for speed: numpy's per-call overhead dominates for one small chain. ``init``: the start
-    pose (``n`` rotations, 4 floats each; ``None``: the rest pose); ``orient``: orient the
+    The same pass as :func:`core.triangulation._solve_batch` (and its inline bend-plane step),
+    written out for speed: numpy's per-call overhead dominates for one small chain. ``init``: the
+    start pose (``n`` rotations, 4 floats each; ``None``: the rest pose); ``orient``: orient the
     bend plane (not when an orientation goal is pursued).
     """
     tx, ty, tz = target
@@ -456,7 +458,8 @@ def _orient_single(
     init: list[list[float]],
     rest_pose: bool,
 ) -> None:
-    """:func:`_orient_batch` for one target in floats; updates ``rots`` and ``pos``."""
+    """:func:`core.triangulation_bend.orient_batch` for one target in floats; updates
+    ``rots`` and ``pos``."""
     turn = _bend_turn(chain, plan, opts, target, pole, pos, init, rest_pose)
     if turn is None:
         return
@@ -489,8 +492,8 @@ def _bend_turn(
     init: list[list[float]] | None,
     rest_pose: bool,
 ) -> Quat | None:
-    """The turn about the root→effector axis that :func:`_orient_batch` gives the pose with
-    joints ``pos`` for one target, in floats (``None``: no turn)."""
+    """The turn about the root→effector axis that :func:`core.triangulation_bend.orient_batch` gives
+    the pose with joints ``pos`` for one target, in floats (``None``: no turn)."""
     if pole is None:
         if opts.bend_plane != "rest":
             return None
@@ -544,7 +547,7 @@ def _bend_turn(
 
 
 def _carried_float(a: Vec, v: Vec, t: Vec) -> Vec:
-    """:func:`_carried` for one target, in floats."""
+    """:func:`core.triangulation_bend._carried` for one target, in floats."""
     a0, a1, a2 = a
     na = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
     if na == 0.0:
