@@ -306,6 +306,6 @@ def _iterate_batch(problem: Problem) -> Solution:
     )
 
 
-# The float path and the seed use this module's setup and reference code; imported last
-# (cycle).
+# The float path uses this module's reference code (solve_batch, the goals, the start pose,
+# target clipping); imported last (cycle).
 from . import ccd_seed, ccd_single  # noqa: E402
