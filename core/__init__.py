@@ -21,7 +21,8 @@ from .kinematics import effector, forward_kinematics
 from .limits import JointLimits
 from .options import SolveOptions
 from .result import IKResult, Solution
-from .solve import METHODS, solve, solve_floats, solve_one, solve_points
+from .solve import METHODS, solve
+from .solver import Solver, solve_floats, solve_one, solve_points
 
 __all__ = [
     "METHODS",
@@ -33,6 +34,7 @@ __all__ = [
     "Solution",
     "SolveInputError",
     "SolveOptions",
+    "Solver",
     "effector",
     "forward_kinematics",
     "rotations",

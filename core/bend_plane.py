@@ -47,6 +47,13 @@ def _perpendicular_part(v: FloatArray, axis: FloatArray) -> FloatArray:
     return v - np.sum(v * axis, axis=-1, keepdims=True) * axis
 
 
+def _unit_axis(points: FloatArray, reach: float) -> FloatArray:
+    """Unit root→point directions ``(N, 3)`` of ``points (N, 3)`` (base frame); zero where a
+    point lies within ``_TINY × reach`` of the root (the direction is undefined)."""
+    length = np.linalg.norm(points, axis=-1, keepdims=True)
+    return np.divide(points, length, out=np.zeros_like(points), where=length > _TINY * reach)
+
+
 def _bend_and_axis(chain: Chain, positions: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Unit root→effector axes ``(N, 3)`` and bend vectors ``(N, 3)`` of posed chains.
 
@@ -54,8 +61,7 @@ def _bend_and_axis(chain: Chain, positions: FloatArray) -> tuple[FloatArray, Flo
     (zero for a straight chain or a single link).
     """
     eff = positions[:, -1, :]
-    length = np.linalg.norm(eff, axis=-1, keepdims=True)
-    axis = np.divide(eff, length, out=np.zeros_like(eff), where=length > _TINY * chain.reach)
+    axis = _unit_axis(eff, chain.reach)
     inner = positions[:, 1:-1, :]
     if inner.shape[1] == 0:
         return axis, np.zeros_like(eff)
@@ -99,14 +105,7 @@ def wanted_bends(problem: Problem) -> FloatArray | None:
         poles = start_bend_points(problem)
     else:
         return None
-    length = np.linalg.norm(problem.targets, axis=-1, keepdims=True)
-    axis = np.divide(
-        problem.targets,
-        length,
-        out=np.zeros_like(problem.targets),
-        where=length > _TINY * problem.chain.reach,
-    )
-    return _wanted(poles, axis, opts.pole_angle)
+    return _wanted(poles, _unit_axis(problem.targets, problem.chain.reach), opts.pole_angle)
 
 
 def apply_pole(

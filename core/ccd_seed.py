@@ -20,13 +20,21 @@ import math
 
 import numpy as np
 
-from . import ccd_single, triangulation, triangulation_limits, triangulation_limits_single
+from . import (
+    ccd_single,
+    ccd_single_sweep,
+    matrix9,
+    triangulation,
+    triangulation_limits_single,
+    triangulation_single,
+)
 from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate
 from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
+from .triangulation_fallback import triangulation_where_closer
 
 
 @functools.lru_cache(maxsize=64)
@@ -66,7 +74,7 @@ def _within_limits_first(problem: Problem) -> bool:
     that meets the goal (its pass, or a last hinge placed in closed form:
     :func:`core.triangulation_limits_single.meeting`): no stiffness and no posture bias,
     which triangulation ignores (the conditions of the free chains' route in
-    :func:`core.solve.solve_points`)."""
+    :func:`core.solver.solve_points`)."""
     return (
         not problem.chain.is_free
         and problem.options.posture_weight == 0.0
@@ -80,28 +88,17 @@ def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[Float
     (:func:`core.triangulation.solve_triangulation` on the limited chain: admissible, and
     it reaches where an admissible pose does but for rare misses) when that comes closer;
     beyond the length of a chain that ends in a hinge, when it comes as close
-    (:func:`core.triangulation_limits.beyond_limb`)."""
-    tolerance = problem.tolerance
+    (:func:`core.triangulation_limits.beyond_limb`); the rule is
+    :func:`core.triangulation_fallback.triangulation_where_closer`. Taken rotations get
+    ``w >= 0``."""
     error = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
-    within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
-    far = triangulation_limits.beyond_limb(problem)
-    rows = np.flatnonzero((~(error <= tolerance) & within) | far)
-    if rows.size == 0:
+    fallback = triangulation_where_closer(problem, error)
+    if fallback is None:
         return q, p
-    sub = triangulation.solve_triangulation(
-        dataclasses.replace(
-            problem,
-            targets=problem.targets[rows],
-            target_rotations=None,
-            poles=None if problem.poles is None else problem.poles[rows],
-            initial=problem.initial[rows],
-        )
-    )
-    sub_error = np.linalg.norm(sub.positions[:, -1] - problem.targets[rows], axis=-1)
-    closer = (sub_error < error[rows]) | (far[rows] & (sub_error <= error[rows] + tolerance))
+    sub, better = fallback.solution, fallback.better
     q, p = q.copy(), p.copy()
-    q[rows[closer]] = rot.positive_w(sub.rotations[closer])
-    p[rows[closer]] = sub.positions[closer]
+    q[fallback.taken] = rot.positive_w(sub.rotations[better])
+    p[fallback.taken] = sub.positions[better]
     return q, p
 
 
@@ -120,7 +117,7 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
         pole = None if problem.poles is None else problem.poles[0].tolist()
         free = unlimited(problem.chain)
-        out = triangulation.solve_single(free, problem.targets[0].tolist(), pole, opts)
+        out = triangulation_single.solve_single(free, problem.targets[0].tolist(), pole, opts)
         if out is not None:
             if free is not problem.chain:
                 return retarget(problem.chain, out[1])
@@ -151,7 +148,7 @@ def _triad(l1: Vec, l2: Vec, w1: Vec, w2: Vec) -> Quat | None:
     t3, s3 = _cross(t1, t2), _cross(s1, s2)
     # R = [s1 s2 s3] · [t1 t2 t3]ᵀ, row-major
     m = tuple(s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3))
-    return ccd_single.quaternion_of(m)
+    return matrix9.quaternion_of(m)
 
 
 def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[Vec]]:
@@ -193,9 +190,9 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                 link[0] * vl[0] + link[1] * vl[1] + link[2] * vl[2] - au * av,
             )
             phi = (
-                ccd_single._wrap(phi)
+                ccd_single_sweep._wrap(phi)
                 if angle_range is None
-                else ccd_single._best_in_range(phi, *angle_range)
+                else ccd_single_sweep._best_in_range(phi, *angle_range)
             )
             s = math.sin(0.5 * phi)
             q = (math.cos(0.5 * phi), s * a[0], s * a[1], s * a[2])
@@ -244,7 +241,7 @@ def _shortest(u: Vec, v: Vec) -> Quat:
         return (1.0, 0.0, 0.0, 0.0)
     dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
     if dot < -1.0 + 1e-12:
-        x, y, z = ccd_single._perpendicular(a, (1.0, 0.0, 0.0))
+        x, y, z = ccd_single_sweep._perpendicular(a, (1.0, 0.0, 0.0))
         return (0.0, x, y, z)
     c = _cross(a, b)
     w = 1.0 + dot

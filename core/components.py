@@ -82,6 +82,51 @@ def qrotate(q: Quat, v: Vec) -> Vec:
     return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
 
 
+def vperpendicular(v: Vec) -> Vec:
+    """A unit vector perpendicular to ``v`` (floats only), as
+    :func:`core.rotations.perpendicular` without a hint: the coordinate axis least aligned
+    with ``v`` made orthogonal to it."""
+    n = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    inv = 1.0 / max(n, 1e-300) if n > 0.0 else 0.0
+    u = (v[0] * inv, v[1] * inv, v[2] * inv)
+    ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
+    if ax <= ay and ax <= az:
+        least = (1.0, 0.0, 0.0)
+    elif ay <= az:
+        least = (0.0, 1.0, 0.0)
+    else:
+        least = (0.0, 0.0, 1.0)
+    p = vsub(least, vscale(u, vdot(least, u)))
+    return vscale(p, 1.0 / max(math.sqrt(vdot(p, p)), 1e-300))
+
+
+def qbetween(a: Vec, b: Vec) -> Quat:
+    """Shortest-arc unit quaternion taking the direction ``a`` to ``b`` (floats only), as
+    :func:`core.rotations.between` without a fallback axis and with the same steps: the
+    identity when either vector is zero; where ``a·b < 0`` the axis ``a × b`` loses its
+    rounding along ``a`` and ``1 + dot`` is written ``|a × b|² / (1 − dot)`` (no
+    cancellation); within 1e-12 rad of opposite, a half turn about :func:`vperpendicular`."""
+    na, nb = math.sqrt(vdot(a, a)), math.sqrt(vdot(b, b))
+    if na == 0.0 or nb == 0.0:
+        return (1.0, 0.0, 0.0, 0.0)
+    ua = (a[0] / na, a[1] / na, a[2] / na)
+    ub = (b[0] / nb, b[1] / nb, b[2] / nb)
+    dot = vdot(ua, ub)
+    x, y, z = vcross(ua, ub)
+    if dot < 0.0:
+        along = x * ua[0] + y * ua[1] + z * ua[2]
+        x, y, z = x - along * ua[0], y - along * ua[1], z - along * ua[2]
+        cross_sq = x * x + y * y + z * z
+        w = cross_sq / (1.0 - dot)
+        if cross_sq < 1e-24:
+            x, y, z = vperpendicular(ua)
+            w = 0.0
+    else:
+        w = 1.0 + dot
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    return (w / n, x / n, y / n, z / n)
+
+
 def qmatrix(q: Quat) -> tuple[Num, ...]:
     """Rotation matrix of unit ``q``, row-major (9 entries); exactly ``I`` for the identity."""
     w, x, y, z = q

@@ -64,8 +64,8 @@ from .components import Ops, Quat, Vec, pick, vadd, vdot, vscale, vsub
 from .problem import Problem
 from .result import Solution
 from .spread import spread_pose, stack
-from .triangulation import solve_triangulation
-from .triangulation_limits import beyond_limb, ends_in_hinge
+from .triangulation_fallback import triangulation_where_closer
+from .triangulation_limits import ends_in_hinge
 from .triangulation_limits_single import meeting
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
@@ -213,7 +213,8 @@ def _polish(
     (:mod:`core.ccd`) from FABRIK's pose, one joint at a time within the limits, kept where
     it comes closer; then triangulation within the limits where it comes closer still, and
     beyond the length of a limb ending in a hinge where it comes as close
-    (:func:`core.triangulation_limits.beyond_limb`)."""
+    (:func:`core.triangulation_limits.beyond_limb`; the rule is
+    :func:`core.triangulation_fallback.triangulation_where_closer`)."""
     miss = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     left = np.flatnonzero((miss > problem.tolerance) & within)
@@ -236,26 +237,12 @@ def _polish(
         p[take] = sol.positions[better]
         its[take] += sol.iterations[better]
         miss[take] = error[better]
-    # Still missed: triangulation within the limits (core.triangulation_limits), kept where
-    # it comes closer; beyond the length of a limb ending in a hinge, where as close.
-    far = beyond_limb(problem)
-    left = np.flatnonzero(((miss > problem.tolerance) & within) | far)
-    if left.size == 0:
+    # Still missed: triangulation within the limits (core.triangulation_fallback), kept
+    # where it comes closer; beyond the length of a limb ending in a hinge, where as close.
+    fallback = triangulation_where_closer(problem, miss)
+    if fallback is None:
         return r, p, its
-    tri = solve_triangulation(
-        Problem(
-            problem.chain,
-            problem.targets[left],
-            None,
-            None if problem.poles is None else problem.poles[left],
-            problem.initial[left],
-            problem.tolerance,
-            problem.options,
-        )
-    )
-    tri_miss = np.linalg.norm(tri.positions[:, -1] - problem.targets[left], axis=-1)
-    better = (tri_miss < miss[left]) | (far[left] & (tri_miss <= miss[left] + problem.tolerance))
-    take = left[better]
+    tri, better, take = fallback.solution, fallback.better, fallback.taken
     r[take] = np.where(tri.rotations[better, :, :1] < 0.0, -1.0, 1.0) * tri.rotations[better]
     p[take] = tri.positions[better]
     its[take] += 1

@@ -57,7 +57,6 @@ import numpy as np
 
 from . import rotations as rot
 from .aim import AimPlan, aim, aim_plan, hinge_signs
-from .bend_plane import orient_bend
 from .chain import Chain
 from .components import (
     ARRAY_OPS,
@@ -73,7 +72,6 @@ from .components import (
 )
 from .kinematics import forward_kinematics
 from .problem import Problem
-from .result import Solution
 
 #: Size of the table of chords the scale is bracketed on, and Newton steps after it.
 _TABLE = 129
@@ -317,20 +315,4 @@ def stack(rots: list[Quat], pos: list[Vec], size: int) -> tuple[np.ndarray, np.n
     return r, p
 
 
-def solve_spread(problem: Problem) -> Solution:
-    """The spread pose alone, bend plane oriented (FABRIK's seed; triangulation's answer
-    with ``distribution="even"`` where it reaches).
-
-    A batch whose start poses differ is solved target by target (each its own family).
-    """
-    if not problem.shares_start:  # each target its own family
-        return Solution.concatenate([solve_spread(problem.row(k)) for k in range(problem.size)])
-    rots, pos, *_ = spread_pose(problem)
-    r, p = stack(rots, pos, problem.size)
-    if problem.poles is not None:  # (the "rest" plane is already carried: no turn left)
-        r, p = orient_bend(problem, r, p)
-    r = np.where(r[..., :1] < 0.0, -r, r)
-    return Solution(r, p, np.ones(problem.size, dtype=np.int64))
-
-
-__all__ = ["Shape", "shape", "solve_spread", "spread_points", "spread_pose", "stack"]
+__all__ = ["Shape", "shape", "spread_points", "spread_pose", "stack"]

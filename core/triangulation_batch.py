@@ -45,7 +45,8 @@ from .component_rows import (
 from .components import Num, Quat, Vec, qmul, qrotate, vdot, vscale
 from .problem import Problem
 from .rotations import FloatArray
-from .triangulation import (
+from .triangulation_bend import orient_batch
+from .triangulation_plan import (
     _IDENTITY,
     _NEAR,
     _OPPOSITE,
@@ -53,9 +54,6 @@ from .triangulation import (
     _SAFE,
     _X,
     _Y,
-    _cone_select,
-    _constrained_rule,
-    _free_rule,
     _is_identity,
     _norm,
     _perpendicular,
@@ -64,10 +62,10 @@ from .triangulation import (
     _turn_over,
     _where,
 )
-from .triangulation_bend import orient_batch
+from .triangulation_search import _cone_select, _constrained_rule, _free_rule
 
 if TYPE_CHECKING:
-    from .triangulation import _Plan
+    from .triangulation_plan import _Plan
 
 K_SAFE, K_OPPOSITE, K_PARALLEL = const(_SAFE), const(_OPPOSITE), const(_PARALLEL)
 
@@ -179,7 +177,7 @@ def _is_floats(q: tuple[Num, ...]) -> bool:
 def _shortest_turn_into(u: Vec, d: Vec, axis: Vec, out: Rows, work: _Scratch) -> Rows:
     """Unit quaternions of the shortest rotations taking unit ``u`` to unit ``d``, into
     ``out``: ``(1 + u·d, u × d)`` normalised; nearly opposite vectors (``u·d < −1 + 1e-6``)
-    by :func:`core.triangulation._turn_over` (an exact half turn goes about ``axis`` made
+    by :func:`core.triangulation_plan._turn_over` (an exact half turn goes about ``axis`` made
     perpendicular to ``u``)."""
     dot, t1, t2 = work.dot, work.t1, work.t2
     dot_into(u, d, dot, t1)

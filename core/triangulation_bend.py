@@ -28,7 +28,7 @@ from .component_rows import (
 from .components import Num, Quat, Vec, mapply, qrotate, vscale
 from .problem import Problem
 from .rotations import FloatArray
-from .triangulation import (
+from .triangulation_plan import (
     _BEND_TINY,
     _IDENTITY,
     _SAFE,
@@ -40,8 +40,8 @@ from .triangulation import (
 )
 
 if TYPE_CHECKING:
-    from .triangulation import _Plan
     from .triangulation_batch import _Scratch
+    from .triangulation_plan import _Plan
 
 
 def rest_poles(
@@ -69,7 +69,7 @@ def _floats(v: Vec) -> Vec:
 def _carried(a: Vec, v: Vec, targets: Vec, work: _Scratch) -> Vec:
     """``v`` turned by the shortest rotations from direction ``a`` to each target's direction.
 
-    Closed form of :func:`core.components.qrotate` ``(``:func:`core.triangulation._between`
+    Closed form of :func:`core.components.qrotate` ``(``:func:`core.triangulation_plan._between`
     ``(a, t, v), v)`` for one ``a`` and ``v`` (floats): ``R v = v − ((â + t̂)·v / (1 + â·t̂))
     (â + t̂) + 2 (â·v) t̂``. As there, a zero ``a`` or target leaves ``v``, and so does an
     opposite target (the half turn is about ``v``, which is perpendicular to ``a``).

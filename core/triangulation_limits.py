@@ -409,7 +409,8 @@ def closed_form(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bo
     the last joint is a hinge replaced by the pose with it placed in closed form where that
     reaches (:func:`reach_within_limits`' first step); rotations ``(N, n, 4)``, positions
     ``(N, n + 1, 3)`` and whether each meets its target ``(N,)``."""
-    from .triangulation import _plan, _solve_batch  # (that module builds on this one)
+    from .triangulation import _solve_batch  # (that module builds on this one)
+    from .triangulation_plan import _plan
 
     chain, targets, tol = problem.chain, problem.targets, problem.tolerance
     rotations, positions = _solve_batch(problem, _plan(chain))

@@ -6,7 +6,7 @@ numpy reference, which tests pin this module to) for chains whose joints are fre
 limited other than by the paper's cones (every limited joint is projected by the pass):
 
 1. the triangulation pass with every limited joint projected onto its limits
-   (:func:`core.triangulation._single_pass`, the float twin of the batch pass);
+   (:func:`core.triangulation_single._single_pass`, the float twin of the batch pass);
 2. when the last joint is a hinge, the last two joints placed in closed form from the
    pass's pose, the bend facing the pole or the rest pose's side (:func:`_hinge_last`, the
    float twin of :func:`core.triangulation_limits._hinge_last`; :func:`_want`, of
@@ -32,21 +32,13 @@ from numpy.typing import NDArray
 
 from .ccd_single import _fk, _quat_facts
 from .chain import Chain
-from .components import Quat, Vec, qmul, qrotate, vcross, vdot
+from .components import Quat, Vec, qbetween, qmul, qrotate, vcross, vdot
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
-from .triangulation import (
-    _carried_float,
-    _floats,
-    _perpendicular_float,
-    _Plan,
-    _plan,
-    _scale,
-    _single_pass,
-    _start_frame,
-)
 from .triangulation_limits import _hinge_reach, _hinge_terms, closed_form
+from .triangulation_plan import _floats, _Plan, _plan, _scale, _start_frame
+from .triangulation_single import _carried_float, _single_pass
 
 Pose = tuple[list[list[float]], list[Vec]]
 
@@ -102,27 +94,6 @@ def _bend(chain: Chain, f: _Hinge, phi: float) -> float:
     n = math.sqrt(vdot(d, d))
     d = (d[0] / n, d[1] / n, d[2] / n)
     return math.atan2(vdot(vcross(f.link, d), f.rest_axis), vdot(d, f.link))
-
-
-def _between(a: Vec, b: Vec) -> Quat:
-    """:func:`core.rotations.between` of two non-zero vectors, in floats (the same steps)."""
-    na, nb = math.sqrt(vdot(a, a)), math.sqrt(vdot(b, b))
-    ua = (a[0] / na, a[1] / na, a[2] / na)
-    ub = (b[0] / nb, b[1] / nb, b[2] / nb)
-    dot = vdot(ua, ub)
-    x, y, z = vcross(ua, ub)
-    if dot < 0.0:
-        along = x * ua[0] + y * ua[1] + z * ua[2]
-        x, y, z = x - along * ua[0], y - along * ua[1], z - along * ua[2]
-        cross_sq = x * x + y * y + z * z
-        w = cross_sq / (1.0 - dot)
-        if cross_sq < 1e-24:
-            x, y, z = _perpendicular_float(ua, (0.0, 0.0, 0.0))
-            w = 0.0
-    else:
-        w = 1.0 + dot
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    return w / n, x / n, y / n, z / n
 
 
 def _axis_angle(axis: Vec, phi: float) -> Quat:
@@ -183,7 +154,7 @@ def _hinge_last(
             continue
         qh = last.project_floats(_axis_angle(f.axis, min(max(phi, f.lo), f.hi)))
         v = qrotate(qmul(rests[-1], qh), o_h)  # type: ignore[arg-type]
-        aim = _between((o_j[0] + v[0], o_j[1] + v[1], o_j[2] + v[2]), c)
+        aim = qbetween((o_j[0] + v[0], o_j[1] + v[1], o_j[2] + v[2]), c)
         bend = _bend(chain, f, phi)
         bend_sign = (
             (1.0 if bend > 0.0 else -1.0) if bend != 0.0 else (1.0 if f.rest_bend >= 0.0 else -1.0)
@@ -287,7 +258,7 @@ def solve_one(
     """Triangulation within limits for one target (module docstring): the ``n`` local
     rotations (wxyz, ``w ≥ 0``) and ``n + 1`` joint positions, or ``None`` where the numpy
     reference must decide. ``init``, ``pole``, ``orient`` as for the pass
-    (:func:`core.triangulation._single_pass`); ``tolerance`` is the problem's."""
+    (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's."""
     out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
     if out is None:
         return None

@@ -21,7 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from core import Chain, JointLimits, forward_kinematics, solve
 from core import rotations as rot
-from core.ccd import _project_cone
+from core.ccd_sweep import _project_cone
 
 Array = NDArray[np.float64]
 

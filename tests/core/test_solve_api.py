@@ -27,7 +27,8 @@ from core.kinematics import forward_kinematics
 from core.options import SolveOptions
 from core.problem import Problem
 from core.result import Solution
-from core.solve import METHODS, solve, solve_floats, solve_one, solve_points
+from core.solve import METHODS, solve
+from core.solver import solve_floats, solve_one, solve_points
 
 CHAIN = Chain.from_lengths([9.0, 9.0, 9.0, 9.0, 4.0])
 N = CHAIN.n_joints

@@ -28,7 +28,9 @@ from core.kinematics import forward_kinematics
 from core.limits import JointLimits
 from core.options import SolveOptions
 from core.problem import Problem
-from core.triangulation import _plan, _solve_batch, _solve_single, solve_triangulation
+from core.triangulation import _solve_batch, solve_triangulation
+from core.triangulation_plan import _plan
+from core.triangulation_single import _solve_single
 
 FAST = settings(max_examples=60, deadline=None)
 

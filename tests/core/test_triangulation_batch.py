@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Tests of core.triangulation_batch, the batched triangulation pass.
 
-Oracles: the single-target float pass (:func:`core.triangulation._solve_single`, the same
+Oracles: the single-target float pass (:func:`core.triangulation_single._solve_single`, the same
 algorithm written out in plain floats) row by row; each target solved alone (rows do not
 affect each other, with or without targets leaving the pass early); ``math.atan2``,
 ``math.cos`` and ``math.sin`` for the bend-plane turn's half angle. Inputs are drawn from a
@@ -21,7 +21,9 @@ from core.chain import Chain
 from core.limits import JointLimits
 from core.options import SolveOptions
 from core.problem import Problem
-from core.triangulation import _plan, _solve_batch, _solve_single
+from core.triangulation import _solve_batch
+from core.triangulation_plan import _plan
+from core.triangulation_single import _solve_single
 
 U = Chain.from_lengths([9, 9, 9, 9, 4])
 C = Chain.from_lengths([18, 18, 4], bend_limits_deg=[None, 126, 90])

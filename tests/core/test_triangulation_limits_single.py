@@ -25,6 +25,8 @@ from core import (
     solve_floats,
     solve_one,
     solve_points,
+    triangulation_plan,
+    triangulation_single,
 )
 from core import rotations as rot
 from core import triangulation as tri
@@ -57,7 +59,9 @@ def _targets(rng: np.random.Generator, chain: Chain) -> np.ndarray:
 
 def _uses_float_path(chain: Chain, target: np.ndarray) -> bool:
     options = SolveOptions()
-    return tri.solve_single(chain, tuple(target.tolist()), None, options) is not None
+    return (
+        triangulation_single.solve_single(chain, tuple(target.tolist()), None, options) is not None
+    )
 
 
 def _same_rotations(a: np.ndarray, b: np.ndarray, atol: float) -> None:
@@ -151,11 +155,11 @@ def test_float_pass_with_projected_joints_equals_the_batch_pass(seed: int) -> No
     )
     start = np.broadcast_to(rot.identity((n,)), (size, n, 4)) if initial is None else initial
     problem = Problem(chain, targets, None, poles, start, 1e-6 * chain.reach, options)
-    plan = tri._plan(chain)
+    plan = triangulation_plan._plan(chain)
     assert "project" in plan.kinds
     rotations, positions = tri._solve_batch(problem, plan)
     for k in range(size):
-        rot_k, pos_k = tri._solve_single(problem.row(k), plan)
+        rot_k, pos_k = triangulation_single._solve_single(problem.row(k), plan)
         np.testing.assert_allclose(positions[k], pos_k[0], rtol=0, atol=1e-12 * chain.reach)
         np.testing.assert_allclose(rotations[k], rot_k[0], rtol=0, atol=1e-12)
 

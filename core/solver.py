@@ -1,0 +1,346 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A solver prepared once per chain, and the one-target fast path.
+
+:class:`Solver` checks a chain, a method and options once and answers one target in plain
+floats (:meth:`Solver.solve_one`, :meth:`Solver.solve_points`) or a batch
+(:meth:`Solver.solve`, which is :func:`core.solve.solve`). The functions
+:func:`solve_one`, :func:`solve_floats` and :func:`solve_points` are the same fast path
+checking their inputs on every call; they stay for the add-on and the benchmark scripts,
+which call them today. Every answer is :func:`core.solve.solve`'s for the same inputs
+(tested); quaternions are wxyz, points in the chain's base frame.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from numpy.typing import ArrayLike
+
+from . import stretch, triangulation_single
+from .chain import Chain
+from .errors import SolveInputError
+from .options import SolveOptions
+from .result import IKResult, Solution
+from .rotations import FloatArray
+from .solve import (
+    FAR,
+    Method,
+    _method_and_options,
+    _norm,
+    _numbers,
+    _problem,
+    _rest_pose,
+    _run,
+    _unit_quaternions,
+    solve,
+)
+from .triangulation_plan import _plan
+
+
+def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
+    """One finite point ``(1, width)`` (a sequence of floats or an array)."""
+    a = _numbers(name, value, f"({width},)")
+    if a.shape != (width,):
+        raise SolveInputError(f"{name} must have shape ({width},), got {a.shape}")
+    if not all(map(math.isfinite, a.tolist())):
+        raise SolveInputError(f"{name} must be finite numbers")
+    return a[None]
+
+
+def solve_one(
+    chain: Chain,
+    target: ArrayLike,
+    *,
+    method: str = "triangulation",
+    pole: ArrayLike | None = None,
+    target_rotation: ArrayLike | None = None,
+    options: SolveOptions | None = None,
+) -> Solution:
+    """:func:`solve` for one target from the rest pose, without measuring the result: the
+    same problem and method with the least overhead per call (a live solver calls it for
+    every chain on every frame). Gives the same numbers as :func:`solve` (tested).
+
+    Args:
+        chain: the chain.
+        target: effector goal ``(3,)`` in the base frame.
+        method: as for :func:`solve`.
+        pole: a point ``(3,)`` in the base frame, or ``None``.
+        target_rotation: goal orientation ``(4,)`` wxyz, or ``None``.
+        options: settings (default :class:`SolveOptions`).
+
+    Returns:
+        The method's :class:`~core.result.Solution` for a batch of one: ``rotations
+        (1, n, 4)``, ``positions (1, n + 1, 3)``, ``iterations (1,)``.
+
+    Raises:
+        SolveInputError: unknown method, malformed or non-finite inputs.
+    """
+    impl, opts = _method_and_options(method, options)
+    return _one(chain, impl, opts, target, pole, target_rotation)
+
+
+def _one(
+    chain: Chain,
+    impl: Method,
+    opts: SolveOptions,
+    target: ArrayLike,
+    pole: ArrayLike | None,
+    target_rotation: ArrayLike | None,
+) -> Solution:
+    """:func:`solve_one` with the method and options already checked."""
+    targets = _point("target", target, 3)
+    goal_rot = None
+    if target_rotation is not None:
+        goal_rot = _unit_quaternions(
+            "target_rotation", _point("target_rotation", target_rotation, 4)
+        )
+    poles = None if pole is None else _point("pole", pole, 3)
+    start = _rest_pose(chain.n_joints)[None]
+    distance = _norm(targets)
+    return _run(impl, _problem(chain, targets, distance, goal_rot, poles, start, opts), distance)
+
+
+def _floats3(name: str, value: Any) -> tuple[float, float, float]:
+    """One finite point as 3 floats (:func:`_point` without numpy)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        x, y, z = value
+        x, y, z = float(x), float(y), float(z)
+    except (TypeError, ValueError):
+        raise SolveInputError(f"{name} must be 3 finite numbers, got {value!r}") from None
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise SolveInputError(f"{name} must be finite numbers")
+    return x, y, z
+
+
+def _pulled(p: tuple[float, float, float], limit: float) -> tuple[float, float, float]:
+    """:func:`core.solve._pull_in` for one point as floats (the same divisions)."""
+    d = math.hypot(*p)
+    if not d > limit:
+        return p
+    s = d / limit
+    return p[0] / s, p[1] / s, p[2] / s
+
+
+def _single_inputs(
+    chain: Chain, target: ArrayLike, pole: ArrayLike | None
+) -> tuple[tuple[float, float, float], tuple[float, float, float] | None]:
+    """Target and pole checked and pulled in (see :data:`FAR`), as floats."""
+    far = FAR * chain.reach
+    t = _pulled(_floats3("target", target), far)
+    return t, None if pole is None else _pulled(_floats3("pole", pole), far)
+
+
+def solve_floats(
+    chain: Chain,
+    target: ArrayLike,
+    *,
+    method: str = "triangulation",
+    pole: ArrayLike | None = None,
+    options: SolveOptions | None = None,
+) -> tuple[list[list[float]], list[Any]]:
+    """:func:`solve_one` without an orientation goal, in and out as plain floats: for a
+    caller that solves one small chain at a time and works in floats (a live solver).
+    The same numbers as :func:`solve_one` (tested); triangulation on a chain without limits
+    runs its float pass without numpy at all, and on a limited chain its float path within
+    the limits where that answers (:mod:`core.triangulation_limits_single`); other methods
+    and chains go through :func:`solve_one`.
+
+    Args:
+        chain: the chain.
+        target: effector goal, 3 numbers in the base frame.
+        method: as for :func:`solve`.
+        pole: a point (3 numbers, base frame), or ``None``.
+        options: settings (default :class:`SolveOptions`).
+
+    Returns:
+        ``(rotations, positions)``: the ``n`` local rotations (4 floats each, wxyz) and
+        the ``n + 1`` joint positions (3 floats each, base frame; with stretch, of the
+        stretched chain: each link's length over its rest length is its scale).
+
+    Raises:
+        SolveInputError: unknown method, malformed or non-finite inputs.
+    """
+    impl, opts = _method_and_options(method, options)
+    return _floats(chain, method, impl, opts, target, pole)
+
+
+def _floats(
+    chain: Chain,
+    method: str,
+    impl: Method,
+    opts: SolveOptions,
+    target: ArrayLike,
+    pole: ArrayLike | None,
+) -> tuple[list[list[float]], list[Any]]:
+    """:func:`solve_floats` with the method and options already checked."""
+    if method == "triangulation" and not stretch.applies(chain, opts):
+        out = triangulation_single.solve_single(chain, *_single_inputs(chain, target, pole), opts)
+        if out is not None:
+            return out
+    sol = _one(chain, impl, opts, target, pole, None)
+    return sol.rotations[0].tolist(), sol.positions[0].tolist()
+
+
+def solve_points(
+    chain: Chain,
+    target: ArrayLike,
+    *,
+    method: str = "triangulation",
+    pole: ArrayLike | None = None,
+    options: SolveOptions | None = None,
+) -> list[Any]:
+    """The joint positions of :func:`solve_floats`, for a caller that derives the joints'
+    rotations from where they are (free joints aiming at the next joint). Triangulation on
+    a chain without limits places the joints without composing any joint's rotation
+    (:func:`core.triangulation_single.solve_single_points`): the same positions to rounding, in a
+    third of the time for two links (closed form) and about half for three to five; other
+    methods and chains give :func:`solve_floats`' positions.
+
+    Args:
+        chain: the chain.
+        target: effector goal, 3 numbers in the base frame.
+        method: as for :func:`solve`.
+        pole: a point (3 numbers, base frame), or ``None``.
+        options: settings (default :class:`SolveOptions`).
+
+    Returns:
+        The ``n + 1`` joint positions (3 floats each, base frame), root first (with
+        stretch, of the stretched chain).
+
+    Raises:
+        SolveInputError: unknown method, malformed or non-finite inputs.
+    """
+    impl, opts = _method_and_options(method, options)
+    return _points(chain, method, impl, opts, target, pole)
+
+
+def _points(
+    chain: Chain,
+    method: str,
+    impl: Method,
+    opts: SolveOptions,
+    target: ArrayLike,
+    pole: ArrayLike | None,
+) -> list[Any]:
+    """:func:`solve_points` with the method and options already checked."""
+    seeded = _returns_its_seed(method, chain, opts)
+    if (method == "triangulation" or seeded) and not stretch.applies(chain, opts):
+        t, p = _single_inputs(chain, target, pole)
+        out = triangulation_single.solve_single_points(chain, t, p, opts)
+        if out is not None and (not seeded or _meets(out[-1], t, chain, opts)):
+            return out
+    return _floats(chain, method, impl, opts, target, pole)[1]
+
+
+#: The methods whose default start is triangulation's pose on the chain without its limits,
+#: and the option that chooses it (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`). On a
+#: free chain without stiffness or posture bias, that seed is their answer wherever it meets
+#: the goal (CCD keeps it with 0 sweeps, the Jacobian methods take 0 updates).
+_TRIANGULATION_SEEDED = {
+    "ccd": "ccd_start",
+    "jacobian_transpose": "jacobian_start",
+    "jacobian_pinv": "jacobian_start",
+    "jacobian_dls": "jacobian_start",
+}
+
+
+def _returns_its_seed(method: str, chain: Chain, opts: SolveOptions) -> bool:
+    """True when ``method`` answers a position goal on ``chain`` with triangulation's pose
+    wherever that pose meets the goal (see :data:`_TRIANGULATION_SEEDED`)."""
+    start = _TRIANGULATION_SEEDED.get(method)
+    return (
+        start is not None
+        and getattr(opts, start) == "triangulation"
+        and opts.posture_weight == 0.0
+        and chain.is_free
+        and not any(any(lim.stiffness) for lim in chain.limits)
+    )
+
+
+def _meets(
+    effector: Any, target: tuple[float, float, float], chain: Chain, opts: SolveOptions
+) -> bool:
+    """Whether ``effector`` (3 floats) is within the problem's tolerance of ``target``."""
+    tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
+    return math.dist(effector, target) <= tolerance
+
+
+class Solver:
+    """A solver prepared once for one chain, method and options.
+
+    Checks the chain, the method and the options once (a live solver calls it for every
+    chain on every frame: :func:`solve_one`, :func:`solve_floats` and :func:`solve_points`
+    check them on every call) and holds what the method plans per chain. :meth:`solve_one`
+    and :meth:`solve_points` are the one-target fast path in plain floats; :meth:`solve`
+    is :func:`core.solve.solve` for a batch (vectorised). Each gives the same numbers as the
+    function it stands for (tested against :func:`core.solve.solve` for every method).
+
+    Args:
+        chain: the chain.
+        method: one of :data:`core.solve.METHODS`.
+        options: settings (default :class:`SolveOptions`).
+
+    Raises:
+        SolveInputError: not a :class:`Chain`, an unknown method, options that are not a
+            :class:`SolveOptions`, or stretch options the chain cannot use.
+    """
+
+    def __init__(
+        self, chain: Chain, method: str = "triangulation", options: SolveOptions | None = None
+    ) -> None:
+        if not isinstance(chain, Chain):
+            raise SolveInputError(f"chain must be a Chain, got {type(chain).__name__}")
+        self.chain = chain
+        self.method = method
+        self._impl, self.options = _method_and_options(method, options)
+        if stretch.applies(chain, self.options):
+            stretch.check(chain, self.options)
+        #: Triangulation's per-chain plan, made here once (it is cached per chain; the
+        #: triangulation pass and the methods seeded from its pose read it on every call).
+        self.plan = _plan(chain)
+
+    def solve_one(
+        self, target: ArrayLike, pole: ArrayLike | None = None
+    ) -> tuple[list[list[float]], list[Any]]:
+        """One target from the rest pose, position goal, in and out as plain floats
+        (:func:`solve_floats`): the ``n`` local rotations (4 floats each, wxyz) and the
+        ``n + 1`` joint positions (3 floats each, base frame)."""
+        return _floats(self.chain, self.method, self._impl, self.options, target, pole)
+
+    def solve_points(self, target: ArrayLike, pole: ArrayLike | None = None) -> list[Any]:
+        """The joint positions of :meth:`solve_one` alone (:func:`solve_points`: for a
+        caller that derives the rotations from where the joints are)."""
+        return _points(self.chain, self.method, self._impl, self.options, target, pole)
+
+    def solve_rotation(
+        self, target: ArrayLike, target_rotation: ArrayLike, pole: ArrayLike | None = None
+    ) -> Solution:
+        """One target with an orientation goal (:func:`solve_one`): the method's
+        :class:`~core.result.Solution` for a batch of one."""
+        return _one(self.chain, self._impl, self.options, target, pole, target_rotation)
+
+    def solve(
+        self,
+        target: ArrayLike,
+        *,
+        pole: ArrayLike | None = None,
+        target_rotation: ArrayLike | None = None,
+        initial: ArrayLike | None = None,
+    ) -> IKResult:
+        """A target or a batch ``(..., 3)``, vectorised and measured: :func:`core.solve.solve`
+        with this solver's chain, method and options."""
+        return solve(
+            self.chain,
+            target,
+            method=self.method,
+            pole=pole,
+            target_rotation=target_rotation,
+            initial=initial,
+            options=self.options,
+        )
+
+
+__all__ = ["Solver", "solve_floats", "solve_one", "solve_points"]
