@@ -139,7 +139,7 @@ def apply_pole(
     if not np.any(usable):
         return rotations, positions
     # Signed angle from the bend to the wanted direction, about the root→effector axis.
-    phi = np.arctan2(np.sum(np.cross(bend, want) * axis, axis=-1), np.sum(bend * want, axis=-1))
+    phi = np.arctan2(np.sum(rot.cross(bend, want) * axis, axis=-1), np.sum(bend * want, axis=-1))
     phi = np.where(usable, phi, 0.0)
     turn = rot.from_axis_angle(axis, phi)
     # The root's world rotation becomes turn · rest_0 · q_0; the base frame is its parent.

@@ -30,7 +30,7 @@ from . import (
 )
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate
+from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate, vcross
 from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
@@ -132,20 +132,16 @@ def _unit(v: Vec) -> Vec | None:
     return None if n < 1e-12 else (v[0] / n, v[1] / n, v[2] / n)
 
 
-def _cross(a: Vec, b: Vec) -> Vec:
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
 def _triad(l1: Vec, l2: Vec, w1: Vec, w2: Vec) -> Quat | None:
     """The rotation taking ``l1`` onto ``w1`` exactly and ``l2`` as near ``w2`` as it then
     can (TRIAD), or ``None`` when either pair is parallel."""
     t1, s1 = _unit(l1), _unit(w1)
     if t1 is None or s1 is None:
         return None
-    t2, s2 = _unit(_cross(t1, l2)), _unit(_cross(s1, w2))
+    t2, s2 = _unit(vcross(t1, l2)), _unit(vcross(s1, w2))
     if t2 is None or s2 is None:
         return None
-    t3, s3 = _cross(t1, t2), _cross(s1, s2)
+    t3, s3 = vcross(t1, t2), vcross(s1, s2)
     # R = [s1 s2 s3] · [t1 t2 t3]ᵀ, row-major
     m = tuple(s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3))
     return matrix9.quaternion_of(m)
@@ -184,7 +180,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
             vl = qrotate(qconj(parent), d)
             au = a[0] * link[0] + a[1] * link[1] + a[2] * link[2]
             av = a[0] * vl[0] + a[1] * vl[1] + a[2] * vl[2]
-            c = _cross(link, vl)
+            c = vcross(link, vl)
             phi = math.atan2(
                 a[0] * c[0] + a[1] * c[1] + a[2] * c[2],
                 link[0] * vl[0] + link[1] * vl[1] + link[2] * vl[2] - au * av,
@@ -203,7 +199,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                 d_next = (nxt[0] - target[0], nxt[1] - target[1], nxt[2] - target[2])
                 axis, angle_range = limits[i + 1].hinge
                 h_local = qrotate(rests[i + 1], (float(axis[0]), float(axis[1]), float(axis[2])))
-                normal = _unit(_cross(d, d_next))
+                normal = _unit(vcross(d, d_next))
                 if normal is not None:
                     dn, nn = _unit(d), _unit(d_next)
                     bend = 0.0
@@ -243,7 +239,7 @@ def _shortest(u: Vec, v: Vec) -> Quat:
     if dot < -1.0 + 1e-12:
         x, y, z = ccd_single_sweep._perpendicular(a, (1.0, 0.0, 0.0))
         return (0.0, x, y, z)
-    c = _cross(a, b)
+    c = vcross(a, b)
     w = 1.0 + dot
     n = math.sqrt(w * w + c[0] ** 2 + c[1] ** 2 + c[2] ** 2)
     return w / n, c[0] / n, c[1] / n, c[2] / n

@@ -335,7 +335,7 @@ def _sweep_candidates(s: _Setup, Q: FloatArray, goals: _Goals, j: _Joint, steps:
     p = positions[:, i]
     u = positions[:, -1] - p
     v = goals.targets - p
-    axis = np.cross(u, v)
+    axis = rot.cross(u, v)
     usable = _dot(axis, axis) > 1e-18 * _dot(u, u) * _dot(v, v)
     axis = np.where(usable[:, None], axis, W[:, i, :, 0])
     local_axis = _apply(np.swapaxes(F[:, i], -1, -2), axis)

@@ -76,10 +76,18 @@ def qconj(q: Quat) -> Quat:
 
 
 def qrotate(q: Quat, v: Vec) -> Vec:
-    """``v + w·t + u × t`` with ``t = 2 u × v``, as :func:`core.rotations.rotate`."""
-    u = (q[1], q[2], q[3])
-    t = vscale(vcross(u, v), 2.0)
-    return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
+    """``v + w·t + u × t`` with ``t = 2 u × v``, as :func:`core.rotations.rotate`
+    (written out: the float paths call it in their innermost loops)."""
+    w, ux, uy, uz = q
+    vx, vy, vz = v
+    tx = 2.0 * (uy * vz - uz * vy)
+    ty = 2.0 * (uz * vx - ux * vz)
+    tz = 2.0 * (ux * vy - uy * vx)
+    return (
+        vx + w * tx + (uy * tz - uz * ty),
+        vy + w * ty + (uz * tx - ux * tz),
+        vz + w * tz + (ux * ty - uy * tx),
+    )
 
 
 def vperpendicular(v: Vec) -> Vec:

@@ -29,25 +29,7 @@ from . import rotations as rot
 from .chain import Chain
 from .errors import SolveInputError
 from .parameterization import DofLayout
-from .rotations import FloatArray
-
-
-def cross(a: ArrayLike, b: ArrayLike) -> FloatArray:
-    """``a × b`` of ``(..., 3)`` vectors (broadcasting); faster than ``np.cross`` on stacks."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
-
-
-def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
-    """:func:`core.rotations.rotate` (``v + 2w (u × v) + 2 u × (u × v)``) with :func:`cross`."""
-    q = np.asarray(q, dtype=np.float64)
-    u = q[..., 1:]
-    t = 2.0 * cross(u, v)
-    return v + q[..., :1] * t + cross(u, t)
+from .rotations import FloatArray, cross, rotate
 
 
 @dataclass(frozen=True)

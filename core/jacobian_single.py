@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bend_plane import orient_bend
+from .components import vdot
 from .jacobian_seed import seeded
 from .jacobian_single_linalg import Rule, _damped_retry, _gram, _jtv, _jv, _rule_step, _sigma
 from .jacobian_single_pose import (
@@ -175,7 +176,7 @@ class _Stepper:
                 -a[0] * b[3] - a[1] * b[2] + a[2] * b[1] + a[3] * b[0],
             )
             local = _local_axes(plan, i, p)
-            u = [_dot(w, removed) for w in local]
+            u = [vdot(w, removed) for w in local]
             norm = math.sqrt(sum(v * v for v in u))
             if not norm > 0.0:
                 continue
@@ -195,10 +196,6 @@ class _Stepper:
                     dp2[c] -= along * unit[c]
         second = _rotations_of(plan, [a + b + c for a, b, c in zip(p, done, dp2, strict=True)])
         return _project(plan, second)
-
-
-def _dot(a: Vec, b: Vec) -> float:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 def _local_axes(plan: _Plan, i: int, p: list[float]) -> list[Vec]:

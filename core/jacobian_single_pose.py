@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chain import Chain
-from .components import qmul
+from .components import qmul, qrotate
 from .limits import JointLimits
 from .rotations import SMALL_ANGLE
 
@@ -32,20 +32,6 @@ _UNIT = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 
 # ---------------------------------------------------------------------- quaternion floats
-def _rotate(q: Quat, v: Vec) -> Vec:
-    """``v + w t + u × t``, ``t = 2 u × v`` (as :func:`core.jacobian_matrix.rotate`)."""
-    w, ux, uy, uz = q
-    vx, vy, vz = v
-    tx = 2.0 * (uy * vz - uz * vy)
-    ty = 2.0 * (uz * vx - ux * vz)
-    tz = 2.0 * (ux * vy - uy * vx)
-    return (
-        vx + w * tx + (uy * tz - uz * ty),
-        vy + w * ty + (uz * tx - ux * tz),
-        vz + w * tz + (ux * ty - uy * tx),
-    )
-
-
 def _angle(q: Quat) -> float:
     """:func:`core.rotations.angle`."""
     return 2.0 * math.atan2(math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), abs(q[0]))
@@ -151,8 +137,8 @@ def _euler_columns(angles: Vec, order: str) -> list[Vec]:
     qc = (math.cos(hc), sc if kc == 0 else 0.0, sc if kc == 1 else 0.0, sc if kc == 2 else 0.0)
     out: list[Vec] = [_UNIT[0], _UNIT[0], _UNIT[0]]
     out[kc] = _UNIT[kc]
-    out[kb] = _rotate(qc, _UNIT[kb])
-    out[ka] = _rotate(qmul(qc, qb), _UNIT[ka])
+    out[kb] = qrotate(qc, _UNIT[kb])
+    out[ka] = qrotate(qmul(qc, qb), _UNIT[ka])
     return out
 
 
@@ -269,7 +255,7 @@ def _fk(plan: _Plan, q: list[Quat]) -> _State:
         world = qmul(frame, q[i])
         parents.append(frame)
         worlds.append(world)
-        ox, oy, oz = _rotate(world, plan.offsets[i])
+        ox, oy, oz = qrotate(world, plan.offsets[i])
         px, py, pz = px + ox, py + oy, pz + oz
         positions.append((px, py, pz))
     return _State(positions, parents, worlds)
@@ -338,9 +324,9 @@ def _axes(plan: _Plan, state: _State, p: list[float]) -> list[Vec]:
             c = plan.starts[i]
             v = (p[c], p[c + 1], p[c + 2])
             cols = _euler_columns(v, plan.order) if plan.euler else _expmap_columns(v)
-            out.extend(_rotate(frame, col) for col in cols)
+            out.extend(qrotate(frame, col) for col in cols)
         elif kind == "hinge":
-            out.append(_rotate(frame, plan.hinge_axes[i]))  # type: ignore[arg-type]
+            out.append(qrotate(frame, plan.hinge_axes[i]))  # type: ignore[arg-type]
     return out
 
 
@@ -436,7 +422,7 @@ def _pose_twist(r: Quat, eff: Vec, target: Vec) -> tuple[float, ...]:
     w, x, y, z = r
     if w < 0.0:
         w, x, y, z = -w, -x, -y, -z
-    rx, ry, rz = _rotate((w, x, y, z), eff)
+    rx, ry, rz = qrotate((w, x, y, z), eff)
     t = (target[0] - rx, target[1] - ry, target[2] - rz)
     big = max(abs(x), abs(y), abs(z))
     if big > 0.0:

@@ -380,7 +380,7 @@ class JointLimits:
             return np.all(np.abs(q[..., 1:]) <= eps, axis=-1)
         if kind == "hinge":
             axis, limits = self.hinge
-            off = np.linalg.norm(np.cross(q[..., 1:], axis), axis=-1) <= eps
+            off = np.linalg.norm(rot.cross(q[..., 1:], axis), axis=-1) <= eps
             if limits is None:
                 return off
             phi = _signed_angle_about(q, axis)

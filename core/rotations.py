@@ -84,6 +84,17 @@ def positive_w(q: ArrayLike) -> FloatArray:
     return np.where(q[..., :1] < 0.0, -q, q)
 
 
+def cross(a: ArrayLike, b: ArrayLike) -> FloatArray:
+    """``a × b`` of ``(..., 3)`` vectors (broadcasting), as ``np.cross`` but without its
+    axis handling, which dominates on small stacks."""
+    a, b = _f(a), _f(b)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
 def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
     """Rotate vectors ``v (..., 3)`` by unit quaternions ``q (..., 4)`` (broadcasting).
 
@@ -92,8 +103,8 @@ def rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
     q, v = _f(q), _f(v)
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def angle(q: ArrayLike) -> FloatArray:
@@ -314,22 +325,22 @@ def between(a: ArrayLike, b: ArrayLike, fallback_axis: ArrayLike | None = None) 
     ua = np.divide(a, na, out=np.zeros_like(a), where=na > 0.0)
     ub = np.divide(b, nb, out=np.zeros_like(b), where=nb > 0.0)
     dot = np.sum(ua * ub, axis=-1, keepdims=True)
-    cross = np.cross(ua, ub)
+    axis = cross(ua, ub)
     # Near antiparallel, 1 + dot has lost its digits but 1 + dot = |a × b|² / (1 − dot) has
     # not; dropping the rounding of a × b along a keeps the axis perpendicular to a.
     obtuse = dot < 0.0
-    cross = np.where(obtuse, cross - np.sum(cross * ua, axis=-1, keepdims=True) * ua, cross)
-    cross_sq = np.sum(cross * cross, axis=-1, keepdims=True)
-    w = np.where(obtuse, cross_sq / np.where(obtuse, 1.0 - dot, 1.0), 1.0 + dot)
-    q = np.concatenate((w, cross), axis=-1)
+    axis = np.where(obtuse, axis - np.sum(axis * ua, axis=-1, keepdims=True) * ua, axis)
+    axis_sq = np.sum(axis * axis, axis=-1, keepdims=True)
+    w = np.where(obtuse, axis_sq / np.where(obtuse, 1.0 - dot, 1.0), 1.0 + dot)
+    q = np.concatenate((w, axis), axis=-1)
     # Within 1e-12 rad of antiparallel the rounding of a × b decides its direction.
-    degenerate = obtuse[..., 0] & (cross_sq[..., 0] < 1e-24)
+    degenerate = obtuse[..., 0] & (axis_sq[..., 0] < 1e-24)
     if np.any(degenerate):
         hint = None
         if fallback_axis is not None:
             hint = np.broadcast_to(_f(fallback_axis), ua.shape)[degenerate]
-        axis = perpendicular(ua[degenerate], hint)
-        q[degenerate] = np.concatenate((np.zeros((*axis.shape[:-1], 1)), axis), axis=-1)
+        turn = perpendicular(ua[degenerate], hint)
+        q[degenerate] = np.concatenate((np.zeros((*turn.shape[:-1], 1)), turn), axis=-1)
     return normalize(q)
 
 

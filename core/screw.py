@@ -84,7 +84,7 @@ def screw_of(motion: ArrayLike) -> Screw:
     d = np.where(pure[..., None], t_dir, axis)
     safe_a = np.where(pure, 1.0, a)
     cot = np.where(pure, 0.0, 1.0 / np.tan(0.5 * safe_a))
-    moment = 0.5 * (np.cross(t, d) + cot[..., None] * np.cross(np.cross(d, t), d))
+    moment = 0.5 * (rot.cross(t, d) + cot[..., None] * rot.cross(rot.cross(d, t), d))
     moment = np.where(pure[..., None], 0.0, moment)
     return Screw(
         direction=d,
@@ -107,8 +107,8 @@ def motion_twist(motion: ArrayLike) -> FloatArray:
     t = dq.translation(q)
     v = (
         np.sum(d * t, axis=-1, keepdims=True) * d
-        + 0.5 * a[..., None] * np.cross(t, d)
-        + 0.5 * _a_cot_half(a)[..., None] * np.cross(np.cross(d, t), d)
+        + 0.5 * a[..., None] * rot.cross(t, d)
+        + 0.5 * _a_cot_half(a)[..., None] * rot.cross(rot.cross(d, t), d)
     )
     return np.concatenate((a[..., None] * d, v), axis=-1)
 
@@ -120,7 +120,7 @@ def twist_at(twist: ArrayLike, point: ArrayLike) -> FloatArray:
     """
     s = np.asarray(twist, dtype=np.float64)
     w = s[..., :3]
-    v = s[..., 3:] + np.cross(w, np.asarray(point, dtype=np.float64))
+    v = s[..., 3:] + rot.cross(w, np.asarray(point, dtype=np.float64))
     return np.concatenate((np.broadcast_to(w, v.shape), v), axis=-1)
 
 

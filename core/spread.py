@@ -127,7 +127,7 @@ def shape(chain: Chain, start: np.ndarray) -> Shape:
     links = np.diff(pos, axis=0)
     lengths = np.linalg.norm(links, axis=1)
     d = links / lengths[:, None]
-    axes = np.cross(d[:-1], d[1:])
+    axes = rot.cross(d[:-1], d[1:])
     normal = np.sum(axes, axis=0) if len(axes) else np.zeros(3)
     if np.linalg.norm(normal) > _STRAIGHT:
         normal = normal / np.linalg.norm(normal)
@@ -153,7 +153,7 @@ def shape(chain: Chain, start: np.ndarray) -> Shape:
     chords = _chord(lengths, turns, grid)
     rising = np.flatnonzero(np.diff(chords) >= 0.0)
     last = int(rising[0]) if rising.size else _TABLE - 1
-    m0 = np.cross(normal, d[0])
+    m0 = rot.cross(normal, d[0])
     out = Shape(
         lengths=tuple(float(x) for x in lengths),
         turns=tuple(float(x) for x in turns),

@@ -204,10 +204,10 @@ def _bend_about_hinge(chain: Chain, phi: FloatArray) -> FloatArray:
     axis = rot.rotate(rest_h, h)  # in the frame of the joint before the hinge
     d_h = rot.rotate(rot.multiply(rest_h, rot.from_axis_angle(h, phi)), chain.offsets[-1])
     d_h = d_h / np.linalg.norm(d_h, axis=-1, keepdims=True)
-    bend = np.arctan2(np.cross(d_j, d_h) @ axis, d_h @ d_j)
+    bend = np.arctan2(rot.cross(d_j, d_h) @ axis, d_h @ d_j)
     rest = rot.rotate(rest_h, chain.offsets[-1])
     rest = rest / np.linalg.norm(rest)
-    return bend if abs(float(np.cross(d_j, rest) @ axis)) > 1e-9 else np.zeros_like(bend)
+    return bend if abs(float(rot.cross(d_j, rest) @ axis)) > 1e-9 else np.zeros_like(bend)
 
 
 def _spin_toward(
@@ -231,8 +231,8 @@ def _spin_toward(
     with ``ĉ ×``, ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ`` with
     ``u = s·(ĉ × a)``, largest at ``ψ = atan2((ĉ × u)·side, u·side)``. Where the limits
     refuse it, the allowed one of the sampled spins that faces ``side`` best."""
-    u = bend_sign[:, None] * np.cross(axis, hinge_axis)
-    cu = np.cross(axis, u)
+    u = bend_sign[:, None] * rot.cross(axis, hinge_axis)
+    cu = rot.cross(axis, u)
     psi = np.arctan2(np.sum(cu * side, axis=-1), np.sum(u * side, axis=-1))
     best = rot.multiply(rot.from_axis_angle(axis, psi), aim)
     refused = ~lim.allows(best, 1e-12)
@@ -265,7 +265,7 @@ def _hinge_terms(
         limits if limits is not None else (-np.pi, np.pi),
         a_,
         float(g @ o_h) - a_,
-        float(g @ np.cross(h, o_h)),
+        float(g @ rot.cross(h, o_h)),
     )
 
 
@@ -339,7 +339,7 @@ def _refine(
                 continue
             world_axes = rot.rotate(wa[:, i, None, :], ax[None])  # (A, k, 3)
             lever = (pa[:, -1] - pa[:, i])[:, None, :]
-            cols.append(np.cross(world_axes, lever) * w[None, :, None])
+            cols.append(rot.cross(world_axes, lever) * w[None, :, None])
         jac = np.concatenate(cols, axis=1)  # (A, m, 3)
         jj = np.einsum("amx,amy->axy", jac, jac)
         damp = ((lam[active] * reach) ** 2)[:, None, None] * np.eye(3)

@@ -380,7 +380,7 @@ def _single_pass(
                 ww * qy - wx * qz + wy * qw + wz * qx,
                 ww * qz + wx * qy - wy * qx + wz * qw,
             )
-        # u = current · unit offset (as _rotate)
+        # u = current · unit offset (as qrotate)
         if plan.straight[i] and rest_pose[i]:
             ux, uy, uz = dx, dy, dz
         else:
