@@ -22,7 +22,7 @@ from .limits import JointLimits
 from .options import SolveOptions
 from .result import IKResult, Solution
 from .solve import METHODS, solve
-from .solver import Solver, solve_floats, solve_one, solve_points
+from .solver import Pose, Solver
 
 __all__ = [
     "METHODS",
@@ -30,6 +30,7 @@ __all__ = [
     "ChainError",
     "IKResult",
     "JointLimits",
+    "Pose",
     "ReachIKError",
     "Solution",
     "SolveInputError",
@@ -39,7 +40,4 @@ __all__ = [
     "forward_kinematics",
     "rotations",
     "solve",
-    "solve_floats",
-    "solve_one",
-    "solve_points",
 ]

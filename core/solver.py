@@ -3,17 +3,21 @@
 
 :class:`Solver` checks a chain, a method and options once and answers one target in plain
 floats (:meth:`Solver.solve_one`, :meth:`Solver.solve_points`) or a batch
-(:meth:`Solver.solve`, which is :func:`core.solve.solve`). The functions
-:func:`solve_one`, :func:`solve_floats` and :func:`solve_points` are the same fast path
-checking their inputs on every call; they stay for the add-on and the benchmark scripts,
-which call them today. Every answer is :func:`core.solve.solve`'s for the same inputs
-(tested); quaternions are wxyz, points in the chain's base frame.
+(:meth:`Solver.solve`, which is :func:`core.solve.solve`); :meth:`Solver.pose` and
+:meth:`Solver.poses` give the final poses, the twist a free goal leaves removed
+(:mod:`core.untwist`): what the add-on shows, live and baked. The module functions
+:func:`solve_one`, :func:`solve_floats` and :func:`solve_points` are the same fast path in
+one call, checking the method and options each time (the tests pin them to
+:func:`core.solve.solve`); the package exports :class:`Solver` and :func:`core.solve`.
+Every answer is :func:`core.solve.solve`'s for the same inputs (tested); quaternions are
+wxyz, points in the chain's base frame.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from numpy.typing import ArrayLike
 
@@ -36,6 +40,7 @@ from .solve import (
     solve,
 )
 from .triangulation_plan import _plan
+from .untwist import aims_every_joint, untwist, untwist_floats
 
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
@@ -268,6 +273,19 @@ def _meets(
     return math.dist(effector, target) <= tolerance
 
 
+class Pose(NamedTuple):
+    """One target's final pose in plain floats (:meth:`Solver.pose`)."""
+
+    #: The ``n`` local rotations (4 floats each, wxyz, relative to the rest frames).
+    rotations: list[list[float]]
+    #: The ``n + 1`` joint positions (3 floats each, base frame; the stretched chain's
+    #: with stretch), root first, the effector last.
+    points: list[list[float]]
+    #: The ``n`` links' lengths over their rest lengths when the chain stretches, else
+    #: ``None``.
+    scales: list[float] | None
+
+
 class Solver:
     """A solver prepared once for one chain, method and options.
 
@@ -322,6 +340,59 @@ class Solver:
         :class:`~core.result.Solution` for a batch of one."""
         return _one(self.chain, self._impl, self.options, target, pole, target_rotation)
 
+    def keeps_twist(self, target_rotation: Any) -> bool:
+        """An orientation goal with weight decides the twist; without one (or at weight 0:
+        ``position_weight`` 1) the twist is free and :meth:`pose` and :meth:`poses` untwist
+        (:mod:`core.untwist`)."""
+        return target_rotation is not None and self.options.position_weight < 1.0
+
+    def pose(
+        self,
+        target: ArrayLike,
+        pole: ArrayLike | None = None,
+        target_rotation: ArrayLike | None = None,
+    ) -> Pose:
+        """One target from the rest pose, the final pose in plain floats: the method's
+        answer with the twist a free goal leaves untwisted (:meth:`keeps_twist`,
+        :func:`core.untwist.untwist_floats`). What a live solver shows.
+
+        Args:
+            target: effector goal, 3 numbers in the base frame.
+            pole: a point (3 numbers, base frame), or ``None``.
+            target_rotation: goal orientation ``(4,)`` wxyz, or ``None``.
+        """
+        chain, opts = self.chain, self.options
+        if target_rotation is not None or stretch.stretches(chain, opts):
+            sol = _one(chain, self._impl, opts, target, pole, target_rotation)
+            rotations, points = sol.rotations[0].tolist(), sol.positions[0].tolist()
+            scales = None if sol.scales is None else sol.scales[0].tolist()
+            if not self.keeps_twist(target_rotation):
+                rotations = untwist_floats(chain, rotations, points)
+            return Pose(rotations, points, scales)
+        if aims_every_joint(chain):  # untwist gives every rotation from the positions
+            points = self.solve_points(target, pole)
+            return Pose(untwist_floats(chain, None, points), points, None)
+        rotations, points = self.solve_one(target, pole)
+        return Pose(untwist_floats(chain, rotations, points), points, None)
+
+    def poses(
+        self,
+        target: ArrayLike,
+        *,
+        pole: ArrayLike | None = None,
+        target_rotation: ArrayLike | None = None,
+    ) -> IKResult:
+        """:meth:`solve` with the twist a free goal leaves untwisted, as :meth:`pose` for
+        each target (:func:`core.untwist.untwist`): the final poses of a batch."""
+        result = self.solve(target, pole=pole, target_rotation=target_rotation)
+        if self.keeps_twist(target_rotation):
+            return result
+        n = self.chain.n_joints
+        flat = untwist(
+            self.chain, result.rotations.reshape(-1, n, 4), result.positions.reshape(-1, n + 1, 3)
+        )
+        return dataclasses.replace(result, rotations=flat.reshape(result.rotations.shape))
+
     def solve(
         self,
         target: ArrayLike,
@@ -343,4 +414,4 @@ class Solver:
         )
 
 
-__all__ = ["Solver", "solve_floats", "solve_one", "solve_points"]
+__all__ = ["Pose", "Solver"]

@@ -9,7 +9,7 @@ unchanged, and otherwise solves the chain by :func:`_solve_values` (one frame, p
 floats). Baking solves a chain at ``F`` frames at once with the same steps
 (:func:`.solve_frames.solve_chain_frames`), and checks that both agree, so a baked pose is
 the live pose. Around it: :mod:`.chain_spec` (settings, methods, chain models),
-:mod:`.rotation_modes` (rotation channels), :mod:`.untwist`. Stable API:
+:mod:`.rotation_modes` (rotation channels). Stable API:
 
 ``solve_armature(obj, depsgraph) -> list[ChainPose]``
     Solves every enabled chain of the armature object ``obj`` from the state evaluated in
@@ -45,11 +45,12 @@ inputs, never on the previous frame):
    or, when that parent is moved by another chain solved before (chains are solved parents
    first), recomputed from that chain's new rotations;
 2. target, pole and goal orientation are taken to the base frame
-   (world → armature space → base frame) and :func:`core.solve` runs from the **rest
-   pose**, so the bend plane comes from the rest pose's bend (or faces the pole);
-3. without an orientation goal, twist the goal does not need is removed (:func:`untwist`:
-   free joints aim at their solved next joint by the shortest swing from rest), so bones
-   do not spin about themselves while the target moves smoothly;
+   (world → armature space → base frame) and the core solves from the **rest pose**
+   (:class:`core.Solver`), so the bend plane comes from the rest pose's bend (or faces the
+   pole);
+3. without an orientation goal, the core removes the twist the goal does not need
+   (:mod:`core.untwist`: free joints aim at their solved next joint by the shortest swing
+   from rest), so bones do not spin about themselves while the target moves smoothly;
 4. the result is blended with the FK pose, ``slerp(q_FK, q_IK, influence)`` per bone (a
    link's stretch ``1 + influence · (s − 1)``).
 
@@ -73,7 +74,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ..core import ReachIKError, solve_floats, solve_one, solve_points
+from ..core import ReachIKError, Solver
 from ..core import rotations as rot
 from . import dependencies
 from .blender_types import ArmatureObject
@@ -92,8 +93,7 @@ from .live_state import live
 from .pose_state import _point_world, _PoseState, _rotation_world
 from .rig import RigChain, RigError, base_matrix
 from .rotation_modes import fk_rotations, quaternion_to_values, read_rotation, write_rotation
-from .solve_frames import FrameSolution, _effectors, bone_scales, stretches
-from .untwist import aims_every_joint, untwist_floats
+from .solve_frames import FrameSolution, _effectors, bone_scales
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +169,7 @@ def solve_frame(
 ) -> FrameSolution:
     """:func:`solve_chain_frames` for one frame, the way live solving does it: matrices in
     mathutils (Blender's single precision), the solve in plain floats
-    (:func:`core.solve_floats`); for one small chain numpy's per-call overhead would cost
+    (:meth:`core.Solver.pose`); for one small chain numpy's per-call overhead would cost
     more than the solve. The same steps with the same core method; a test checks that both
     agree to single precision, and every bake compares them.
 
@@ -249,31 +249,8 @@ def _solve_values(
         fixed.soft_reach,
         fixed.stretch_rule,
     )
-    pose: list[Sequence[float]]
-    links: list[float] | None = None
-    if stretches(chain, fixed.use_stretch):  # the links' scales come with solve_one's result
-        result = solve_one(
-            chain, target_b, method=fixed.solver, pole=pole_b, target_rotation=goal, options=options
-        )
-        pose, points = result.rotations[0].tolist(), result.positions[0].tolist()
-        links = None if result.scales is None else result.scales[0].tolist()
-        if goal is None or weight >= 1.0:
-            pose = untwist_floats(chain, pose, points)
-    elif goal is not None:
-        result = solve_one(
-            chain, target_b, method=fixed.solver, pole=pole_b, target_rotation=goal, options=options
-        )
-        pose, points = result.rotations[0].tolist(), result.positions[0].tolist()
-        if weight >= 1.0:
-            pose = untwist_floats(chain, pose, points)
-    elif aims_every_joint(chain):  # untwist gives every rotation from the positions alone
-        points = solve_points(chain, target_b, method=fixed.solver, pole=pole_b, options=options)
-        pose = untwist_floats(chain, None, points)
-    else:
-        pose, points = solve_floats(
-            chain, target_b, method=fixed.solver, pole=pole_b, options=options
-        )
-        pose = untwist_floats(chain, pose, points)
+    solver = Solver(chain, fixed.solver, options)
+    pose, points, links = solver.pose(target_b, pole_b, goal)
     if not math.isfinite(sum(map(sum, pose))):
         raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
     share = min(max(influence, 0.0), 1.0)

@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Chain, ReachIKError, forward_kinematics, solve
+from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
 from .chain_spec import ChainSpec, _check_solver, _options
 from .rig import RigChain, affine_inverse
-from .untwist import untwist
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,9 +94,9 @@ def solve_chain_frames(
 ) -> FrameSolution:
     """Solve one chain at ``F`` frames: the one solve path of live solving and baking.
 
-    Base frame → :func:`core.solve` from the rest pose (batched over the frames, one call
-    per group of frames with the same options) → :func:`untwist` (without an orientation
-    goal) → ``slerp(q_FK, q_IK, influence)`` per bone.
+    Base frame → :meth:`core.Solver.poses` from the rest pose (batched over the frames, one
+    call per group of frames with the same options; the core removes the twist a goal
+    without orientation leaves free) → ``slerp(q_FK, q_IK, influence)`` per bone.
 
     Args:
         rig: the chain.
@@ -144,13 +143,10 @@ def solve_chain_frames(
         size = count if isinstance(idx, slice) else idx.size
         # One frame goes to the core unbatched: its batch set-up costs more than the solve.
         pick: Any = (0 if isinstance(idx, slice) else idx[0]) if size == 1 else idx
-        result = solve(
+        solver = Solver(
             chain,
-            target_b[pick],
-            method=spec.solver,
-            pole=None if pole_b is None else pole_b[pick],
-            target_rotation=None if goal is None else goal[pick],
-            options=_options(
+            spec.solver,
+            _options(
                 spec.iterations,
                 spec.tolerance,
                 float(angle),
@@ -161,12 +157,15 @@ def solve_chain_frames(
                 spec.stretch_rule,
             ),
         )
+        result = solver.poses(
+            target_b[pick],
+            pole=None if pole_b is None else pole_b[pick],
+            target_rotation=None if goal is None else goal[pick],
+        )
         solved = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
         positions[idx] = np.asarray(result.positions).reshape(size, -1, 3)
         if links is not None and result.scales is not None:
             links[idx] = np.asarray(result.scales).reshape(size, -1)
-        if goal is None or w >= 1.0:
-            solved = untwist(chain, solved, positions[idx])
         ik[idx] = solved
     if not np.isfinite(ik).all():
         raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")

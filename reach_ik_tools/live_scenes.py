@@ -241,14 +241,14 @@ def measure_cost(frames: int, rounds: int) -> dict[str, Any]:
     }
 
 
-#: The core's entry points the live path may call (whichever a chain needs).
-CORE_SOLVES = ("solve_points", "solve_floats", "solve_one")
+#: The core's entry point the live path calls for each chain: ``core.Solver.pose``.
+CORE_SOLVE = "pose"
 
 
 def breakdown(scene: Any, frames: int) -> dict[str, float]:
     """Where a Reach IK frame goes, after the timed rounds (timers cost a little): median ms
     per frame of the whole ``frame_set``, of the live handler's Python (solving and
-    writing), and of the core's solve calls within it (:data:`CORE_SOLVES`). The records of
+    writing), and of the core's solve calls within it (:data:`CORE_SOLVE`). The records of
     stored frames are dropped first (a new generation, as after an edit that changes no
     pose), so every frame is solved and, the solutions being those keyed, nothing written."""
     handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
@@ -269,10 +269,10 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
         return run
 
     solve_scene = handlers.solve_scene
-    solvers = {name: getattr(evaluate, name) for name in CORE_SOLVES}
+    solver_class = evaluate.Solver
+    pose = getattr(solver_class, CORE_SOLVE)
     handlers.solve_scene = timed(solve_scene, "handler")
-    for name, fn in solvers.items():
-        setattr(evaluate, name, timed(fn, "core_solve"))
+    setattr(solver_class, CORE_SOLVE, timed(pose, "core_solve"))
     samples: dict[str, list[float]] = {"frame_set": [], "handler": [], "core_solve": []}
     try:
         for f in range(1, frames + 1):
@@ -284,10 +284,9 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
             samples["core_solve"].append(spent["core_solve"])
     finally:
         handlers.solve_scene = solve_scene
-        for name, fn in solvers.items():
-            setattr(evaluate, name, fn)
+        setattr(solver_class, CORE_SOLVE, pose)
     if not any(samples["core_solve"]):
-        raise RuntimeError(f"the live handler called none of {', '.join(CORE_SOLVES)}")
+        raise RuntimeError(f"the live handler never called Solver.{CORE_SOLVE}")
     return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
 
 

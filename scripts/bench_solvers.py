@@ -18,7 +18,8 @@ temporary Blender user folder, as a user's *Install from Disk* does, then:
    admissible poses (reachable by construction). For each target, interleaved: Blender's IK
    (set the target empty's location + ``view_layer.update()``), the add-on's live solve of
    the chain (``ik_addon.evaluate.solve_chains``, what the frame handler calls, with the
-   target already evaluated), and ``core.solve_one`` on the same chain and base-frame
+   target already evaluated), and ``core.Solver(chain, method).pose`` (what the live solve
+   calls for the chain, without the add-on around it) on the same chain and base-frame
    target. Reported per row: median µs of each, the ratios to Blender's IK, and reach
    (share of targets within 1e-3 × chain length) and median error of each solver.
    Bars (issue 12): every method ≤ 2× Blender's IK on 2- and 5-bone chains (triangulation
@@ -193,8 +194,8 @@ def bench_chain(
     for method in methods:
         rig_re.pose.bones[tip].reach_ik.solver = method
         live_state.live.invalidate()
-        times: dict[str, list[float]] = {"blender": [], "live": [], "solve_one": []}
-        errors: dict[str, list[float]] = {"blender": [], "live": [], "solve_one": []}
+        times: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
+        errors: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
         for r in range(rounds + 1):  # round 0 warms up
             for t_world, t_local in zip(world, local, strict=True):
                 target_bl.location = t_world
@@ -208,18 +209,18 @@ def bench_chain(
                 report = ev.solve_chains(rig_re, dg)
                 took_live = clock() - t0
                 t0 = clock()
-                sol = core.solve_one(chain, t_local, method=method)
+                pose = core.Solver(chain, method).pose(t_local)
                 took_one = clock() - t0
                 if r == 0:
                     continue
                 times["blender"].append(took_bl)
                 times["live"].append(took_live)
-                times["solve_one"].append(took_one)
+                times["core_pose"].append(took_one)
                 if r == 1:
                     errors["blender"].append((tail - t_world).length)
                     errors["live"].append(report.poses[0].error if report.poses else math.inf)
-                    errors["solve_one"].append(
-                        float(np.linalg.norm(sol.positions[0, -1] - t_local))
+                    errors["core_pose"].append(
+                        float(np.linalg.norm(np.array(pose.points[-1]) - t_local))
                     )
         med = {k: _median_us(v) for k, v in times.items()}
         row = {
@@ -228,7 +229,7 @@ def bench_chain(
             "method": method,
             "median_us": med,
             "ratio_live_vs_blender": med["live"] / med["blender"],
-            "ratio_solve_one_vs_blender": med["solve_one"] / med["blender"],
+            "ratio_core_pose_vs_blender": med["core_pose"] / med["blender"],
             "reached_pct": {
                 k: 100.0 * float(np.mean(np.asarray(v) <= REACHED * chain.reach))
                 for k, v in errors.items()
@@ -238,7 +239,7 @@ def bench_chain(
         rows.append(row)
         print(
             f"{bones} {'limited' if limited else 'free'} {method}: live {med['live']:.0f} µs, "
-            f"solve_one {med['solve_one']:.0f} µs, Blender {med['blender']:.0f} µs",
+            f"core pose {med['core_pose']:.0f} µs, Blender {med['blender']:.0f} µs",
             flush=True,
         )
     return rows
@@ -292,19 +293,19 @@ def markdown(report: dict[str, Any]) -> str:
         f"### Single solves against Blender's IK ({report['targets']} targets × "
         f"{report['rounds']} rounds, interleaved; Blender {report['blender']})",
         "",
-        "| bones | limits | method | Blender IK µs | live µs | solve_one µs | live / Blender "
-        "| solve_one / Blender | reached % (Blender / live / solve_one) | median error "
-        "(Blender / solve_one) |",
+        "| bones | limits | method | Blender IK µs | live µs | core pose µs | live / Blender "
+        "| core pose / Blender | reached % (Blender / live / core pose) | median error "
+        "(Blender / core pose) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["rows"]:
         med, reached, err = row["median_us"], row["reached_pct"], row["median_error"]
         lines.append(
             f"| {row['bones']} | {'limited' if row['limited'] else 'free'} | {row['method']} "
-            f"| {med['blender']:.0f} | {med['live']:.0f} | {med['solve_one']:.0f} "
-            f"| **{row['ratio_live_vs_blender']:.2f}×** | {row['ratio_solve_one_vs_blender']:.2f}× "
-            f"| {reached['blender']:.0f} / {reached['live']:.0f} / {reached['solve_one']:.0f} "
-            f"| {err['blender']:.1e} / {err['solve_one']:.1e} |"
+            f"| {med['blender']:.0f} | {med['live']:.0f} | {med['core_pose']:.0f} "
+            f"| **{row['ratio_live_vs_blender']:.2f}×** | {row['ratio_core_pose_vs_blender']:.2f}× "
+            f"| {reached['blender']:.0f} / {reached['live']:.0f} / {reached['core_pose']:.0f} "
+            f"| {err['blender']:.1e} / {err['core_pose']:.1e} |"
         )
     lines += [
         "",

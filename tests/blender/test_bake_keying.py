@@ -202,22 +202,6 @@ def test_quality_report_counts_errors_reach_turns_and_pops(addon: Any) -> None:
 
 
 # ---------------------------------------------------------------------------- batched steps
-def test_batched_untwist_equals_each_pose_alone(addon: Any) -> None:
-    from importlib import import_module
-
-    core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
-    chain = core.Chain.from_lengths([0.3, 0.25, 0.1], direction=(0.2, 1.0, 0.1))
-    rng = np.random.default_rng(11)
-    q = rng.normal(size=(40, 3, 4))
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
-    positions = core.forward_kinematics(chain, q)[0]
-    batched = addon.untwist.untwist(chain, q, positions)
-    for k in range(0, 40, 7):
-        alone = addon.untwist.untwist(chain, q[k : k + 1], positions[k : k + 1])[0]
-        np.testing.assert_allclose(batched[k], alone, atol=1e-12)
-    np.testing.assert_allclose(core.forward_kinematics(chain, batched)[0], positions, atol=1e-12)
-
-
 def test_batched_affine_inverse_matches_numpy(addon: Any) -> None:
     rng = np.random.default_rng(5)
     m = np.zeros((30, 4, 4))

@@ -8,69 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from rigs import blender_module, build_arm, head_world, select_only, shown_rotation, tail_world
 
 CHAIN = ("upper", "fore", "hand")
 SCRAMBLE = np.array([0.9, 0.1, 0.3, 0.2]) / np.linalg.norm([0.9, 0.1, 0.3, 0.2])
-
-finite = st.floats(-1.0, 1.0, allow_nan=False)
-vec3 = st.tuples(finite, finite, finite).filter(lambda v: sum(c * c for c in v) > 1e-2)
-
-
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    links=st.lists(vec3, min_size=1, max_size=5),
-    quats=st.lists(st.tuples(finite, finite, finite, finite), min_size=5, max_size=5),
-    gap=vec3,
-)
-def test_untwist_keeps_positions_and_removes_twist(
-    addon: Any, links: list[Any], quats: list[Any], gap: Any
-) -> None:
-    core = __import__(addon.__name__.rsplit(".", 1)[0] + ".core", fromlist=["x"])
-    n = len(links)
-    # A chain with a disconnected joint: offsets off the bone axis for joint 0.
-    chain = core.Chain.from_offsets(np.array(links))
-    offsets = chain.offsets.copy()
-    offsets[0] = offsets[0] + np.array(gap) * 0.3
-    chain = core.Chain(offsets, chain.rest_rotations)
-    q = np.array(quats[:n], dtype=float) + np.array([1.5, 0, 0, 0])
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    positions, _ = core.forward_kinematics(chain, q)
-    out = addon.untwist.untwist(chain, q[None], positions[None])[0]
-    got, orientations = core.forward_kinematics(chain, out)
-    np.testing.assert_allclose(got, positions, atol=1e-9)
-    # Each joint is the shortest swing from its rest link direction (core's own between).
-    parent = core.rotations.identity()
-    for i in range(n):
-        frame = core.rotations.multiply(parent, chain.rest_rotations[i])
-        local = core.rotations.rotate(core.rotations.conjugate(frame), got[i + 1] - got[i])
-        want = core.rotations.between(chain.offsets[i], local)
-        assert abs(abs(float(np.dot(out[i], want))) - 1.0) < 1e-9
-        parent = orientations[i]
-
-
-def test_untwist_floats_of_a_free_chain_needs_only_the_positions(addon: Any) -> None:
-    """Live solving hands untwist_floats only the joint positions when every joint is
-    re-aimed: the same rotations as with the solver's pose; a chain with a limited joint
-    needs the pose for the joints before it."""
-    core = __import__(addon.__name__.rsplit(".", 1)[0] + ".core", fromlist=["x"])
-    ev = addon.untwist
-    rng = np.random.default_rng(3)
-    free = core.Chain.from_offsets(rng.normal(size=(3, 3)))
-    q = rng.normal(size=(3, 4))
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    positions, _ = core.forward_kinematics(free, q)
-    assert ev.aims_every_joint(free)
-    with_pose = ev.untwist_floats(free, q.tolist(), positions.tolist())
-    assert ev.untwist_floats(free, None, positions.tolist()) == with_pose
-    limited = core.Chain.from_lengths([1.0, 1.0, 0.5], bend_limits_deg=[None, None, 90.0])
-    assert not ev.aims_every_joint(limited)
-    with pytest.raises(ValueError, match="a pose is needed"):
-        ev.untwist_floats(limited, None, positions.tolist())
 
 
 def test_solve_armature_writes_nothing_and_apply_writes_the_pose(

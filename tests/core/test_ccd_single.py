@@ -17,11 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from core import Chain, JointLimits, SolveOptions, forward_kinematics, solve, solve_one
+from core import Chain, JointLimits, SolveOptions, forward_kinematics, solve
 from core import rotations as rot
 from core.ccd import solve_batch, solve_ccd
 from core.problem import Problem
 from core.solve import _norm, _problem
+from core.solver import solve_one
 
 Array = NDArray[np.float64]
 

@@ -16,12 +16,13 @@ import math
 import numpy as np
 import pytest
 
-from core import Chain, JointLimits, SolveOptions, solve, solve_one
+from core import Chain, JointLimits, SolveOptions, solve
 from core import rotations as rot
 from core.errors import ChainError
 from core.jacobian import _batched, _dispatch
 from core.kinematics import forward_kinematics
 from core.problem import Problem
+from core.solver import solve_one
 
 RULES = ("transpose", "pinv", "dls")
 METHODS = ("jacobian_transpose", "jacobian_pinv", "jacobian_dls")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import METHODS, SolveOptions, Solver, solve
+from core import METHODS, SolveOptions, Solver, forward_kinematics, solve
 from core import rotations as rot
 from core.chain import Chain
 from core.errors import SolveInputError
@@ -81,3 +81,86 @@ def test_solver_checks_chain_method_and_options_once() -> None:
     assert solver.options == SolveOptions()
     with pytest.raises(SolveInputError, match="target"):
         solver.solve_one([1.0, float("nan"), 0.0])
+
+
+def _mixed_chain(rng: np.random.Generator, kind: int) -> Chain:
+    """Random offsets and rest frames: every joint free (kind 0), a last hinge (1: nothing
+    after it to re-aim), or a hinge root followed by free joints (2: the untwist re-aims
+    those and keeps the root's rotation)."""
+    chain = _random_chain(rng, kind == 1)
+    if kind != 2:
+        return chain
+    limits = [HINGE_X] + [JointLimits()] * (chain.n_joints - 1)
+    return Chain(chain.offsets, rest_rotations=chain.rest_rotations, limits=limits)
+
+
+def _pure_swings(chain: Chain, rotations: np.ndarray, positions: np.ndarray) -> None:
+    """Oracle of the final pose: forward kinematics of the rotations gives the positions,
+    and every free joint after the last limited one is the shortest swing from its rest
+    link direction to where its next joint is (no twist about its link)."""
+    got, frames = forward_kinematics(chain, rotations)
+    np.testing.assert_allclose(got, positions, atol=1e-9 * chain.reach)
+    first = chain.n_joints
+    while first > 0 and chain.limits[first - 1].is_free:
+        first -= 1
+    for i in range(first, chain.n_joints):
+        parent = frames[i - 1] if i else rot.identity()
+        frame = rot.multiply(parent, chain.rest_rotations[i])
+        link = rot.rotate(rot.conjugate(frame), got[i + 1] - got[i])
+        swing = rot.between(chain.offsets[i], link)
+        assert abs(abs(float(np.dot(rotations[i], swing))) - 1.0) < 1e-9
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_pose_is_the_solve_without_the_free_twist(method: str) -> None:
+    rng = np.random.default_rng(sum(map(ord, method)) + 7)
+    options = SolveOptions(max_iterations=60)
+    for kind in (0, 1, 2, 2):
+        chain = _mixed_chain(rng, kind)
+        solver = Solver(chain, method, options)
+        targets = _targets(rng, chain, 3)
+        poles = rng.normal(size=(3, 3)) * chain.reach
+        batch = solver.poses(targets, pole=poles)
+        raw = solve(chain, targets, method=method, pole=poles, options=options)
+        # The joints stay where the method put them; only the twist goes.
+        np.testing.assert_allclose(batch.positions, raw.positions, atol=1e-12)
+        np.testing.assert_allclose(batch.error, raw.error, atol=1e-12)
+        for k in range(3):
+            _pure_swings(chain, batch.rotations[k], batch.positions[k])
+            one = solver.pose(targets[k].tolist(), poles[k].tolist())
+            assert one.scales is None
+            np.testing.assert_allclose(one.rotations, batch.rotations[k], atol=1e-9)
+            np.testing.assert_allclose(one.points, batch.positions[k], atol=1e-9 * chain.reach)
+
+
+@pytest.mark.parametrize("method", ["triangulation", "ccd", "jacobian_dls", "fabrik"])
+def test_pose_keeps_the_twist_an_orientation_goal_decides(method: str) -> None:
+    rng = np.random.default_rng(29)
+    chain = _random_chain(rng, False)
+    target = _targets(rng, chain, 1)[0]
+    goal = rot.normalize(rng.normal(size=4))
+    weighted = Solver(chain, method, SolveOptions(max_iterations=40, position_weight=0.5))
+    raw = solve(chain, target, method=method, target_rotation=goal, options=weighted.options)
+    kept = weighted.pose(target.tolist(), None, goal)
+    np.testing.assert_allclose(kept.rotations, raw.rotations, atol=1e-9)
+    np.testing.assert_allclose(
+        weighted.poses(target, target_rotation=goal).rotations, raw.rotations, atol=1e-9
+    )
+    # At weight 0 the goal decides nothing: the twist goes, as without a goal.
+    free = Solver(chain, method, SolveOptions(max_iterations=40, position_weight=1.0))
+    untwisted = free.pose(target.tolist(), None, goal)
+    _pure_swings(chain, np.array(untwisted.rotations), np.array(untwisted.points))
+
+
+def test_pose_of_a_stretching_chain_reports_the_scales() -> None:
+    chain = Chain.from_lengths([0.3, 0.5], direction=(0.2, 0.3, 1.0), stretch=[0.1, 0.1])
+    solver = Solver(chain, "triangulation", SolveOptions(stretch=True))
+    far = np.array([0.3, 0.4, 1.2])
+    pose = solver.pose(far.tolist())
+    batch = solver.poses(far)
+    assert pose.scales is not None
+    assert batch.scales is not None
+    np.testing.assert_allclose(pose.scales, batch.scales, atol=1e-12)
+    np.testing.assert_allclose(pose.points[-1], far, atol=1e-9)  # stretched to reach it
+    lengths = np.linalg.norm(np.diff(np.array(pose.points), axis=0), axis=1)
+    np.testing.assert_allclose(lengths, chain.lengths * np.array(pose.scales), rtol=1e-12)

@@ -17,8 +17,9 @@ import re
 import numpy as np
 import pytest
 
-from core import Chain, SolveOptions, solve, solve_floats, solve_one, solve_points
+from core import Chain, SolveOptions, solve
 from core.errors import ChainError, ReachIKError, SolveInputError
+from core.solver import solve_floats, solve_one, solve_points
 from core.stretch import soft_distance, soft_float
 
 METHODS = ["triangulation", "ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls", "fabrik"]

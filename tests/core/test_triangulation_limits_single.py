@@ -22,9 +22,6 @@ from core import (
     jacobian_seed,
     kinematics,
     solve,
-    solve_floats,
-    solve_one,
-    solve_points,
     triangulation_plan,
     triangulation_single,
 )
@@ -33,6 +30,7 @@ from core import triangulation as tri
 from core import triangulation_limits_single as tls
 from core.limits import JointLimits
 from core.problem import Problem
+from core.solver import solve_floats, solve_one, solve_points
 
 KNEE = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150.0)), None, None))
 
