@@ -29,6 +29,7 @@ import numpy as np
 
 from .bend_plane import orient_bend
 from .components import vdot
+from .jacobian_iteration import _CLAMPED, _RETRIES, _STATIONARY
 from .jacobian_seed import seeded
 from .jacobian_single_linalg import Rule, _damped_retry, _gram, _jtv, _jv, _rule_step, _sigma
 from .jacobian_single_pose import (
@@ -50,11 +51,6 @@ from .jacobian_single_pose import (
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
-
-# The batched iteration's constants (core.jacobian), shared so the paths cannot drift.
-_STATIONARY = 1e-9
-_RETRIES = 4
-_CLAMPED = 1e-9
 
 
 # ---------------------------------------------------------------------- the iteration

@@ -18,14 +18,12 @@ import numpy as np
 
 from .chain import Chain
 from .components import qmul, qrotate
+from .jacobian_iteration import _NUDGE, _STALL
 from .limits import JointLimits
 from .rotations import SMALL_ANGLE
 
 Quat = tuple[float, float, float, float]
 Vec = tuple[float, float, float]
-# The batched iteration's constants (core.jacobian), shared so the paths cannot drift.
-_NUDGE = 0.1
-_STALL = 1e-3
 _IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 _AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 _UNIT = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
