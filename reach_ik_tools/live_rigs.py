@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Production rigs for ``scripts/bench_live.py``: live cost against Blender's IK on the
+"""Production rigs for ``scripts/live_scenes.py``: live cost against Blender's IK on the
 Rigify-**generated** human with a skinned body mesh, and on a 4000-bone armature.
 
 Each rig is built twice, identically, in two scenes of one file: in ``…_reach`` the IK
@@ -38,6 +38,8 @@ import time
 from typing import Any
 
 import numpy as np
+
+from . import live_scenes
 
 EXTENSION = "bl_ext.user_default.reach_ik"
 STEADY_BAR = 1.2
@@ -229,7 +231,6 @@ def _build_many(scene: Any, name: str) -> Any:
 def build_many(frames: int, seed: int) -> dict[str, Any]:
     """The two 4000-bone scenes (targets keyed alike)."""
     bpy = _bpy()
-    bench_live: Any = importlib.import_module("bench_live")
     out: dict[str, Any] = {}
     for kind in ("blender", "reach"):
         scene = bpy.data.scenes.new(f"bones4000_{kind}")
@@ -239,18 +240,18 @@ def build_many(frames: int, seed: int) -> dict[str, Any]:
         targets = {}
         for limb in range(LIMBS_4000):
             origin, _ = _limb_layout(limb)
-            target = bench_live.add_target(scene, f"{kind}_target.{limb:02d}")
-            bench_live.key_path(target, bench_live.random_path(origin, 0.8, frames, 10, rng))
+            target = live_scenes.add_target(scene, f"{kind}_target.{limb:02d}")
+            live_scenes.key_path(target, live_scenes.random_path(origin, 0.8, frames, 10, rng))
             targets[f"lower.{limb:02d}"] = target
         if kind == "reach":
             window = bpy.context.window
             if window is not None:
                 window.scene = scene  # the operators' context (active bone) follows it
-            bench_live.add_reach_chains(scene, obj, targets, "triangulation")
+            live_scenes.add_reach_chains(scene, obj, targets, "triangulation")
             with _pose_mode(scene, obj):
                 bpy.ops.object.mode_set(mode="OBJECT")
         else:
-            bench_live.add_blender_ik(obj, targets)
+            live_scenes.add_blender_ik(obj, targets)
         out[kind] = (scene, obj)
         out["bones"] = len(obj.data.bones)
         out.setdefault("edited", {})[kind] = list(targets.values())
@@ -261,8 +262,7 @@ def build_many(frames: int, seed: int) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- timing
 def _shift_keys(obj: Any) -> None:
     """Move every location key of ``obj``'s action by 1 cm along x (bones and objects)."""
-    bench_live: Any = importlib.import_module("bench_live")
-    for fc in bench_live._fcurves(obj):
+    for fc in live_scenes.fcurves(obj):
         if fc.data_path.endswith("location") and fc.array_index == 0:
             for k in fc.keyframe_points:
                 k.co[1] += 0.01

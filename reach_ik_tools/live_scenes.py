@@ -95,13 +95,12 @@ def key_path(target: Any, keys: list[tuple[int, np.ndarray]], linear: bool = Fal
         target.location = p
         target.keyframe_insert("location", frame=f)
     if linear:
-        fcurves = _fcurves(target)
-        for fc in fcurves:
+        for fc in fcurves(target):
             for kp in fc.keyframe_points:
                 kp.interpolation = "LINEAR"
 
 
-def _fcurves(obj: Any) -> list[Any]:
+def fcurves(obj: Any) -> list[Any]:
     """The F-curves of an object's action (legacy actions, and layered ones in 4.4+)."""
     action = obj.animation_data.action
     if hasattr(action, "fcurves") and len(action.fcurves):
