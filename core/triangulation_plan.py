@@ -332,8 +332,8 @@ def _perpendicular_float(v: Vec, hint: Vec) -> Vec:
 
 def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
     """Shortest rotations ``a → b`` on components: :func:`core.rotations.between`'s
-    ``(1 + a·b, a × b)`` normalised, with its half turn about a perpendicular within 1e-12
-    of opposite, but without its rewriting of ``1 + a·b`` for obtuse angles (so the pass's
+    ``(1 + a·b, a × b)`` normalised, a half turn about a perpendicular where
+    ``a·b < −1 + 1e-12``, but without its rewriting of ``1 + a·b`` for obtuse angles (so the pass's
     numbers stay those its tests pin)."""
     na, nb = _norm(a), _norm(b)
     ua, ub = _unit_or_zero(a, na), _unit_or_zero(b, nb)
