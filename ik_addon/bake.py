@@ -18,13 +18,13 @@ failed bake leaves the file as it was; only the scene's frame is set back):
    otherwise the scene is set to every baked frame and everything is read there.
 2. **Solve.** Each chain is solved for all frames at once by
    :func:`.solve_frames.solve_chain_frames`, the function the live solver calls for one frame
-   (base frame, targets in it, one batched :func:`core.solve` per group of frames sharing
-   the same settings, untwist, blend with FK by influence). At the first and last frame the batched
-   result is checked against :func:`.evaluate.solve_chains` itself (after setting those
-   frames); a mismatch falls back to the next way (from F-curves → every frame read →
-   frame by frame). Chains whose inputs depend on bones another chain moves (nested chains,
-   targets on driven bones) are solved frame by frame with :func:`.evaluate.solve_chains`,
-   the live solver.
+   (base frame, targets in it, one batched core solve per group of frames sharing the
+   same settings, untwist, blend with FK by influence), so frames read from Blender are
+   keyed with the live pose. A bake from F-curves is checked against
+   :func:`.evaluate.solve_chains` itself at its first and last frame (after setting those
+   frames); a mismatch falls back to reading every frame. Chains whose inputs depend on
+   bones another chain moves (nested chains, targets on driven bones) are solved frame by
+   frame with :func:`.evaluate.solve_chains`, the live solver.
 3. **Key.** :mod:`.key_reduction` chooses the fewest key frames per chain that replay the
    full bake within a distance at the effector and an angle at every joint (unless
    ``reduce`` is off: then every frame); :mod:`.keying` writes each chain bone's rotation

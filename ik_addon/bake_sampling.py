@@ -6,8 +6,8 @@ parent's posed matrix and the root's location, target and pole matrices, the ani
 settings and, where the chain is blended with FK, the FK pose) either by setting every
 frame and reading what Blender evaluates (:func:`_sample_every_frame`) or, when all of it
 follows from F-curves alone, from those (:func:`_sample_from_curves`, :mod:`.sampling`).
-At the first and last frame the live solver's pose is recorded for the check
-(:func:`_checks`). Also the bake's progress fractions (:data:`SAMPLED`, :data:`SOLVED`).
+From F-curves, the live solver's pose at the first and last frame is recorded for the
+check (:func:`_checks`). Also the bake's progress fractions (:data:`SAMPLED`, :data:`SOLVED`).
 """
 
 from __future__ import annotations
@@ -180,19 +180,15 @@ def _sample_every_frame(
     samples: list[_Samples],
     frames: np.ndarray,
     progress: Progress | None,
-    checks: dict[int, dict[str, evaluate.ChainPose]],
 ) -> np.ndarray:
     """Set each frame and read every input; returns the armature's world ``(F, 4, 4)``."""
     depsgraph = _depsgraph(scene)
     count = frames.size
     matrices: list[Any] = []
-    tips = [s.tip for s in samples]
     step = max(count // 100, 1)
     for i, frame in enumerate(frames):
         scene.frame_set(int(frame))
         _sample_frame(depsgraph, obj, samples, matrices, i)
-        if i in (0, count - 1):
-            checks[i] = _checks(obj, depsgraph, tips)
         if i % step == 0:
             _report_progress(progress, SAMPLED * (i + 1) / count)
     for sample in samples:

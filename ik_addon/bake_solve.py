@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bake, step 2: solve each chain over a block of frames, the first way that works.
 
-:func:`_solve_block` tries, in order: batched from F-curves, batched from every frame read
-(:func:`_sample_and_solve`: the sampled inputs to :func:`.solve_frames.solve_chain_frames`,
-checked against the live solver at the first and last frame, with frames near full reach
-taken from the live solver), and frame by frame with the live solver
-(:func:`_solve_frame_by_frame`). :func:`_join_blocks` joins the blocks' results per chain.
+:func:`_solve_block` tries, in order: batched from F-curves (:func:`_bake_from_curves`),
+batched from every frame read (:func:`_bake_every_frame`) — both give the sampled inputs
+to :func:`.solve_frames.solve_chain_frames`, the function live solving calls for one
+frame — and frame by frame with the live solver (:func:`_solve_frame_by_frame`).
+:func:`_join_blocks` joins the blocks' results per chain.
+
+Inputs read at every frame are the values live solving reads, so those frames are the
+live poses (a test compares every frame). Inputs taken from F-curves are evaluated in
+double precision where Blender uses single precision (~1e-7 relative), so that way is
+checked against the live solver at its first and last frame, and its frames near full
+reach are solved from the inputs Blender evaluates there (:data:`NEAR_FULL_REACH`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import numpy as np
 
 from ..core import ReachIKError
 from ..core import rotations as rot
-from . import constraints, evaluate
+from . import affine, constraints, evaluate
+from .affine import Rows, Vec
 from .bake_sampling import (
     SAMPLED,
     SOLVED,
@@ -33,36 +40,36 @@ from .bake_sampling import (
     _Samples,
 )
 from .blender_types import ArmatureObject
-from .chain_spec import ChainSpec
-from .rig import RigChain, base_matrices
-from .solve_frames import FrameSolution, solve_chain_frames
+from .chain_spec import ChainSpec, spec_fixed
+from .rig import RigChain
+from .solve_frames import FrameInputs, solve_chain_frames
 
-#: Largest allowed difference (radians, per joint) between the batched solve and the live
-#: solver at the frames where both run; beyond it the bake falls back to the next method.
-#: It is far above rounding (inputs read from F-curves in double precision differ from
-#: Blender's single-precision matrices by ~1e-7 relative) and far below the bake's bar
+#: Largest allowed difference (radians, per joint) between the bake from F-curves and the
+#: live solver at the frames where both run; beyond it the bake falls back to reading every
+#: frame. It is far above rounding (inputs from F-curves in double precision differ from
+#: Blender's single-precision values by ~1e-7 relative) and far below the bake's bar
 #: (0.01° = 1.7e-4 rad).
 CHECK_TOLERANCE = 1e-5
 
-#: Frames whose target lies within this fraction of the chain's reach of full reach are
-#: solved by the live solver itself: there the pose is ill-conditioned (a joint angle goes
-#: like the square root of the reach margin), so the live solver's single-precision inputs
-#: and the batched path's double-precision ones would give poses 0.01° apart at 2e-7 of
-#: reach; at 1e-3 the same input difference moves a joint by ~2e-6 rad.
+#: In a bake from F-curves, frames whose target lies within this fraction of the chain's
+#: reach of full reach are solved from the inputs Blender evaluates there: the pose is
+#: ill-conditioned (a joint angle goes like the square root of the reach margin), so
+#: inputs ~1e-7 apart would give poses 0.01° apart at 2e-7 of reach; at 1e-3 the same
+#: input difference moves a joint by ~2e-6 rad.
 NEAR_FULL_REACH = 1e-3
 
 
-def _points(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
-    """World positions ``(F, 3)`` of heads given their ``(F, 4, 4)`` matrices."""
-    if space is None:
-        return matrices[:, :3, 3].copy()
-    return np.einsum("fij,fj->fi", space, matrices[:, :, 3])[:, :3]
+def _points(matrices: np.ndarray, space: np.ndarray | None) -> Vec:
+    """World positions of heads given their ``(F, 4, 4)`` matrices (for a bone: in its
+    armature's world ``space``), as live solving reads them (:mod:`.pose_state`)."""
+    head = affine.vec_of(matrices[:, :3, 3])
+    return head if space is None else affine.transform(affine.rows_of(space), head)
 
 
-def _orientation(matrices: np.ndarray, space: np.ndarray | None) -> np.ndarray:
-    """World rotation matrices ``(F, 3, 3)`` (columns scaled)."""
-    m = matrices if space is None else space @ matrices
-    return m[:, :3, :3]
+def _orientation(matrices: np.ndarray, space: np.ndarray | None) -> Rows:
+    """World matrices of goals (columns scaled), as live solving reads them."""
+    m = affine.rows_of(matrices)
+    return m if space is None else affine.compose(affine.rows_of(space), m)
 
 
 @dataclass
@@ -81,103 +88,41 @@ class _Solved:
     scales: np.ndarray | None = None  # (F, n) bone scale factors of a stretching chain
 
 
-def _solve_pole_groups(
-    rig: RigChain,
-    spec: ChainSpec,
-    poles: np.ndarray | None,
-    use_pole: np.ndarray,
-    base: np.ndarray,
-    targets: np.ndarray,
-    goals: np.ndarray | None,
-    fk: np.ndarray | None,
-    influence: np.ndarray,
-    pole_angle: np.ndarray,
-    orient_weight: np.ndarray,
-) -> FrameSolution:
-    """:func:`.solve_frames.solve_chain_frames` with the pole only on the frames where
-    ``use_pole (F,)`` is on (an animated or driven *Use Pole*, e.g. Rigify's pole switch):
-    the frames with and without it are solved as two groups and put back in frame order."""
-    if poles is None or use_pole.all():
-        return solve_chain_frames(
-            rig, spec, base, targets, poles, goals, fk, influence, pole_angle, orient_weight
-        )
-    groups = [(~use_pole, None), (use_pole, poles)]
-    parts = []
-    for rows, group_poles in groups:
-        if not rows.any():
-            continue
-
-        def take(a: np.ndarray | None, rows: np.ndarray = rows) -> np.ndarray | None:
-            return None if a is None else a[rows]
-
-        part = solve_chain_frames(
-            rig,
-            spec,
-            base[rows],
-            targets[rows],
-            take(group_poles),
-            take(goals),
-            take(fk),
-            influence[rows],
-            pole_angle[rows],
-            orient_weight[rows],
-        )
-        parts.append((rows, part))
-    count = targets.shape[0]
-    n = len(rig.bone_names)
-    stretching = all(part.scales is not None for _, part in parts)
-    out = FrameSolution(
-        rotations=np.empty((count, n, 4)),
-        errors=np.empty(count),
-        reachable=np.empty(count, dtype=bool),
-        effectors=np.empty((count, 3)),
-        scales=np.empty((count, n)) if stretching else None,
-    )
-    for rows, part in parts:
-        out.rotations[rows] = part.rotations
-        out.errors[rows] = part.errors
-        out.reachable[rows] = part.reachable
-        out.effectors[rows] = part.effectors
-        if out.scales is not None and part.scales is not None:
-            out.scales[rows] = part.scales
-    return out
-
-
 def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
     """Every frame of one chain: its sampled inputs to :func:`.solve_frames.solve_chain_frames`."""
     rig = s.rig
-    base = world @ base_matrices(rig, s.parents, s.root_location)
-    target_w = _points(s.target, s.target_space)
     enabled, influence, pole_angle, orient_weight, use_pole = s.settings.T
-    solved = _solve_pole_groups(
+    target = _points(s.target, s.target_space)
+    solved = solve_chain_frames(
         rig,
-        s.spec,
-        None if s.pole is None else _points(s.pole, s.pole_space),
-        use_pole > 0.5,
-        base,
-        target_w,
-        _orientation(s.target, s.target_space) if s.spec.use_rotation else None,
-        s.fk,
-        np.where(enabled > 0.5, influence, 0.0),
-        pole_angle,
-        orient_weight,
+        spec_fixed(s.spec),
+        FrameInputs(
+            world=affine.rows_of(world),
+            parent=None if s.parents is None else affine.rows_of(s.parents),
+            root_location=affine.vec_of(s.root_location),
+            target=target,
+            pole=None if s.pole is None else _points(s.pole, s.pole_space),
+            goal=_orientation(s.target, s.target_space) if s.spec.use_rotation else None,
+            fk=s.fk,
+            influence=np.where(enabled > 0.5, influence, 0.0),
+            pole_angle=pole_angle,
+            orient_weight=orient_weight,
+            use_pole=use_pole > 0.5,
+            frame_count=world.shape[0],
+        ),
     )
     scale = float(np.mean(np.linalg.norm(world[0, :3, :3], axis=0)))
-    # The base frame's scale (uniform in practice) turns chain units into world units.
-    base_scale = np.mean(np.linalg.norm(base[:, :3, :3], axis=1), axis=-1)
-    distance = np.linalg.norm(target_w - base[:, :3, 3], axis=-1)
-    margin = distance / (base_scale * float(np.sum(rig.chain.lengths))) - 1.0
     return _Solved(
         spec=s.spec,
         bone_names=rig.bone_names,
         chain_length_world=float(np.sum(rig.chain.lengths)) * scale,
-        rotations=solved.rotations,
-        errors=solved.errors,
-        reachable=solved.reachable,
-        targets=target_w,
+        rotations=np.asarray(solved.rotations),
+        errors=np.asarray(solved.errors),
+        reachable=np.asarray(solved.reachable),
+        targets=np.stack(target, axis=-1),
         disabled=int(np.count_nonzero(enabled <= 0.5)),
-        near_full_reach=np.abs(margin) < NEAR_FULL_REACH,
-        scales=solved.scales,
+        near_full_reach=np.abs(solved.distances / rig.chain.reach - 1.0) < NEAR_FULL_REACH,
+        scales=None if solved.scales is None else np.asarray(solved.scales),
     )
 
 
@@ -196,26 +141,11 @@ def _batchable(obj: ArmatureObject, rigs: dict[str, RigChain], specs: list[Chain
     return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
 
 
-def _sample_and_solve(
-    scene: bpy.types.Scene,
-    obj: ArmatureObject,
-    specs: list[ChainSpec],
-    rigs: dict[str, RigChain],
-    frames: np.ndarray,
-    progress: Progress | None,
-    warnings: list[str],
-    from_curves: bool,
-) -> list[_Solved] | None:
-    """The batched bake (module docstring, steps 1–2); ``None`` if it does not apply or the
-    check against the live solver failed."""
-    samples = [_Samples(spec, rigs[spec.tip], obj) for spec in specs]
-    checks: dict[int, dict[str, evaluate.ChainPose]] = {}
-    if from_curves:
-        world = _sample_from_curves(scene, obj, samples, frames, progress, checks)
-        if world is None:
-            return None
-    else:
-        world = _sample_every_frame(scene, obj, samples, frames, progress, checks)
+def _solve_samples(
+    samples: list[_Samples], world: np.ndarray, progress: Progress | None, warnings: list[str]
+) -> list[_Solved]:
+    """Every sampled chain by :func:`_solve_batched`; a chain that fails is skipped with a
+    warning."""
     solved = []
     for k, s in enumerate(samples):
         _report_progress(progress, SAMPLED + (SOLVED - SAMPLED) * k / len(samples))
@@ -223,6 +153,41 @@ def _sample_and_solve(
             solved.append(_solve_batched(s, world))
         except ReachIKError as exc:
             warnings.append(f"chain '{s.spec.tip}' skipped: {exc}")
+    return solved
+
+
+def _bake_every_frame(
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    specs: list[ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress | None,
+    warnings: list[str],
+) -> list[_Solved]:
+    """The batched bake from inputs read at every frame (module docstring)."""
+    samples = [_Samples(spec, rigs[spec.tip], obj) for spec in specs]
+    world = _sample_every_frame(scene, obj, samples, frames, progress)
+    return _solve_samples(samples, world, progress, warnings)
+
+
+def _bake_from_curves(
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    specs: list[ChainSpec],
+    rigs: dict[str, RigChain],
+    frames: np.ndarray,
+    progress: Progress | None,
+    warnings: list[str],
+) -> list[_Solved] | None:
+    """The batched bake from F-curves (module docstring); ``None`` if the inputs do not all
+    follow from F-curves or the check against the live solver failed."""
+    samples = [_Samples(spec, rigs[spec.tip], obj) for spec in specs]
+    checks: dict[int, dict[str, evaluate.ChainPose]] = {}
+    world = _sample_from_curves(scene, obj, samples, frames, progress, checks)
+    if world is None:
+        return None
+    solved = _solve_samples(samples, world, progress, warnings)
     _solve_near_full_reach(scene, obj, solved, frames, checks)
     for i, expected in checks.items():
         for result in solved:
@@ -235,8 +200,8 @@ def _sample_and_solve(
                 gap = max(gap, float(np.max(np.abs(result.scales[i] - want.scales))))
             if not gap <= CHECK_TOLERANCE:
                 warnings.append(
-                    f"chain '{result.spec.tip}': batched solve differs from the live solve by "
-                    f"{math.degrees(gap):.3g}° at frame {int(frames[i])}"
+                    f"chain '{result.spec.tip}': the bake from F-curves differs from the live "
+                    f"solve by {math.degrees(gap):.3g}° at frame {int(frames[i])}"
                 )
                 return None
     return solved
@@ -356,18 +321,17 @@ def _solve_block(
     warnings: list[str],
 ) -> tuple[list[_Solved], str]:
     """Sample and solve one block of frames the first way that works (module docstring)."""
-    attempts = (("batched, from F-curves", True), ("batched", False))
-    for label, from_curves in attempts if _batchable(obj, rigs, specs) else ():
-        notes: list[str] = []
-        solved = _sample_and_solve(scene, obj, specs, rigs, frames, progress, notes, from_curves)
-        if solved is not None:
-            warnings.extend(n for n in notes if n not in warnings)
-            return solved, label
-        if not from_curves:
-            warnings.extend(f"{note}; baked frame by frame" for note in notes)
-    return _solve_frame_by_frame(scene, obj, specs, rigs, frames, progress, warnings), (
-        "frame by frame"
-    )
+    args = (scene, obj, specs, rigs, frames, progress)
+    if not _batchable(obj, rigs, specs):
+        return _solve_frame_by_frame(*args, warnings), "frame by frame"
+    notes: list[str] = []  # a failed check's message is dropped: the next way solves the block
+    solved = _bake_from_curves(*args, notes)
+    label = "batched, from F-curves"
+    if solved is None:
+        notes = []
+        solved, label = _bake_every_frame(*args, notes), "batched"
+    warnings.extend(n for n in notes if n not in warnings)  # once per bake, not per block
+    return solved, label
 
 
 def _join_blocks(parts: list[list[_Solved]], warnings: list[str]) -> list[_Solved]:

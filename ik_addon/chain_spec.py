@@ -228,6 +228,11 @@ def _fixed(s: ReachIKBoneSettings) -> _Fixed:
     return _Fixed._make([*(read(getattr(s, n)) for n, read in _FIXED_READS), advanced_settings(s)])
 
 
+def spec_fixed(spec: ChainSpec) -> _Fixed:
+    """The :class:`_Fixed` settings of a :class:`ChainSpec`."""
+    return _Fixed._make(getattr(spec, name) for name in _Fixed._fields)
+
+
 def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
     """A chain's settings from its tip pose bone.
 

@@ -39,10 +39,10 @@ from bpy.props import FloatProperty, IntProperty
 from ..core import forward_kinematics
 from ..core import rotations as rot
 from ..core.errors import ReachIKError
-from . import chain_spec, rotation_modes, solve_frames
+from . import affine, chain_spec, rotation_modes, solve_frames
 from .blender_types import ArmatureObject
 from .operators import poll_chains
-from .rig import RigChain, base_matrix
+from .rig import RigChain, base_rows
 from .shown import MISS
 
 Kind = Literal["pop", "flip", "reach", "missed", "limit"]
@@ -101,7 +101,10 @@ def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence
     rig: RigChain = chain_spec.rig_chain(obj, tip, spec.chain_length, spec.use_tail)
     names = rig.bone_names
     count = len(frames)
-    bases = np.empty((count, 4, 4))
+    world = np.empty((count, 4, 4))
+    parent = rig.parent
+    parents = np.empty((count, 4, 4)) if parent is not None else None
+    root_location = np.empty((count, 3))
     goals = np.empty((count, 4, 4))
     pole = obj.pose.bones[tip].reach_ik.pole  # as set; Use Pole may be animated
     poles = np.empty((count, 3)) if pole is not None else None
@@ -113,8 +116,10 @@ def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence
         depsgraph = bpy.context.evaluated_depsgraph_get()
         ev = obj.evaluated_get(depsgraph)
         bones = ev.pose.bones
-        parent = bones[rig.parent].matrix if rig.parent is not None else None
-        bases[i] = ev.matrix_world @ base_matrix(rig, parent, bones[names[0]].location)
+        world[i] = ev.matrix_world
+        if parents is not None and parent is not None:
+            parents[i] = bones[parent].matrix
+        root_location[i] = bones[names[0]].location
         goals[i] = _goal_world(spec.target, spec.target_bone, depsgraph)
         s = bones[tip].reach_ik
         if poles is not None:
@@ -123,30 +128,37 @@ def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence
         settings[i] = (s.influence, s.pole_angle, s.orient_weight)
         fk[i] = rotation_modes.fk_rotations(bones, names)
     targets = goals[:, :3, 3].copy()  # an object's origin, or a bone's head
-    rotations = np.empty((count, len(names), 4))
-    links = np.ones((count, len(names)))  # each link's stretch (1: none)
-    reachable = np.empty(count, dtype=bool)
-    # Frames with and without the pole (Use Pole animated) are solved apart.
-    for with_pole in (True, False):
-        idx = np.flatnonzero(use_pole == with_pole)
-        if idx.size == 0:
-            continue
-        solved = solve_frames.solve_chain_frames(
-            rig,
-            spec,
-            bases[idx],
-            targets[idx],
-            poles[idx] if with_pole and poles is not None else None,
-            goals[idx, :3, :3] if spec.use_rotation else None,
-            fk[idx],
-            settings[idx, 0],
-            settings[idx, 1],
-            settings[idx, 2],
-        )
-        rotations[idx] = solved.rotations
-        reachable[idx] = solved.reachable
-        if solved.scales is not None:
-            links[idx] = np.cumprod(solved.scales, axis=-1)
+    world_rows = affine.rows_of(world)
+    parent_rows = None if parents is None else affine.rows_of(parents)
+    location = affine.vec_of(root_location)
+    solved = solve_frames.solve_chain_frames(
+        rig,
+        chain_spec.spec_fixed(spec),
+        solve_frames.FrameInputs(
+            world=world_rows,
+            parent=parent_rows,
+            root_location=location,
+            target=affine.vec_of(targets),
+            pole=None if poles is None else affine.vec_of(poles),
+            goal=affine.rows_of(goals) if spec.use_rotation else None,
+            fk=fk,
+            influence=settings[:, 0],
+            pole_angle=settings[:, 1],
+            orient_weight=settings[:, 2],
+            use_pole=use_pole,
+            frame_count=count,
+        ),
+    )
+    bases = affine.to_array(
+        affine.compose(world_rows, base_rows(rig, parent_rows, location)), count
+    )
+    rotations, reachable = np.asarray(solved.rotations), np.asarray(solved.reachable)
+    # Each link's stretch (1: none).
+    links = (
+        np.ones((count, len(names)))
+        if solved.scales is None
+        else np.cumprod(solved.scales, axis=-1)
+    )
     if np.all(links == 1.0):
         local = forward_kinematics(rig.chain, rotations)[0]
     else:

@@ -5,9 +5,8 @@ The data path of a frame, top-down in this file: :func:`solve_chains` takes each
 planned until the next invalidate (:mod:`.live_state`; :func:`_planned`: its model and its
 fixed settings, parents first), reads the animated settings and the inputs as Blender
 evaluated them (:mod:`.pose_state`), reuses the earlier result when those inputs are
-unchanged, and otherwise solves the chain by :func:`_solve_values` (one frame, plain
-floats). Baking solves a chain at ``F`` frames at once with the same steps
-(:func:`.solve_frames.solve_chain_frames`), and checks that both agree, so a baked pose is
+unchanged, and otherwise solves the chain by :func:`.solve_frames.solve_chain_frames` for
+this one frame — the function baking calls for ``F`` frames at once, so a baked pose is
 the live pose. Around it: :mod:`.chain_spec` (settings, methods, chain models),
 :mod:`.rotation_modes` (rotation channels). Stable API:
 
@@ -38,8 +37,9 @@ the live pose. Around it: :mod:`.chain_spec` (settings, methods, chain models),
     stretch of the bone above it in the chain (a bone inherits its parent's scale), so the
     bones' posed lengths are their rest lengths times the links' stretch.
 
-How a chain is solved (deterministic: the pose at a frame depends only on that frame's
-inputs, never on the previous frame):
+How a chain is solved (:func:`.solve_frames.solve_chain_frames`, in float64 on Blender's
+values; deterministic: the pose at a frame depends only on that frame's inputs, never on
+the previous frame):
 
 1. the chain (:mod:`.rig`) and its base frame: the root parent's posed matrix, as evaluated
    or, when that parent is moved by another chain solved before (chains are solved parents
@@ -64,26 +64,21 @@ them (:mod:`.constraints`), so they always hold it and
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import bpy
 import numpy as np
-from mathutils import Matrix, Vector
+from mathutils import Vector
 
-from ..core import ReachIKError, Solver
-from ..core import rotations as rot
-from . import dependencies
+from ..core import ReachIKError
+from . import affine, dependencies
 from .blender_types import ArmatureObject
 from .chain_spec import (
-    ChainSpec,
-    _check_solver,
     _Fixed,
     _fixed,
-    _options,
     armature_chains,
     dependency_chains,
     read_animated,
@@ -91,9 +86,9 @@ from .chain_spec import (
 )
 from .live_state import live
 from .pose_state import _point_world, _PoseState, _rotation_world
-from .rig import RigChain, RigError, base_matrix
+from .rig import RigChain
 from .rotation_modes import fk_rotations, quaternion_to_values, read_rotation, write_rotation
-from .solve_frames import FrameSolution, _effectors, bone_scales
+from .solve_frames import FrameInputs, solve_chain_frames
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,7 +114,7 @@ class Solved(NamedTuple):
 
     tip: str
     bone_names: tuple[str, ...]
-    rotations: list[Sequence[float]]
+    rotations: list[list[float]]
     error: float
     reachable: bool
     target_world: Vector
@@ -156,119 +151,6 @@ class SolveReport:
             )
             for s in self.solved
         ]
-
-
-def solve_frame(
-    rig: RigChain,
-    spec: ChainSpec,
-    base: Any,
-    target: Sequence[float],
-    pole: Sequence[float] | None = None,
-    goal_rotation: np.ndarray | None = None,
-    fk: np.ndarray | None = None,
-) -> FrameSolution:
-    """:func:`solve_chain_frames` for one frame, the way live solving does it: matrices in
-    mathutils (Blender's single precision), the solve in plain floats
-    (:meth:`core.Solver.pose`); for one small chain numpy's per-call overhead would cost
-    more than the solve. The same steps with the same core method; a test checks that both
-    agree to single precision, and every bake compares them.
-
-    Args:
-        rig, spec: the chain and its settings as evaluated (solver, iterations, tolerance,
-            influence, pole angle, orientation goal and weight are read here).
-        base: the base frame in world space, 4×4 (a mathutils matrix or nested sequences).
-        target, pole: 3 floats each, world metres (no pole: ``None``).
-        goal_rotation: ``(3, 3)`` the target's world rotation (columns may be scaled) for an
-            orientation goal, or ``None``.
-        fk: ``(n, 4)`` the FK rotations, needed when the influence is below 1.
-
-    Returns:
-        A :class:`FrameSolution` of ``F = 1``.
-
-    Raises:
-        ReachIKError: unknown solver, zero scale, non-finite result, FK missing.
-    """
-    pose, error, reachable, effector, scales = _solve_values(
-        rig,
-        _Fixed._make(getattr(spec, name) for name in _Fixed._fields),
-        (spec.influence, spec.pole_angle, spec.orient_weight),
-        Matrix(base),
-        Vector(target),
-        None if pole is None else Vector(pole),
-        goal_rotation,
-        fk,
-    )
-    return FrameSolution(
-        rotations=np.array([pose], dtype=np.float64),
-        errors=np.array([error]),
-        reachable=np.array([reachable]),
-        effectors=np.array([effector]),
-        scales=None if scales is None else np.array([scales], dtype=np.float64),
-    )
-
-
-def _solve_values(
-    rig: RigChain,
-    fixed: _Fixed,
-    animated: tuple[float, float, float],
-    base: Matrix,
-    target: Vector,
-    pole: Vector | None,
-    goal_rotation: np.ndarray | None,
-    fk: np.ndarray | None,
-) -> tuple[list[Sequence[float]], float, bool, Vector, list[float] | None]:
-    """:func:`solve_frame`'s work: rotations (``n`` × 4 floats), error, reachable, effector,
-    and the bones' scale factors (``n`` floats, :func:`bone_scales`) when the chain
-    stretches (else ``None``).
-
-    ``animated``: influence, pole angle and orientation weight at this frame.
-    """
-    _check_solver(fixed.solver)
-    influence, pole_angle, orient_weight = animated
-    chain = rig.chain
-    if not abs(base.determinant()) > 1e-18:
-        raise RigError("a bone, the chain's parent or the armature has zero scale")
-    to_base = base.inverted()
-    target_b = to_base @ target
-    pole_b = None if pole is None else to_base @ pole
-    goal = None
-    weight = 1.0
-    if fixed.use_rotation and goal_rotation is not None:
-        base_rot = np.array(base.to_3x3(), dtype=np.float64)
-        base_rot /= np.linalg.norm(base_rot, axis=0)
-        world_rot = goal_rotation / np.linalg.norm(goal_rotation, axis=0)
-        goal = rot.from_matrix(base_rot.T @ world_rot)
-        weight = 1.0 - orient_weight
-    options = _options(
-        fixed.iterations,
-        fixed.tolerance,
-        pole_angle,
-        weight,
-        fixed.advanced,
-        fixed.use_stretch,
-        fixed.soft_reach,
-        fixed.stretch_rule,
-    )
-    solver = Solver(chain, fixed.solver, options)
-    pose, points, links = solver.pose(target_b, pole_b, goal)
-    if not math.isfinite(sum(map(sum, pose))):
-        raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
-    share = min(max(influence, 0.0), 1.0)
-    effector_b = points[-1]
-    if share < 1.0:
-        if fk is None:
-            raise ReachIKError("the FK pose is needed to blend with influence below 1")
-        ik = rot.normalize(rot.slerp(fk, np.array(pose, dtype=np.float64), share))
-        pose = ik.tolist()
-        if links is not None:
-            links = [1.0 + share * (s - 1.0) for s in links]
-        stretched = None if links is None else np.array([links])
-        effector_b = _effectors(chain, ik[None], stretched)[0].tolist()
-    effector = base @ Vector(effector_b)
-    tolerance = fixed.tolerance if fixed.tolerance > 0.0 else 1e-6 * chain.reach
-    reachable = target_b.length <= chain.reach * (1.0 + 1e-9) + tolerance
-    scales = None if links is None else bone_scales(np.array(links)).tolist()
-    return pose, (effector - target).length, reachable, effector, scales
 
 
 @dataclass(frozen=True, eq=False)
@@ -311,11 +193,6 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
     return plan
 
 
-def _matrix_values(m: Matrix) -> tuple[tuple[float, ...], ...]:
-    """The 16 values of a 4×4 matrix, row by row (compared exactly)."""
-    return (m[0].to_tuple(), m[1].to_tuple(), m[2].to_tuple(), m[3].to_tuple())
-
-
 def solve_chains(
     obj: Any, depsgraph: Any, known: Mapping[str, tuple[tuple[Any, ...], Solved]] | None = None
 ) -> SolveReport:
@@ -351,8 +228,7 @@ def solve_chains(
     if obj_eval.pose is None:
         return SolveReport(solved, problems)
     state = _PoseState(obj_eval)
-    world = obj_eval.matrix_world
-    world_seen = _matrix_values(world)
+    world_rows = affine.rows_of(obj_eval.matrix_world)
     bones = state.pose_bones
     for item in plan:
         pb = bones.get(item.tip)
@@ -380,24 +256,29 @@ def solve_chains(
             live.invalidate()
             return solve_chains(obj, depsgraph)
         try:
-            target_world = _point_world(target, fixed.target_bone, "target", obj_eval, state, world)
-            parent = state.parent_matrix(rig)
-            root_location = bones[rig.bone_names[0]].location
+            target_world = _point_world(
+                target, fixed.target_bone, "target", obj_eval, state, world_rows
+            )
+            parent_matrix = state.parent_matrix(rig)
+            parent = None if parent_matrix is None else affine.rows_of(parent_matrix)
+            root_location = bones[rig.bone_names[0]].location[:]
             pole_world = None
             if pole is not None:
-                pole_world = _point_world(pole, fixed.pole_bone, "pole", obj_eval, state, world)
+                pole_world = _point_world(
+                    pole, fixed.pole_bone, "pole", obj_eval, state, world_rows
+                )
             goal_rot = None
             if fixed.use_rotation:
-                goal_rot = _rotation_world(target, fixed.target_bone, obj_eval, state, world)
+                goal_rot = _rotation_world(target, fixed.target_bone, obj_eval, state, world_rows)
             fk = fk_rotations(bones, rig.bone_names) if influence < 1.0 else None
             seen = (
                 (enabled, influence, pole_angle, orient_weight, use_pole),
-                target_world.to_tuple(),
-                world_seen,
-                None if parent is None else _matrix_values(parent),
-                root_location.to_tuple(),
-                None if pole_world is None else pole_world.to_tuple(),
-                None if goal_rot is None else goal_rot.tobytes(),
+                tuple(target_world),
+                world_rows,
+                parent,
+                root_location,
+                None if pole_world is None else tuple(pole_world),
+                None if goal_rot is None else tuple(map(tuple, goal_rot)),
                 None if fk is None else fk.tobytes(),
             )
             earlier = known.get(item.tip) if known is not None else None
@@ -406,30 +287,38 @@ def solve_chains(
                 solved.append(earlier[1])
                 state.add_solved(rig.bone_names, earlier[1].rotations, earlier[1].scales)
                 continue
-            base = world @ base_matrix(rig, parent, root_location)
-            rotations, error, reachable, effector, scales = _solve_values(
+            sol = solve_chain_frames(
                 rig,
                 fixed,
-                (influence, pole_angle, orient_weight),
-                base,
-                target_world,
-                pole_world,
-                goal_rot,
-                fk,
+                FrameInputs(
+                    world_rows,
+                    parent,
+                    root_location,
+                    target_world,
+                    pole_world,
+                    goal_rot,
+                    fk,
+                    influence,
+                    pole_angle,
+                    orient_weight,
+                ),
             )
         except ReachIKError as exc:
             problems[item.tip] = str(exc)
             idle.extend(rig.bone_names)
             continue
+        # One frame: the solution holds plain Python values (solve_frames.FrameSolution).
+        rotations = cast("list[list[float]]", sol.rotations)
+        scales = cast("list[float] | None", sol.scales)
         solved.append(
             Solved(
                 item.tip,
                 rig.bone_names,
                 rotations,
-                error,
-                reachable,
-                target_world,
-                effector,
+                float(sol.errors),
+                bool(sol.reachable),
+                Vector(cast("list[float]", target_world)),
+                Vector(cast("list[float]", sol.effectors)),
                 scales,
             )
         )
@@ -467,5 +356,4 @@ __all__ = [
     "apply_poses",
     "solve_armature",
     "solve_chains",
-    "solve_frame",
 ]

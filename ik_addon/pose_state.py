@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Matrix, Quaternion
 
 from ..core import ReachIKError
+from . import affine
+from .affine import Rows, Vec
 from .blender_types import ArmatureObject
 from .rig import RigChain
 
@@ -96,32 +97,32 @@ class _PoseState:
 
 
 def _point_world(
-    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: Matrix
-) -> Vector:
-    """World position of an object, or of a bone's head when ``bone`` is given."""
+    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: Rows
+) -> Vec:
+    """World position of an object, or of a bone's head when ``bone`` is given (float64
+    maths on Blender's values, :mod:`.affine`; ``world`` the armature's world matrix)."""
     if obj_id is None:
         raise ReachIKError(f"no {what}: pick an object (or an armature and a bone)")
     if not bone or obj_id.type != "ARMATURE":
-        return obj_id.matrix_world.translation
+        return obj_id.matrix_world.translation[:]
     if obj_id.original == own.original:
         if bone not in state.pose_bones:
             raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
-        return world @ state.matrix(bone).translation
+        return affine.transform(world, state.matrix(bone).translation[:])
     pb = obj_id.pose.bones.get(bone)
     if pb is None:
         raise ReachIKError(f"{what} bone '{bone}' does not exist in '{obj_id.name}'")
-    return obj_id.matrix_world @ pb.matrix.translation
+    return affine.transform(affine.rows_of(obj_id.matrix_world), pb.matrix.translation[:])
 
 
 def _rotation_world(
-    target: Any, target_bone: str, own: ArmatureObject, state: _PoseState, world: Matrix
-) -> np.ndarray:
-    """World rotation matrix ``(3, 3)`` of the target (object, or bone; columns scaled)."""
+    target: Any, target_bone: str, own: ArmatureObject, state: _PoseState, world: Rows
+) -> Rows:
+    """World matrix of the target (object, or bone; columns scaled), of which the
+    orientation goal reads the rotation (:data:`.affine.Rows`, floats)."""
     if target_bone and target.type == "ARMATURE":
         if target.original == own.original:
-            m = world @ state.matrix(target_bone)
-        else:
-            m = target.matrix_world @ target.pose.bones[target_bone].matrix
-    else:
-        m = target.matrix_world
-    return np.array(m.to_3x3(), dtype=np.float64)
+            return affine.compose(world, affine.rows_of(state.matrix(target_bone)))
+        bone = affine.rows_of(target.pose.bones[target_bone].matrix)
+        return affine.compose(affine.rows_of(target.matrix_world), bone)
+    return affine.rows_of(target.matrix_world)

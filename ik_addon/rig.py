@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """From Blender pose bones to a :class:`core.Chain`: rest frames, offsets and joint limits.
 
-Spaces used by the Blender layer (all 4×4 matrices act on column vectors: numpy ``(4, 4)``
-float64 arrays for many frames, or for one frame in live solving mathutils matrices, which
-are Blender's own single precision):
+Spaces used by the Blender layer (all 4×4 matrices act on column vectors; the solve path
+does its maths in float64, on one frame or many, :mod:`.affine`):
 
 * **world**: Blender's world space, metres;
 * **armature space**: the armature object's local space; ``obj.matrix_world`` maps it to
@@ -11,8 +10,8 @@ are Blender's own single precision):
 * **base frame** of a chain (the core's frame, see :mod:`core.chain`): its origin is the
   chain root's posed head, its axes are the posed axes of the root's parent bone (armature
   space axes when the root has no parent, or does not inherit rotation), and its unit is
-  the parent's posed scale. ``base_matrices`` (``base_matrix`` for one frame) below maps
-  base-frame points to armature space.
+  the parent's posed scale. :func:`base_rows` below maps base-frame points to armature
+  space.
 
 A chain of ``n`` joints is the bones ``root … tip`` (root→tip). Blender composes a posed
 bone as ``M_i = M_parent · (R_parent⁻¹ · R_i) · B_i`` (``R`` = ``bone.matrix_local``, the
@@ -63,10 +62,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from mathutils import Matrix, Vector
 
 from ..core import Chain, ChainError, JointLimits, ReachIKError
 from ..core import rotations as rot
+from . import affine
+from .affine import Rows, Value, Vec
 from .blender_types import ArmatureObject, ChainBone
 
 
@@ -85,8 +85,7 @@ class RigChain:
         chain: the core chain (rest frames, offsets in metres of rest armature space, limits).
         root_rest: ``(4, 4)`` the root's rest matrix relative to its parent's rest frame
             (armature space when there is no parent or the root does not inherit rotation);
-            ``root_head`` its translation as a (frozen) mathutils vector and
-            ``root_axes`` its rotation part as a (frozen) mathutils 3×3 matrix.
+            ``root_rows`` its top three rows as floats (:data:`.affine.Rows`).
         inherit_rotation: the root follows its parent's rotation (else the base axes are
             armature space, only the parent's motion of the root's head is followed).
         root_connected: the root is connected to its parent, so Blender ignores its
@@ -101,8 +100,7 @@ class RigChain:
     parent: str | None
     chain: Chain
     root_rest: np.ndarray
-    root_head: Vector
-    root_axes: Matrix
+    root_rows: tuple[tuple[float, ...], ...]
     inherit_rotation: bool
     root_connected: bool
     root_depth: int
@@ -113,45 +111,6 @@ class RigChain:
 def matrix(m: Any) -> np.ndarray:
     """A mathutils matrix as a numpy ``(4, 4)`` float64 array."""
     return np.array(m, dtype=np.float64)
-
-
-def affine_inverse(m: np.ndarray) -> np.ndarray:
-    """Inverses of affine matrices ``(..., 4, 4)`` (last row ``0 0 0 1``), in float64.
-
-    Written out (cofactors, :func:`_inverse_rows`) rather than ``np.linalg.inv``: inside
-    Blender, LAPACK calls on tiny matrices can cost milliseconds (thread start-up), and
-    this runs every frame.
-
-    Raises:
-        RigError: a matrix has (nearly) zero scale.
-    """
-    m = np.asarray(m, dtype=np.float64)
-    last = np.array([[0.0, 0.0, 0.0, 1.0]])
-    if m.ndim == 2:
-        return np.concatenate([np.array(_inverse_rows(m[:3].tolist())), last])
-    flat = m.reshape(-1, 4, 4)
-    out = np.empty(flat.shape)
-    entries = [[flat[:, r, c] for c in range(4)] for r in range(3)]
-    out[:, :3] = np.stack([np.stack(row, axis=-1) for row in _inverse_rows(entries)], axis=-2)
-    out[:, 3] = last
-    return out.reshape(m.shape)
-
-
-def _inverse_rows(rows: Any) -> list[list[Any]]:
-    """The top 3 rows of the inverse of an affine matrix given by its top 3 rows, each
-    entry a float or an ``(F,)`` array (cofactor expansion)."""
-    (a, b, c, x), (d, e, f, y), (g, h, i, z) = rows
-    ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g
-    det = a * ca + b * cb + c * cc
-    if not (abs(det) > 1e-18 if isinstance(det, float) else np.all(abs(det) > 1e-18)):
-        raise RigError("a bone, the chain's parent or the armature has zero scale")
-    s = 1.0 / det
-    r = (
-        (ca * s, (c * h - b * i) * s, (b * f - c * e) * s),
-        (cb * s, (a * i - c * g) * s, (c * d - a * f) * s),
-        (cc * s, (b * g - a * h) * s, (a * e - b * d) * s),
-    )
-    return [[*row, -(row[0] * x + row[1] * y + row[2] * z)] for row in r]
 
 
 def bone_limits(pose_bone: ChainBone) -> JointLimits:
@@ -257,18 +216,18 @@ def build_rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: 
             )
     inherit = root.parent is not None and root.use_inherit_rotation
     parent_rest = matrix(root.parent.matrix_local) if root.parent is not None else np.eye(4)
-    root_rest = affine_inverse(parent_rest) @ rest[0] if inherit else rest[0].copy()
+    root_rest = affine.invert(parent_rest) @ rest[0] if inherit else rest[0].copy()
     if not inherit and root.parent is not None:
         # Base axes are armature space; keep the root's rest head relative to the parent so
         # the base origin can still follow the parent (see evaluate).
-        root_rest[:3, 3] = (affine_inverse(parent_rest) @ rest[0])[:3, 3]
+        root_rest[:3, 3] = (affine.invert(parent_rest) @ rest[0])[:3, 3]
     n = len(names)
     rest_rot = np.empty((n, 4))
     offsets = np.zeros((n, 3))
     rest_rot[0] = rot.from_matrix(root_rest[:3, :3])
     for i in range(n):
         if i + 1 < n:
-            rel = affine_inverse(rest[i]) @ rest[i + 1]
+            rel = affine.invert(rest[i]) @ rest[i + 1]
             rest_rot[i + 1] = rot.from_matrix(rel[:3, :3])
             offsets[i] = rel[:3, 3]
         else:
@@ -296,8 +255,7 @@ def build_rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: 
         parent=root.parent.name if root.parent is not None else None,
         chain=chain,
         root_rest=root_rest,
-        root_head=Vector(root_rest[:3, 3].tolist()).freeze(),
-        root_axes=Matrix(root_rest[:3, :3].tolist()).freeze(),
+        root_rows=tuple(tuple(row) for row in root_rest[:3].tolist()),
         inherit_rotation=inherit,
         root_connected=root.parent is not None and root.use_connect,
         root_depth=len(root.parent_recursive),
@@ -306,43 +264,30 @@ def build_rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: 
     )
 
 
-def base_matrices(rig: RigChain, parents: np.ndarray | None, root_location: np.ndarray) -> Any:
-    """The chain's base frames in armature space, ``(F, 4, 4)``, for ``F`` frames.
+def base_rows(rig: RigChain, parent: Rows | None, root_location: Vec) -> list[list[Value]]:
+    """The chain's base frame in armature space, at one frame or many (:mod:`.affine`).
 
     Args:
         rig: the chain.
-        parents: ``(F, 4, 4)`` the root parent's posed matrices (armature space), or
-            ``None`` (no parent).
-        root_location: ``(F, 3)`` the root's own location channels (``matrix_basis``
-            translation, in the root's rest frame, metres); ignored for a connected root,
-            as Blender does.
+        parent: the root parent's posed matrix (armature space), or ``None`` (no parent).
+        root_location: the root's own location channels (``matrix_basis`` translation, in
+            the root's rest frame, metres); ignored for a connected root, as Blender does.
 
     Returns:
         Maps base-frame points (chain units) to armature space: origin at the root's posed
         head, axes and scale of the parent's posed frame (see the module docstring).
     """
-    count = root_location.shape[0]
-    parent = np.broadcast_to(np.eye(4), (count, 4, 4)) if parents is None else parents
-    rest = rig.root_rest
+    rest = rig.root_rows
     if rig.root_connected:
-        root_location = np.zeros_like(root_location)
-    local = rest[:3, 3] + root_location @ rest[:3, :3].T
-    head = np.einsum("fij,fj->fi", parent[:, :3, :3], local) + parent[:, :3, 3]
-    base = parent.copy() if rig.inherit_rotation else np.tile(np.eye(4), (count, 1, 1))
-    base[:, :3, 3] = head
-    return base
-
-
-def base_matrix(rig: RigChain, parent: Matrix | None, root_location: Vector) -> Matrix:
-    """:func:`base_matrices` for one frame, in mathutils matrices (live solving): ``parent``
-    the root parent's posed matrix or ``None``, ``root_location`` the root's location
-    channels."""
-    head = rig.root_head if rig.root_connected else rig.root_head + rig.root_axes @ root_location
-    if parent is not None:
-        head = parent @ head
-    base = parent.copy() if parent is not None and rig.inherit_rotation else Matrix.Identity(4)
-    base.translation = head
-    return base
+        head: Vec = [rest[0][3], rest[1][3], rest[2][3]]
+    else:
+        head = affine.transform(rest, root_location)
+    if parent is None:
+        return [[1.0, 0.0, 0.0, head[0]], [0.0, 1.0, 0.0, head[1]], [0.0, 0.0, 1.0, head[2]]]
+    head = affine.transform(parent, head)
+    if rig.inherit_rotation:
+        return [[parent[r][0], parent[r][1], parent[r][2], head[r]] for r in range(3)]
+    return [[1.0, 0.0, 0.0, head[0]], [0.0, 1.0, 0.0, head[1]], [0.0, 0.0, 1.0, head[2]]]
 
 
 def _rest_bend(

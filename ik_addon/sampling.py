@@ -33,8 +33,8 @@ import bpy
 import numpy as np
 
 from ..core import rotations as rot
+from . import affine
 from .blender_types import ArmatureObject
-from .rig import affine_inverse
 
 _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 
@@ -225,7 +225,7 @@ def pose_matrices(
             parent = posed(bone.parent.name)
             if parent is None:
                 return None
-            offset = affine_inverse(np.array(bone.parent.matrix_local, dtype=np.float64)) @ rest
+            offset = affine.invert(np.array(bone.parent.matrix_local, dtype=np.float64)) @ rest
             m = parent @ (offset @ basis)
         out[name] = m
         return m

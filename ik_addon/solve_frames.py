@@ -1,45 +1,96 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Solve one chain at ``F`` frames from arrays of its inputs: the solve path of baking.
+"""Solve one chain at one frame or at ``F`` frames: the one solve path of live solving,
+baking and the diagnostics.
 
-:func:`solve_chain_frames` takes the chain's base frames, targets, poles, goal rotations,
-FK pose and animated settings for ``F`` frames and returns a :class:`FrameSolution`. The
-bake (:mod:`.bake_solve`) and the diagnostics (:mod:`.diagnostics`) call it; live solving
-(:mod:`.evaluate`, one frame per chain) takes the same steps in plain floats, and a test
-and every bake check that both agree. Also the stretch helpers both paths share
-(:func:`stretches`, :func:`bone_scales`, :func:`_effectors`).
+:func:`solve_chain_frames` takes a chain's :class:`FrameInputs` (the armature's world
+matrix, the root parent's posed matrix, the root's location channels, target, pole, goal
+rotation, FK pose and animated settings, as Blender evaluated them) and returns a
+:class:`FrameSolution`. Live solving (:mod:`.evaluate`) passes one frame, every input a
+float; the bake (:mod:`.bake_solve`) and the diagnostics (:mod:`.diagnostics`) pass ``F``
+frames, every input an ``(F,)`` array. The frame maths is written once on such values
+(:mod:`.affine`), in float64; only the core call differs: :meth:`core.Solver.pose` for one
+frame (plain floats), :meth:`core.Solver.poses` for many (batched), which the core pins to
+each other. So a frame baked from the inputs Blender evaluated is the frame live solving
+shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
-from .chain_spec import ChainSpec, _check_solver, _options
-from .rig import RigChain, affine_inverse
+from . import affine
+from .affine import Rows, Value, Vec
+from .chain_spec import _check_solver, _Fixed, _options
+from .rig import RigChain, base_rows
 
 
-@dataclass(frozen=True, eq=False)
-class FrameSolution:
-    """One chain solved at ``F`` frames by :func:`solve_chain_frames` (world metres).
+class FrameInputs(NamedTuple):
+    """One chain's inputs at one frame or at ``F`` frames, as Blender evaluated them.
+
+    Each :data:`.affine.Value` is a float for one frame (``frame_count`` ``None``) or an
+    ``(F,)`` array for ``F`` frames (``frame_count`` ``F``).
 
     Attributes:
-        rotations: ``(F, n, 4)`` wxyz basis rotations, blended with FK by influence.
-        errors: ``(F,)`` distance from the effector of that pose to the target.
-        reachable: ``(F,)`` the target lies within the straightened chain's reach.
-        effectors: ``(F, 3)`` the effector of that pose, world.
-        scales: ``(F, n)`` each bone's own scale factor (:func:`bone_scales`, blended by
-            influence) when the chain stretches (:func:`stretches`), else ``None``.
+        world: the armature's world matrix (:data:`.affine.Rows`).
+        parent: the root parent's posed matrix in armature space, or ``None`` (no parent).
+        root_location: the root's own location channels (its rest frame, metres).
+        target: the target point, world metres.
+        pole: the pole point, world metres, or ``None`` (no pole).
+        goal: the target's world rotation, 3×3 values (columns may be scaled), for an
+            orientation goal, or ``None``.
+        fk: the FK rotations (wxyz, basis space), ``(n, 4)`` or ``(F, n, 4)``; read only
+            where the influence is below 1 (may be ``None`` when it is nowhere).
+        influence: the IK share of the blend with FK, in ``[0, 1]`` (0 on disabled frames).
+        pole_angle: radians.
+        orient_weight: the orientation goal's weight.
+        use_pole: the pole applies (a bool, or an ``(F,)`` bool array: *Use Pole* animated).
+        frame_count: ``F``, or ``None`` for one frame.
     """
 
-    rotations: np.ndarray
-    errors: np.ndarray
-    reachable: np.ndarray
-    effectors: np.ndarray
-    scales: np.ndarray | None = None
+    world: Rows
+    parent: Rows | None
+    root_location: Vec
+    target: Vec
+    pole: Vec | None
+    goal: Rows | None
+    fk: np.ndarray | None
+    influence: Value
+    pole_angle: Value
+    orient_weight: Value
+    use_pole: bool | np.ndarray = True
+    frame_count: int | None = None
+
+
+class FrameSolution(NamedTuple):
+    """One chain solved by :func:`solve_chain_frames` (world metres), per frame like its
+    :class:`FrameInputs`: for ``F`` frames arrays with a leading ``F`` axis, for one frame
+    plain Python values (lists of floats, a float, a bool), which live solving reads
+    without numpy's per-call cost.
+
+    Attributes:
+        rotations: ``(F, n, 4)`` (one frame: ``n`` lists of 4) wxyz basis rotations,
+            blended with FK by influence.
+        errors: ``(F,)`` (a float) distance from the effector of that pose to the target.
+        reachable: ``(F,)`` (a bool) the target lies within the straightened chain's reach.
+        effectors: ``(F, 3)`` (3 floats) the effector of that pose, world.
+        distances: ``(F,)`` (a float) the target's distance from the root in the base
+            frame (chain units; the chain's reach is :attr:`core.Chain.reach`).
+        scales: ``(F, n)`` (``n`` floats) each bone's own scale factor (:func:`bone_scales`,
+            blended by influence) when the chain stretches (:func:`stretches`), else
+            ``None``.
+    """
+
+    rotations: np.ndarray | list[list[float]]
+    errors: Value
+    reachable: bool | np.ndarray
+    effectors: np.ndarray | list[float]
+    distances: Value
+    scales: np.ndarray | list[float] | None = None
 
 
 def stretches(chain: Chain, use_stretch: bool) -> bool:
@@ -75,118 +126,201 @@ def _effectors(chain: Chain, rotations: np.ndarray, links: np.ndarray | None) ->
     return out
 
 
-def _to_frame(maps: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Points ``(F, 3)`` mapped by the affine matrices ``(F, 4, 4)``."""
-    return (maps[:, :3, :3] @ points[:, :, None])[:, :, 0] + maps[:, :3, 3]
+def _stacked(v: Vec, count: int) -> np.ndarray:
+    """A :data:`.affine.Vec` of ``F = count`` frames as an ``(F, 3)`` array."""
+    return np.stack(np.broadcast_arrays(*v, np.empty(count))[:3], axis=-1)
 
 
-def solve_chain_frames(
-    rig: RigChain,
-    spec: ChainSpec,
-    bases: np.ndarray,
-    targets: np.ndarray,
-    poles: np.ndarray | None,
-    goal_rotations: np.ndarray | None,
+def _goal_in_base(base: Rows, goal: Rows) -> np.ndarray:
+    """The goal rotation relative to the base frame's axes, wxyz ``(4,)`` or ``(F, 4)``:
+    ``Bᵀ G`` of both with unit columns."""
+    b, g = affine.unit_axes(base), affine.unit_axes(goal)
+    relative = [
+        [b[0][r] * g[0][c] + b[1][r] * g[1][c] + b[2][r] * g[2][c] for c in range(3)]
+        for r in range(3)
+    ]
+    m = np.array(np.broadcast_arrays(*(x for row in relative for x in row)), dtype=np.float64)
+    return rot.from_matrix(np.moveaxis(m, 0, -1).reshape(*m.shape[1:], 3, 3))
+
+
+def _frame_solver(chain: Chain, fixed: _Fixed, pole_angle: float, weight: float) -> Solver:
+    """The core solver of a chain with its settings at a frame."""
+    options = _options(
+        fixed.iterations,
+        fixed.tolerance,
+        pole_angle,
+        weight,
+        fixed.advanced,
+        fixed.use_stretch,
+        fixed.soft_reach,
+        fixed.stretch_rule,
+    )
+    return Solver(chain, fixed.solver, options)
+
+
+def _blend(
+    chain: Chain,
+    ik: np.ndarray,
+    effectors: np.ndarray,
+    links: np.ndarray | None,
+    share: np.ndarray,
     fk: np.ndarray | None,
-    influence: np.ndarray,
-    pole_angle: np.ndarray,
-    orient_weight: np.ndarray,
-) -> FrameSolution:
-    """Solve one chain at ``F`` frames: the one solve path of live solving and baking.
+) -> None:
+    """Blend solved rotations ``ik (F, n, 4)`` with the FK pose ``fk (F, n, 4)`` by the
+    IK share ``(F,)`` in place, ``slerp(q_FK, q_IK, share)`` per bone, and a link's stretch
+    ``links (F, n)`` as ``1 + share · (s − 1)``, on the frames where the share is below 1;
+    their effectors ``(F, 3)`` (base frame) follow by forward kinematics."""
+    blend = share < 1.0
+    if not blend.any():
+        return
+    if fk is None:
+        raise ReachIKError("the FK pose is needed to blend with influence below 1")
+    fk = np.asarray(fk, dtype=np.float64).reshape(ik.shape)
+    ik[blend] = rot.normalize(rot.slerp(fk[blend], ik[blend], share[blend][:, None]))
+    if links is not None:
+        links[blend] = 1.0 + share[blend][:, None] * (links[blend] - 1.0)
+    effectors[blend] = _effectors(chain, ik[blend], None if links is None else links[blend])
 
-    Base frame → :meth:`core.Solver.poses` from the rest pose (batched over the frames, one
-    call per group of frames with the same options; the core removes the twist a goal
-    without orientation leaves free) → ``slerp(q_FK, q_IK, influence)`` per bone.
 
-    Args:
-        rig: the chain.
-        spec: its settings (solver, iterations, tolerance, use rotation are read here).
-        bases: ``(F, 4, 4)`` base frames in world space (world @ :func:`.rig.base_matrices`).
-        targets: ``(F, 3)`` target points, world metres.
-        poles: ``(F, 3)`` pole points, world metres, or ``None``.
-        goal_rotations: ``(F, 3, 3)`` the target's world rotation matrices (columns may be
-            scaled) for an orientation goal, or ``None``.
-        fk: ``(F, n, 4)`` the FK rotations (wxyz, basis space); read only on frames with
-            influence below 1 (may be ``None`` when there are none).
-        influence: ``(F,)`` the blend IK share in ``[0, 1]`` (0 on disabled frames).
-        pole_angle: ``(F,)`` radians.
-        orient_weight: ``(F,)`` the orientation goal's weight.
+def _solve_one(
+    chain: Chain,
+    fixed: _Fixed,
+    frame: FrameInputs,
+    target_b: Vec,
+    pole_b: Vec | None,
+    goal: np.ndarray | None,
+    weight: Value,
+) -> tuple[list[list[float]], list[float], list[float] | None]:
+    """One frame by :meth:`core.Solver.pose`, blended with FK: rotations (``n`` lists of
+    4 floats), the effector (3 floats, base frame) and the links' stretch (``n`` floats,
+    or ``None``); numpy only to blend, when the influence is below 1."""
+    solver = _frame_solver(chain, fixed, float(frame.pole_angle), float(weight))
+    pose, points, links = solver.pose(target_b, pole_b if frame.use_pole else None, goal)
+    if not math.isfinite(sum(map(sum, pose))):
+        raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
+    share = min(max(float(frame.influence), 0.0), 1.0)
+    if share >= 1.0:
+        return pose, points[-1], links
+    ik, effector = np.array([pose], dtype=np.float64), np.array([points[-1]], dtype=np.float64)
+    stretch = None if links is None else np.array([links], dtype=np.float64)
+    _blend(chain, ik, effector, stretch, np.array([share]), frame.fk)
+    return ik[0].tolist(), effector[0].tolist(), None if stretch is None else stretch[0].tolist()
 
-    Raises:
-        ReachIKError: unknown solver, zero scale, non-finite result.
-    """
-    _check_solver(spec.solver)
-    chain = rig.chain
-    count = targets.shape[0]
-    to_base = affine_inverse(bases)
-    target_b = _to_frame(to_base, targets)
-    pole_b = None if poles is None else _to_frame(to_base, poles)
-    goal = None
-    weight = np.ones(count)
-    if spec.use_rotation and goal_rotations is not None:
-        base_rot = bases[:, :3, :3] / np.linalg.norm(bases[:, :3, :3], axis=-2, keepdims=True)
-        world_rot = goal_rotations / np.linalg.norm(goal_rotations, axis=-2, keepdims=True)
-        goal = rot.from_matrix(np.swapaxes(base_rot, -1, -2) @ world_rot)
-        weight = 1.0 - np.asarray(orient_weight, dtype=np.float64)
-    angles = np.asarray(pole_angle, dtype=np.float64)
-    # Groups of frames sharing the options: (pole angle, weight, frames as a slice or indices).
-    groups: list[tuple[float, float, Any]]
-    if count == 1 or (np.all(angles == angles[0]) and np.all(weight == weight[0])):
-        groups = [(float(angles[0]), float(weight[0]), slice(None))]
+
+def _solve_groups(
+    chain: Chain,
+    fixed: _Fixed,
+    frame: FrameInputs,
+    target_b: np.ndarray,
+    pole_b: np.ndarray | None,
+    goal: np.ndarray | None,
+    weight: Value,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``F`` frames by :meth:`core.Solver.poses`, one batched call per group of frames
+    with the same options (pole used, pole angle, weight), blended with FK: rotations
+    ``(F, n, 4)``, effectors ``(F, 3)`` (base frame), links' stretch ``(F, n)`` (or
+    ``None``)."""
+    count = target_b.shape[0]
+    keys = np.stack(
+        np.broadcast_arrays(
+            np.asarray(frame.use_pole, dtype=np.float64) * (pole_b is not None),
+            np.asarray(frame.pole_angle, dtype=np.float64),
+            np.asarray(weight, dtype=np.float64),
+            np.empty(count),
+        )[:3],
+        axis=-1,
+    )
+    # Groups of frames sharing the options: (pole, angle, weight, frames as a slice or indices).
+    groups: list[tuple[np.ndarray, Any]]
+    if np.all(keys == keys[0]):
+        groups = [(keys[0], slice(None))]
     else:
-        keys, inverse = np.unique(np.stack([angles, weight], axis=-1), axis=0, return_inverse=True)
-        groups = [(a, w, np.flatnonzero(inverse.ravel() == g)) for g, (a, w) in enumerate(keys)]
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        groups = [(key, np.flatnonzero(inverse.ravel() == g)) for g, key in enumerate(unique)]
     ik = np.empty((count, chain.n_joints, 4))
-    positions = np.empty((count, chain.n_joints + 1, 3))
-    links = np.ones((count, chain.n_joints)) if stretches(chain, spec.use_stretch) else None
-    for angle, w, idx in groups:
+    effectors = np.empty((count, 3))
+    links = np.ones((count, chain.n_joints)) if stretches(chain, fixed.use_stretch) else None
+    for (use_pole, angle, w), idx in groups:
         size = count if isinstance(idx, slice) else idx.size
         # One frame goes to the core unbatched: its batch set-up costs more than the solve.
         pick: Any = (0 if isinstance(idx, slice) else idx[0]) if size == 1 else idx
-        solver = Solver(
-            chain,
-            spec.solver,
-            _options(
-                spec.iterations,
-                spec.tolerance,
-                float(angle),
-                float(w),
-                spec.advanced,
-                spec.use_stretch,
-                spec.soft_reach,
-                spec.stretch_rule,
-            ),
-        )
-        result = solver.poses(
+        result = _frame_solver(chain, fixed, float(angle), float(w)).poses(
             target_b[pick],
-            pole=None if pole_b is None else pole_b[pick],
+            pole=None if pole_b is None or not use_pole else pole_b[pick],
             target_rotation=None if goal is None else goal[pick],
         )
-        solved = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
-        positions[idx] = np.asarray(result.positions).reshape(size, -1, 3)
+        ik[idx] = np.asarray(result.rotations, dtype=np.float64).reshape(size, -1, 4)
+        effectors[idx] = np.asarray(result.positions).reshape(size, -1, 3)[:, -1]
         if links is not None and result.scales is not None:
             links[idx] = np.asarray(result.scales).reshape(size, -1)
-        ik[idx] = solved
     if not np.isfinite(ik).all():
-        raise ReachIKError(f"solver '{spec.solver}' returned non-finite rotations")
-    share = np.asarray(influence, dtype=np.float64).clip(0.0, 1.0)
-    effector_b = positions[:, -1]
-    blend = share < 1.0
-    if blend.any():
-        if fk is None:
-            raise ReachIKError("the FK pose is needed to blend with influence below 1")
-        ik[blend] = rot.normalize(rot.slerp(fk[blend], ik[blend], share[blend][:, None]))
-        if links is not None:
-            links[blend] = 1.0 + share[blend][:, None] * (links[blend] - 1.0)
-        effector_b[blend] = _effectors(chain, ik[blend], None if links is None else links[blend])
-    effectors = _to_frame(bases, effector_b)
-    tolerance = spec.tolerance if spec.tolerance > 0.0 else 1e-6 * chain.reach
-    reach_tol = chain.reach * 1e-9 + tolerance
-    miss = effectors - targets
+        raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
+    share = np.clip(np.broadcast_to(frame.influence, (count,)), 0.0, 1.0)
+    _blend(chain, ik, effectors, links, share, frame.fk)
+    return ik, effectors, links
+
+
+def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> FrameSolution:
+    """Solve one chain at one frame or ``F`` frames: the one solve path of live solving and
+    baking (module docstring).
+
+    Base frame (:func:`.rig.base_rows` mapped to world) → target, pole and goal rotation in
+    it → the core from the rest pose (:class:`core.Solver`; the core removes the twist a
+    goal without orientation leaves free) → ``slerp(q_FK, q_IK, influence)`` per bone (a
+    link's stretch ``1 + influence · (s − 1)``).
+
+    Args:
+        rig: the chain.
+        fixed: its settings that cannot be animated (solver, iterations, tolerance, use
+            rotation, stretch, advanced settings are read here).
+        frame: the inputs at the frame(s).
+
+    Raises:
+        ReachIKError: unknown solver, zero scale, non-finite result, FK pose missing.
+    """
+    _check_solver(fixed.solver)
+    chain = rig.chain
+    count = frame.frame_count
+    base = affine.compose(frame.world, base_rows(rig, frame.parent, frame.root_location))
+    to_base = affine.inverse(base)
+    target_b = affine.transform(to_base, frame.target)
+    pole_b = None if frame.pole is None else affine.transform(to_base, frame.pole)
+    goal = None
+    weight: Value = 1.0
+    if fixed.use_rotation and frame.goal is not None:
+        goal = _goal_in_base(base, frame.goal)
+        weight = 1.0 - frame.orient_weight
+    tolerance = fixed.tolerance if fixed.tolerance > 0.0 else 1e-6 * chain.reach
+    distance = affine.length(target_b)
+    reachable = distance <= chain.reach * (1.0 + 1e-9) + tolerance
+    if count is None:
+        pose, effector_b, links = _solve_one(chain, fixed, frame, target_b, pole_b, goal, weight)
+        effector = affine.transform(base, effector_b)
+        miss = [e - t for e, t in zip(effector, frame.target, strict=True)]
+        return FrameSolution(
+            rotations=pose,
+            errors=affine.length(miss),
+            reachable=bool(reachable),
+            effectors=[float(e) for e in effector],
+            distances=distance,
+            scales=None if links is None else bone_scales(np.array(links)).tolist(),
+        )
+    ik, effectors_b, stretch = _solve_groups(
+        chain,
+        fixed,
+        frame,
+        _stacked(target_b, count),
+        None if pole_b is None else _stacked(pole_b, count),
+        goal,
+        weight,
+    )
+    effectors = affine.transform(base, list(effectors_b.T))
+    miss = [e - t for e, t in zip(effectors, frame.target, strict=True)]
     return FrameSolution(
         rotations=ik,
-        errors=np.sqrt(np.add.reduce(miss * miss, axis=-1)),
-        reachable=np.sqrt(np.add.reduce(target_b * target_b, axis=-1)) <= chain.reach + reach_tol,
-        effectors=effectors,
-        scales=None if links is None else bone_scales(links),
+        errors=affine.length(miss),
+        reachable=np.asarray(reachable, dtype=bool),
+        effectors=_stacked(effectors, count),
+        distances=distance,
+        scales=None if stretch is None else bone_scales(stretch),
     )

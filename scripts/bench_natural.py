@@ -37,9 +37,10 @@ more than 20°), **inversions** (frames where a joint bent at rest bends the oth
 the chain's bend faces away from the rest bend), the **sharpest bend** (largest angle
 between neighbouring bones, degrees) and the **cost** per frame: for Blender's IK the
 median ``frame_set`` time with the constraint less the same without it (muted), frames
-interleaved; for Reach IK the median time of the live one-frame solve
-(``evaluate.solve_frame``) on 24 frames. Angles are compared with Blender's to 0.05°
-(single precision). Writes ``natural.json``, ``natural.md`` and ``natural.png``.
+interleaved; for Reach IK the median time of the solve path on one frame, as live solving
+calls it (``solve_frames.solve_chain_frames`` with floats), on 24 frames. Angles are
+compared with Blender's to 0.05° (single precision). Writes ``natural.json``,
+``natural.md`` and ``natural.png``.
 """
 
 from __future__ import annotations
@@ -304,7 +305,7 @@ def measure(
 
 
 def _core_frames(
-    evaluate: Any, rig_model: Any, rotations: np.ndarray, bases: np.ndarray
+    rig_model: Any, rotations: np.ndarray, bases: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Frames as :func:`read_frame` gives them, from solved basis rotations ``(F, n, 4)``:
     the bones' armature-space matrices by forward kinematics of the chain model."""
@@ -321,12 +322,12 @@ def _core_frames(
 def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
     """Per rig: Blender's IK and the no-IK baseline evaluated by Blender frame by frame
     (interleaved, timed), every Reach IK method through the add-on's solve path for all
-    frames at once (``solve_frames.solve_chain_frames``: the path of baking, which equals the
-    live pose), its live one-frame path (``evaluate.solve_frame``) timed on
-    ``timed_frames`` frames, and the live pose read back from Blender on a few frames as a
+    frames at once (``solve_frames.solve_chain_frames``: the path of baking and of live
+    solving), the same on one frame as live solving calls it, timed on ``timed_frames``
+    frames, and the live pose read back from Blender on a few frames as a
     check that both paths show the same pose."""
     bpy = _bpy()
-    evaluate = importlib.import_module(EXTENSION + ".ik_addon.evaluate")
+    affine = importlib.import_module(EXTENSION + ".ik_addon.affine")
     chain_spec = importlib.import_module(EXTENSION + ".ik_addon.chain_spec")
     solve_frames = importlib.import_module(EXTENSION + ".ik_addon.solve_frames")
     rig_module = importlib.import_module(EXTENSION + ".ik_addon.rig")
@@ -372,20 +373,37 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         rows["blender_ik"] = row
         model = chain_spec.rig_chain(objs["reach_ik"], tip, n, True)
         spec = chain_spec.read_spec(objs["reach_ik"].pose.bones[tip])
-        bases = rig_module.base_matrices(model, None, np.zeros((FRAMES, 3)))
+        origin = [0.0, 0.0, 0.0]  # the armature sits at the world origin, unscaled
+        base = affine.to_array(rig_module.base_rows(model, None, origin), None)
+        bases = np.repeat(base[None], FRAMES, axis=0)
         ones, zeros = np.ones(FRAMES), np.zeros(FRAMES)
+        batch = solve_frames.FrameInputs(
+            affine.rows_of(np.repeat(np.eye(4)[None], FRAMES, axis=0)),
+            None,
+            origin,
+            affine.vec_of(rig.path),
+            None,
+            None,
+            None,
+            ones,
+            zeros,
+            zeros,
+            frame_count=FRAMES,
+        )
+        eye = affine.rows_of(np.eye(4))
         check: dict[str, float] = {}
         for method in methods:
-            spec_m = dataclasses.replace(spec, solver=method)
-            sol = solve_frames.solve_chain_frames(
-                model, spec_m, bases, rig.path, None, None, None, ones, zeros, zeros
-            )
-            row = measure(rig, _core_frames(evaluate, model, sol.rotations, bases), rest)
+            fixed = chain_spec.spec_fixed(dataclasses.replace(spec, solver=method))
+            sol = solve_frames.solve_chain_frames(model, fixed, batch)
+            row = measure(rig, _core_frames(model, sol.rotations, bases), rest)
             samples = []
             for f in range(timed_frames):
                 k = (f * FRAMES) // timed_frames
                 t0 = clock()
-                evaluate.solve_frame(model, spec_m, bases[k], rig.path[k])
+                one = solve_frames.FrameInputs(
+                    eye, None, origin, rig.path[k].tolist(), None, None, None, 1.0, 0.0, 0.0
+                )
+                solve_frames.solve_chain_frames(model, fixed, one)
                 samples.append(clock() - t0)
             row["cost_ms"] = statistics.median(samples) * 1e3
             rows[method] = row

@@ -160,6 +160,7 @@ def bench_chain(
     pose_state: Any = importlib.import_module(f"{EXTENSION}.ik_addon.pose_state")
     live_state: Any = importlib.import_module(f"{EXTENSION}.ik_addon.live_state")
     rig_module: Any = importlib.import_module(f"{EXTENSION}.ik_addon.rig")
+    affine: Any = importlib.import_module(f"{EXTENSION}.ik_addon.affine")
     core: Any = importlib.import_module(f"{EXTENSION}.core")
     from mathutils import Matrix, Vector
 
@@ -182,10 +183,16 @@ def bench_chain(
     rig = chain_spec.rig_chain(rig_re, tip, spec.chain_length, spec.use_tail)
     chain = rig.chain
     state = pose_state._PoseState(rig_re.evaluated_get(dg))
-    base = rig_re.matrix_world @ rig_module.base_matrix(
-        rig, state.parent_matrix(rig), rig_re.pose.bones[rig.bone_names[0]].location
+    parent = state.parent_matrix(rig)
+    base_rows = affine.compose(
+        affine.rows_of(rig_re.matrix_world),
+        rig_module.base_rows(
+            rig,
+            None if parent is None else affine.rows_of(parent),
+            rig_re.pose.bones[rig.bone_names[0]].location[:],
+        ),
     )
-    base = Matrix(base)
+    base = Matrix(affine.to_array(base_rows, None).tolist())
     rng = np.random.default_rng(seed + 100 * bones + int(limited))
     local = targets_for(chain, core, count, rng)
     world = [base @ Vector(t.tolist()) for t in local]

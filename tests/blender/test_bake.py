@@ -209,6 +209,60 @@ def test_baked_keys_replay_the_live_pose_without_the_addon(
     assert_same_pose(live, baked, lengths, bones)
 
 
+def test_batched_bake_is_the_live_solve_at_every_frame(clean_scene: Any, addon: Any) -> None:
+    """The bake's two batched ways against the live solver (evaluate.solve_chains) at every
+    frame, not only where the bake checks itself: read at every frame, the inputs are the
+    live ones and the solve path is the same function, so the poses agree to rounding
+    (1e-9 rad per joint); from F-curves (double-precision inputs where Blender uses single)
+    within the bake's own bound, bake_solve.CHECK_TOLERANCE."""
+    bpy = blender_module()
+
+    frames = 24
+    _rich_scene(addon, frames)
+    scene = bpy.context.scene
+    bake_solve = addon.bake_solve
+    checked = {"every frame": 0, "from F-curves": 0}
+    for name in ("Human", "PaperU", "PaperC", "Arm"):
+        obj = bpy.data.objects[name]
+        specs = [
+            addon.chain_spec.read_spec(obj.pose.bones[t]) for t in addon.chain_spec.chain_tips(obj)
+        ]
+        rigs = {
+            s.tip: addon.chain_spec.rig_chain(obj, s.tip, s.chain_length, s.use_tail) for s in specs
+        }
+        numbers = np.arange(1, frames + 1)
+        live = []
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        for frame in numbers:
+            scene.frame_set(int(frame))
+            report = addon.evaluate.solve_chains(obj, depsgraph)
+            assert not report.problems
+            live.append({p.tip: p.rotations for p in report.poses})
+        ways = (
+            (False, bake_solve._bake_every_frame, 1e-9),
+            (True, bake_solve._bake_from_curves, bake_solve.CHECK_TOLERANCE),
+        )
+        for from_curves, bake_way, bound in ways:
+            warnings: list[str] = []
+            with addon.handlers.paused():
+                solved = bake_way(scene, obj, specs, rigs, numbers, None, warnings)
+            if solved is None:
+                assert from_curves, warnings  # only F-curves may not apply
+                continue
+            assert not warnings
+            checked["from F-curves" if from_curves else "every frame"] += 1
+            for result in solved:
+                want = np.array([frame[result.spec.tip] for frame in live])
+                got = result.rotations
+                chord = np.minimum(
+                    np.linalg.norm(want - got, axis=-1), np.linalg.norm(want + got, axis=-1)
+                )
+                gap = 4.0 * np.arcsin(np.clip(chord / 2.0, 0.0, 1.0))  # radians between them
+                assert gap.max() <= bound, (name, result.spec.tip, from_curves, gap.max())
+    assert checked["every frame"] == 4
+    assert checked["from F-curves"] >= 2
+
+
 def test_frame_step_keys_the_live_pose_on_its_frames(
     clean_scene: Any, addon: Any, tmp_path: Path
 ) -> None:

@@ -202,16 +202,34 @@ def test_quality_report_counts_errors_reach_turns_and_pops(addon: Any) -> None:
 
 
 # ---------------------------------------------------------------------------- batched steps
-def test_batched_affine_inverse_matches_numpy(addon: Any) -> None:
+def test_affine_maps_match_numpy_on_one_frame_and_many(addon: Any) -> None:
+    """ik_addon.affine against numpy's matrix algebra, batched (F frames, arrays) and on one
+    frame (floats); one frame gives exactly the batch's row."""
+    affine = addon.affine
     rng = np.random.default_rng(5)
     m = np.zeros((30, 4, 4))
     m[:, :3, :] = rng.normal(size=(30, 3, 4))
     m[:, 3, 3] = 1.0
-    np.testing.assert_allclose(addon.rig.affine_inverse(m), np.linalg.inv(m), atol=1e-9)
-    np.testing.assert_allclose(addon.rig.affine_inverse(m[3]), np.linalg.inv(m[3]), atol=1e-9)
+    n = m[::-1].copy()
+    p = rng.normal(size=(30, 3))
+    np.testing.assert_allclose(affine.invert(m), np.linalg.inv(m), atol=1e-9)
+    np.testing.assert_allclose(affine.invert(m[3]), np.linalg.inv(m[3]), atol=1e-9)
+    rows_m, rows_n = affine.rows_of(m), affine.rows_of(n)
+    np.testing.assert_allclose(affine.to_array(affine.compose(rows_m, rows_n), 30), m @ n)
+    moved = np.stack(affine.transform(rows_m, affine.vec_of(p)), axis=-1)
+    np.testing.assert_allclose(moved, np.einsum("fij,fj->fi", m[:, :3, :3], p) + m[:, :3, 3])
+    axes = affine.unit_axes(rows_m)
+    unit = m[:, :3, :3] / np.linalg.norm(m[:, :3, :3], axis=-2, keepdims=True)
+    np.testing.assert_allclose(np.moveaxis(np.array(axes), -1, 0), unit)
+    for k in (0, 17):
+        one = affine.rows_of(m[k])
+        assert affine.compose(one, affine.rows_of(n[k])) == [
+            [float(x[k]) for x in row] for row in affine.compose(rows_m, rows_n)
+        ]
+        assert affine.transform(one, affine.vec_of(p[k])) == moved[k].tolist()
     m[7, :3, 1] = 0.0
-    with pytest.raises(addon.rig.RigError, match="zero scale"):
-        addon.rig.affine_inverse(m)
+    with pytest.raises(addon.affine.ZeroScaleError, match="zero scale"):
+        affine.invert(m)
 
 
 def test_pose_matrices_match_blender(metarig: Any, addon: Any) -> None:

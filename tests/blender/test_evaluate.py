@@ -103,29 +103,45 @@ def test_hinge_limits_hold(clean_scene: Any, addon: Any) -> None:
         assert math.radians(-5.0) - 1e-5 <= angle <= math.radians(120.0) + 1e-5
 
 
-@pytest.mark.parametrize("solver", ["triangulation", "ccd"])
+@pytest.mark.parametrize("solver", ["triangulation", "ccd", "jacobian_dls"])
 def test_solve_chain_frames_batched_equals_frame_by_frame(
     clean_scene: Any, addon: Any, solver: str
 ) -> None:
-    """The solve path: F frames at once give each frame's single solve, and the live
-    solver's one-frame path (solve_frame) the same; effectors and errors agree with forward
-    kinematics mapped by the base frames; influence 0 is FK."""
+    """The one solve path of live solving and baking: F frames at once (arrays) give each
+    frame solved alone the way live solving does it (floats, core.Solver.pose); effectors
+    and errors agree with forward kinematics mapped by the base frames (world @ parent @
+    root rest, independently composed in numpy here); influence 0 is FK."""
     import dataclasses
     from importlib import import_module
 
     core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
-    ev = addon.evaluate
+    affine, frames = addon.affine, addon.solve_frames
     obj = build_arm()
     rig = addon.chain_spec.rig_chain(obj, "hand", 3, True)
+    assert rig.parent is not None
+    assert rig.inherit_rotation
+    assert not rig.root_connected
     spec = dataclasses.replace(addon.chain_spec.read_spec(obj.pose.bones["hand"]), solver=solver)
+    fixed = addon.chain_spec.spec_fixed(spec)
     rng = np.random.default_rng(21)
     count = 12
-    scale = rng.uniform(0.5, 2.0, size=count)
-    q = rng.normal(size=(count, 4))
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
-    bases = np.tile(np.eye(4), (count, 1, 1))
-    bases[:, :3, :3] = core.rotations.to_matrix(q) * scale[:, None, None]
-    bases[:, :3, 3] = rng.normal(size=(count, 3))
+
+    def affine_maps(scale: np.ndarray) -> np.ndarray:
+        q = rng.normal(size=(count, 4))
+        m = np.tile(np.eye(4), (count, 1, 1))
+        m[:, :3, :3] = core.rotations.to_matrix(q / np.linalg.norm(q, axis=-1, keepdims=True))
+        m[:, :3, :3] *= scale[:, None, None]
+        m[:, :3, 3] = rng.normal(size=(count, 3))
+        return m
+
+    world = affine_maps(rng.uniform(0.5, 2.0, size=count))
+    parent = affine_maps(np.ones(count))
+    location = rng.normal(size=(count, 3)) * 0.1
+    # The base frame, composed in numpy: origin at the root's posed head, parent's axes.
+    head = np.einsum("ij,fj->fi", rig.root_rest[:3, :3], location) + rig.root_rest[:3, 3]
+    base_arm = parent.copy()
+    base_arm[:, :3, 3] = np.einsum("fij,fj->fi", parent[:, :3, :3], head) + parent[:, :3, 3]
+    bases = world @ base_arm
     reach = rig.chain.reach
     local = rng.normal(size=(count, 3))
     local *= (reach * rng.uniform(0.3, 0.9, size=count) / np.linalg.norm(local, axis=-1))[:, None]
@@ -133,38 +149,64 @@ def test_solve_chain_frames_batched_equals_frame_by_frame(
     poles = targets + rng.normal(size=(count, 3))
     fk = rng.normal(size=(count, rig.chain.n_joints, 4))
     fk /= np.linalg.norm(fk, axis=-1, keepdims=True)
-    influence = np.where(
-        np.arange(count) % 3 == 0, 1.0, np.where(np.arange(count) % 3 == 1, 0.0, 0.4)
+    index = np.arange(count)
+    influence = np.where(index % 3 == 0, 1.0, np.where(index % 3 == 1, 0.0, 0.4))
+    pole_angle = np.where(index < 6, 0.0, 0.5)
+    use_pole = index % 4 != 1
+    batched = frames.solve_chain_frames(
+        rig,
+        fixed,
+        frames.FrameInputs(
+            affine.rows_of(world),
+            affine.rows_of(parent),
+            affine.vec_of(location),
+            affine.vec_of(targets),
+            affine.vec_of(poles),
+            None,
+            fk,
+            influence,
+            pole_angle,
+            np.full(count, 0.5),
+            use_pole,
+            count,
+        ),
     )
-    pole_angle = np.where(np.arange(count) < 6, 0.0, 0.5)
-    weight = np.full(count, 0.5)
-    args = (bases, targets, poles, None, fk, influence, pole_angle, weight)
-    batched = addon.solve_frames.solve_chain_frames(rig, spec, *args)
     for i in range(count):
-        one = addon.solve_frames.solve_chain_frames(
-            rig, spec, *(a[i : i + 1] if a is not None else a for a in args)
+        one = frames.solve_chain_frames(
+            rig,
+            fixed,
+            frames.FrameInputs(
+                affine.rows_of(world[i]),
+                affine.rows_of(parent[i]),
+                location[i].tolist(),
+                targets[i].tolist(),
+                poles[i].tolist(),
+                None,
+                fk[i],
+                float(influence[i]),
+                float(pole_angle[i]),
+                0.5,
+                bool(use_pole[i]),
+            ),
         )
-        np.testing.assert_allclose(one.rotations[0], batched.rotations[i], atol=1e-9)
-        # The live solver's one-frame path (Blender's single-precision matrices, the solve
-        # in plain floats) gives the same frame to single precision.
-        frame_spec = dataclasses.replace(
-            spec, influence=influence[i], pole_angle=pole_angle[i], orient_weight=weight[i]
-        )
-        live = ev.solve_frame(
-            rig, frame_spec, bases[i].tolist(), targets[i].tolist(), poles[i].tolist(), fk=fk[i]
-        )
-        np.testing.assert_allclose(live.rotations[0], batched.rotations[i], atol=5e-6)
-        np.testing.assert_allclose(live.effectors[0], batched.effectors[i], atol=1e-6)
-        assert live.errors[0] == pytest.approx(batched.errors[i], abs=1e-6)
-        assert live.reachable[0] == batched.reachable[i]
+        # One frame holds plain Python values, as live solving reads them.
+        assert isinstance(one.rotations, list)
+        assert isinstance(one.errors, float)
+        np.testing.assert_allclose(one.rotations, batched.rotations[i], atol=1e-9)
+        np.testing.assert_allclose(one.effectors, batched.effectors[i], atol=1e-9)
+        assert one.errors == pytest.approx(batched.errors[i], abs=1e-9)
+        assert one.reachable == batched.reachable[i]
+        assert one.distances == pytest.approx(batched.distances[i], rel=1e-12)
     positions = core.forward_kinematics(rig.chain, batched.rotations)[0][:, -1]
     effectors = np.einsum("fij,fj->fi", bases[:, :3, :3], positions) + bases[:, :3, 3]
     np.testing.assert_allclose(batched.effectors, effectors, atol=1e-9)
     np.testing.assert_allclose(
         batched.errors, np.linalg.norm(effectors - targets, axis=-1), atol=1e-12
     )
+    np.testing.assert_allclose(batched.distances, np.linalg.norm(local, axis=-1), rtol=1e-9)
     assert batched.reachable.all()
     full = influence == 1.0
+    scale = np.linalg.norm(world[:, :3, 0], axis=-1)
     assert np.all(batched.errors[full] <= 1e-4 * reach * scale[full])
     off = influence == 0.0
     dots = np.abs(np.sum(batched.rotations[off] * fk[off], axis=-1))

@@ -29,6 +29,17 @@ def _random_rotation(pb: Any, rng: np.random.Generator) -> None:
         pb.rotation_euler = rng.uniform(-3.5, 3.5, size=3)
 
 
+def _base(addon: Any, rig: Any, parent: np.ndarray, location: np.ndarray) -> np.ndarray:
+    """The chain's base frame ``(4, 4)`` (armature space) from rig.base_rows, on one frame
+    (floats); the same frame given as a batch of three gives the same matrices."""
+    affine = addon.affine
+    one = affine.to_array(addon.rig.base_rows(rig, affine.rows_of(parent), location), None)
+    parents = affine.rows_of(np.repeat(parent[None], 3, axis=0))
+    batch = addon.rig.base_rows(rig, parents, affine.vec_of(np.tile(location, (3, 1))))
+    assert all(np.array_equal(affine.to_array(batch, 3)[k], one) for k in range(3))
+    return one
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> None:
     bpy = blender_module()
@@ -50,10 +61,7 @@ def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> No
         ob_eval = obj.evaluated_get(depsgraph)
         parent = np.array(ob_eval.pose.bones["shoulder"].matrix)
         root_loc = np.array(ob_eval.pose.bones["upper"].location)
-        base = (
-            np.array(obj.matrix_world)
-            @ addon.rig.base_matrices(rig, parent[None], root_loc[None])[0]
-        )
+        base = np.array(obj.matrix_world) @ _base(addon, rig, parent, root_loc)
         q = np.array(
             [
                 addon.rotation_modes.values_to_quaternion(
@@ -141,9 +149,7 @@ def test_connected_root_ignores_its_location(clean_scene: Any, addon: Any) -> No
     ob_eval = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
     parent = np.array(ob_eval.pose.bones["upper"].matrix)
     location = np.array(obj.pose.bones["fore"].location)
-    base = (
-        np.array(obj.matrix_world) @ addon.rig.base_matrices(rig, parent[None], location[None])[0]
-    )
+    base = np.array(obj.matrix_world) @ _base(addon, rig, parent, location)
     ev = addon.rotation_modes
     q = np.array(
         [

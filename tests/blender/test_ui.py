@@ -244,18 +244,37 @@ def test_advanced_settings_reach_live_and_bake_paths(metarig: Any, addon: Any) -
         live = np.array(report.solved[0].rotations)
         rig = chain_spec.rig_chain(obj, "forearm.L", 2, True)
         point = np.array(target.matrix_world.translation)
-        one = evaluate.solve_frame(rig, spec, np.eye(4), point).rotations[0]
+        fixed = chain_spec.spec_fixed(spec)
+        affine = importlib.import_module(f"{EXTENSION}.ik_addon.affine")
+        inputs = solve_frames.FrameInputs(
+            affine.rows_of(np.eye(4)),
+            None,
+            [0.0] * 3,
+            point.tolist(),
+            None,
+            None,
+            None,
+            1.0,
+            0.0,
+            0.5,
+        )
+        one = np.array(solve_frames.solve_chain_frames(rig, fixed, inputs).rotations)
         batch = solve_frames.solve_chain_frames(
             rig,
-            spec,
-            np.eye(4)[None],
-            point[None],
-            None,
-            None,
-            None,
-            np.ones(1),
-            np.zeros(1),
-            np.full(1, 0.5),
+            fixed,
+            solve_frames.FrameInputs(
+                affine.rows_of(np.eye(4)[None]),
+                None,
+                affine.vec_of(np.zeros((1, 3))),
+                affine.vec_of(point[None]),
+                None,
+                None,
+                None,
+                np.ones(1),
+                np.zeros(1),
+                np.full(1, 0.5),
+                frame_count=1,
+            ),
         ).rotations[0]
         assert np.allclose(np.abs(np.sum(one * batch, axis=-1)), 1.0, atol=1e-8)
         shown[step] = live
