@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -56,7 +56,7 @@ from . import bake_action, bake_memory, dependencies, handlers, key_reduction, k
 from .bake_report import store_report, stored_report
 from .bake_sampling import SOLVED, Progress, _report_progress
 from .bake_solve import _block_progress, _blocks, _join_blocks, _solve_block, _Solved
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, is_armature
 from .chain_spec import (
     ChainSpec,
     available_methods,
@@ -280,7 +280,9 @@ class _Forward:
 
 
 @contextmanager
-def _solver_override(obj: ArmatureObject, specs: Sequence[ChainSpec], solver: str | None) -> Any:
+def _solver_override(
+    obj: ArmatureObject, specs: list[ChainSpec], solver: str | None
+) -> Iterator[list[ChainSpec]]:
     """Let the chains use ``solver`` for the bake (their own setting is put back after)."""
     if solver is None:
         yield specs
@@ -323,10 +325,10 @@ def _apply_after(obj: ArmatureObject, specs: Sequence[ChainSpec], after: str) ->
 
 
 def bake(
-    obj: Any,
+    obj: bpy.types.Object | None,
     options: BakeOptions,
     *,
-    scene: Any = None,
+    scene: bpy.types.Scene | None = None,
     progress: Progress | None = None,
 ) -> BakeResult:
     """Bake Reach IK chains of the armature ``obj`` to keyframes (see the module docstring).
@@ -344,9 +346,11 @@ def bake(
     started = time.perf_counter()
     progress = _Forward(progress)
     options.check()
-    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+    if not is_armature(obj):
         raise BakeError("bake needs an armature object")
     scene = scene or bpy.context.scene
+    if scene is None:
+        raise BakeError("bake needs a scene (none given, and the context has none)")
     if obj.name not in scene.objects:
         raise BakeError(f"armature '{obj.name}' is not in scene '{scene.name}'")
     adt = obj.animation_data

@@ -119,8 +119,13 @@ def solve_now(context: bpy.types.Context, obj: Any) -> None:
     handlers.solve_object(obj, context.evaluated_depsgraph_get())
 
 
-def _is_selected(pb: Any) -> bool:
-    return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
+def is_selected(pb: bpy.types.PoseBone) -> bool:
+    """The pose bone is selected (``PoseBone.select`` since Blender 5.0, ``Bone.select``
+    before)."""
+    if hasattr(pb, "select"):
+        return bool(pb.select)
+    bone: Any = pb.bone  # Blender 4.x: Bone.select, which the 5.0 stubs do not have
+    return bool(bone.select)
 
 
 class REACH_IK_OT_add(bpy.types.Operator):
@@ -199,7 +204,7 @@ class REACH_IK_OT_add(bpy.types.Operator):
     @staticmethod
     def _selected_target(context: bpy.types.Context, obj: Any, pb: Any) -> tuple[Any, str]:
         for other in obj.pose.bones:
-            if other != pb and _is_selected(other):
+            if other != pb and is_selected(other):
                 return obj, other.name
         for other in context.selected_objects:
             if other != obj:
@@ -293,7 +298,7 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
 
     def execute(self, context: Any) -> Result:
         obj = context.object
-        bones = [pb for pb in obj.pose.bones if not self.only_selected or _is_selected(pb)]
+        bones = [pb for pb in obj.pose.bones if not self.only_selected or is_selected(pb)]
         result = convert.ConvertResult()
         if self.direction == "TO_REACH_IK":
             for pb in bones:
