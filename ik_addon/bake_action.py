@@ -17,6 +17,7 @@ from typing import Any
 
 import bpy
 
+from ..core import ReachIKError
 from .blender_types import ArmatureObject
 
 _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
@@ -25,25 +26,31 @@ _LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 class Channels:
     """Where an object's F-curves live: a legacy action or the assigned slot's channelbag."""
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: ArmatureObject) -> None:
         adt = obj.animation_data
-        self.action = adt.action
+        action = adt.action if adt is not None else None
+        if adt is None or action is None:
+            raise ReachIKError(f"'{obj.name}' has no action to key (see prepare_action)")
+        self.action = action
+        # The F-curves' owner: the slot's channelbag, or on Blender 4.2/4.3 the legacy action
+        # (whose API is not in the 5.0 stubs); both have ``fcurves``.
+        self._bag: Any = action
         if _LAYERED_ACTIONS:
             slot = adt.action_slot
-            layer = self.action.layers[0] if self.action.layers else None
+            layer = action.layers[0] if action.layers else None
             if layer is None:
-                layer = self.action.layers.new("Layer")
+                layer = action.layers.new("Layer")
             strip = layer.strips[0] if layer.strips else None
             if strip is None:
                 strip = layer.strips.new(type="KEYFRAME")
-            self._bag: Any = strip.channelbag(slot, ensure=True)
-        else:
-            self._bag = self.action
+            if not isinstance(strip, bpy.types.ActionKeyframeStrip):  # the only kind yet
+                raise ReachIKError(f"action '{action.name}' has no keyframe strip to key")
+            self._bag = strip.channelbag(slot, ensure=True)
 
-    def find(self, data_path: str, index: int) -> Any:
+    def find(self, data_path: str, index: int) -> bpy.types.FCurve | None:
         return self._bag.fcurves.find(data_path, index=index)
 
-    def new(self, data_path: str, index: int, group: str) -> Any:
+    def new(self, data_path: str, index: int, group: str) -> bpy.types.FCurve:
         if not _LAYERED_ACTIONS:
             return self._bag.fcurves.new(data_path, index=index, action_group=group)
         try:
@@ -90,7 +97,9 @@ class PreparedAction:
     shared_with: tuple[str, ...] = ()
 
 
-def prepare_action(obj: Any, into: str, overwrite_shared: bool = False) -> PreparedAction:
+def prepare_action(
+    obj: ArmatureObject, into: str, overwrite_shared: bool = False
+) -> PreparedAction:
     """Make sure ``obj`` has the action (and slot) to bake into, and return it.
 
     ``into``: ``"CURRENT"`` keys into the assigned action (a new one when there is none);
@@ -102,6 +111,8 @@ def prepare_action(obj: Any, into: str, overwrite_shared: bool = False) -> Prepa
     if into not in ("CURRENT", "NEW"):
         raise ValueError(f"into must be 'CURRENT' or 'NEW', got {into!r}")
     adt = obj.animation_data or obj.animation_data_create()
+    if adt is None:
+        raise ReachIKError(f"'{obj.name}' cannot be animated")
     current = adt.action
     slot_identifier = adt.action_slot.identifier if _LAYERED_ACTIONS and adt.action_slot else ""
     shared: tuple[str, ...] = ()
@@ -113,7 +124,10 @@ def prepare_action(obj: Any, into: str, overwrite_shared: bool = False) -> Prepa
     elif current is not None:
         current.use_fake_user = True
         original = current.name
-        action = current.copy()
+        copied = current.copy()
+        if copied is None:
+            raise ReachIKError(f"action '{current.name}' cannot be copied")
+        action = copied
         action.name = _new_action_name(obj)
     else:
         action = bpy.data.actions.new(_new_action_name(obj))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import bpy
 import numpy as np
@@ -48,7 +47,9 @@ _EULER_MODES = frozenset(rot.EULER_ORDERS)
 
 
 def _enum_value(prop: str, item: str) -> int:
-    rna: Any = bpy.types.Keyframe.bl_rna.properties[prop]
+    rna = bpy.types.Keyframe.bl_rna.properties[prop]
+    if not isinstance(rna, bpy.types.EnumProperty):
+        raise TypeError(f"Keyframe.{prop} is not an enum")
     return int(rna.enum_items[item].value)
 
 
@@ -92,7 +93,7 @@ class _KeyArrays:
     values: dict[str, NDArray[np.generic]] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, points: Any) -> _KeyArrays:
+    def read(cls, points: bpy.types.FCurveKeyframePoints) -> _KeyArrays:
         m = len(points)
         out = cls()
         for name, width, dtype in _KEY_ATTRIBUTES:
@@ -111,7 +112,7 @@ class _KeyArrays:
             out.values[name] = self.values[name].reshape(-1, width)[mask].ravel()
         return out
 
-    def write(self, points: Any, names: Sequence[str]) -> None:
+    def write(self, points: bpy.types.FCurveKeyframePoints, names: Sequence[str]) -> None:
         for name in names:
             points.foreach_set(name, self.values[name])
 
@@ -243,7 +244,7 @@ class BonePlan:
     data_path: str
     mode: str
     bone: str
-    curves: list[Any]
+    curves: list[bpy.types.FCurve | None]
     existing: list[_KeyArrays | None]
     values: FloatArray
 
