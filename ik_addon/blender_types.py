@@ -7,9 +7,10 @@ type, and do not know the ``reach_ik`` settings the add-on registers on pose bon
 armature object, a chain's pose bone or a scene whose overlay setting they read are
 annotated with these narrower views instead of ``Any``:
 
-* :class:`ArmatureObject`: an armature object, its pose and armature data present (the
-  callers check with :func:`is_armature`, or ``obj.type == "ARMATURE"`` and ``obj.pose``);
-* :class:`ChainBone`: a pose bone with its :class:`.properties.ReachIKBoneSettings`;
+* :class:`ArmatureObject`: an armature object, its pose and armature data present
+  (:func:`is_armature` checks an object and narrows it to this view);
+* :class:`ChainBone`: a pose bone with its :class:`.properties.ReachIKBoneSettings` (and
+  its armature object as ``id_data``);
 * :class:`ReachIKScene`: a scene with the overlay switch of :mod:`.properties`.
 
 The views exist only for mypy: under ``TYPE_CHECKING`` the classes are declared; at run
