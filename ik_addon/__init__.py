@@ -5,8 +5,9 @@ Modules: :mod:`.rig` (pose bones → core chain), :mod:`.chain_spec` (a chain's 
 the solver methods, cached chain models), :mod:`.evaluate` (live solving: one frame's data
 path, and writing poses), :mod:`.solve_frames` (a chain at many frames: the bake's solve),
 :mod:`.rotation_modes`, :mod:`.pose_state`, :mod:`.live_state` (live
-solving's caches and flags), :mod:`.blender_types` (typing-only views), :mod:`.bake` (the bake
-driver; :mod:`.bake_sampling`, :mod:`.bake_solve`, :mod:`.bake_report`,
+solving's caches and flags), :mod:`.blender_types` (typing views), :mod:`.bake` (the bake
+driver; :mod:`.bake_sampling`, :mod:`.bake_solve`, :mod:`.keying` with
+:mod:`.rotation_continuity` and :mod:`.bake_action`, :mod:`.bake_report`,
 :mod:`.bake_operator`), :mod:`.properties`, :mod:`.operators`, :mod:`.panels`,
 :mod:`.shown` (the residual of the pose Blender shows), :mod:`.overlay` (the 3D View
 overlay), :mod:`.diagnostics` (timeline markers), :mod:`.keymap`, :mod:`.handlers`.

@@ -12,9 +12,10 @@ same float64 operations in the same order: both give the same values.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import numpy as np
+from mathutils import Matrix
 
 from ..core import ReachIKError
 
@@ -30,7 +31,7 @@ class ZeroScaleError(ReachIKError):
     """An affine matrix to invert has (nearly) zero scale."""
 
 
-def rows_of(m: Any) -> list[list[Value]]:
+def rows_of(m: Matrix | np.ndarray | Sequence[Sequence[float]]) -> Rows:
     """:data:`Rows` of a matrix: an ``(F, 4, 4)`` array gives ``(F,)`` entries (contiguous
     copies), a single 4×4 (a mathutils matrix, nested sequences or a ``(4, 4)`` array)
     gives floats."""
@@ -39,10 +40,10 @@ def rows_of(m: Any) -> list[list[Value]]:
             t = np.ascontiguousarray(np.moveaxis(np.asarray(m[:, :3], dtype=np.float64), 0, -1))
             return [[t[r, c] for c in range(4)] for r in range(3)]
         return np.asarray(m[:3], dtype=np.float64).tolist()
-    return [list(m[0]), list(m[1]), list(m[2])]
+    return [m[0][:], m[1][:], m[2][:]]
 
 
-def vec_of(p: Any) -> list[Value]:
+def vec_of(p: np.ndarray | Sequence[float]) -> list[Value]:
     """:data:`Vec` of a point: ``(F, 3)`` array → three ``(F,)`` columns, three numbers →
     floats."""
     if isinstance(p, np.ndarray) and p.ndim == 2:

@@ -28,10 +28,10 @@ failed bake leaves the file as it was; only the scene's frame is set back):
 3. **Key.** :mod:`.key_reduction` chooses the fewest key frames per chain that replay the
    full bake within a distance at the effector and an angle at every joint (unless
    ``reduce`` is off: then every frame); :mod:`.keying` writes each chain bone's rotation
-   channels (the bone's rotation mode only) in bulk; keys outside the range and other
-   channels stay untouched. A stretching chain (*Stretch* on) also gets its bones'
-   ``scale`` keyed (the uniform factor live solving shows), and is keyed on every frame
-   (key reduction measures unstretched poses).
+   channels (the bone's rotation mode only) in bulk, into the action :mod:`.bake_action`
+   prepares; keys outside the range and other channels stay untouched. A stretching chain
+   (*Stretch* on) also gets its bones' ``scale`` keyed (the uniform factor live solving
+   shows), and is keyed on every frame (key reduction measures unstretched poses).
 4. **Report.** :mod:`.quality` measures each chain (residual error, frames out of reach,
    largest joint turn per frame, pops).
 
@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -52,11 +52,11 @@ import bpy
 import numpy as np
 
 from ..core import ReachIKError
-from . import bake_memory, dependencies, handlers, key_reduction, keying
+from . import bake_action, bake_memory, dependencies, handlers, key_reduction, keying
 from .bake_report import store_report, stored_report
 from .bake_sampling import SOLVED, Progress, _report_progress
 from .bake_solve import _block_progress, _blocks, _join_blocks, _solve_block, _Solved
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, is_armature
 from .chain_spec import (
     ChainSpec,
     available_methods,
@@ -280,7 +280,9 @@ class _Forward:
 
 
 @contextmanager
-def _solver_override(obj: ArmatureObject, specs: Sequence[ChainSpec], solver: str | None) -> Any:
+def _solver_override(
+    obj: ArmatureObject, specs: list[ChainSpec], solver: str | None
+) -> Iterator[list[ChainSpec]]:
     """Let the chains use ``solver`` for the bake (their own setting is put back after)."""
     if solver is None:
         yield specs
@@ -323,10 +325,10 @@ def _apply_after(obj: ArmatureObject, specs: Sequence[ChainSpec], after: str) ->
 
 
 def bake(
-    obj: Any,
+    obj: bpy.types.Object | None,
     options: BakeOptions,
     *,
-    scene: Any = None,
+    scene: bpy.types.Scene | None = None,
     progress: Progress | None = None,
 ) -> BakeResult:
     """Bake Reach IK chains of the armature ``obj`` to keyframes (see the module docstring).
@@ -344,9 +346,11 @@ def bake(
     started = time.perf_counter()
     progress = _Forward(progress)
     options.check()
-    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+    if not is_armature(obj):
         raise BakeError("bake needs an armature object")
     scene = scene or bpy.context.scene
+    if scene is None:
+        raise BakeError("bake needs a scene (none given, and the context has none)")
     if obj.name not in scene.objects:
         raise BakeError(f"armature '{obj.name}' is not in scene '{scene.name}'")
     adt = obj.animation_data
@@ -404,7 +408,7 @@ def bake(
     if not solved:
         scene.frame_set(frame_back[0], subframe=frame_back[1])
         raise BakeError("no chain could be baked: " + "; ".join(warnings))
-    prepared = keying.prepare_action(obj, options.into, options.overwrite_shared)
+    prepared = bake_action.prepare_action(obj, options.into, options.overwrite_shared)
     action = prepared.action
     if prepared.shared_with:
         warnings.append(
@@ -412,7 +416,7 @@ def bake(
             f"baked into the new action '{action.name}' instead (the original is kept; "
             "ask to overwrite shared actions to key it)"
         )
-    channels = keying.Channels(obj)
+    channels = bake_action.Channels(obj)
     keyed = 0
     to_key = sum(len(r.bone_names) * (1 if r.scales is None else 2) for r in solved)
     keys_full = keys_written = 0

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
@@ -12,15 +12,16 @@ from ..core import ReachIKError
 from . import diagnostics, key_reduction
 from .bake import MAXFRAME, MINFRAME, BakeOptions, bake
 from .bake_report import report_path_problem, write_report
+from .blender_types import ArmatureObject, get_item, is_armature
 from .chain_spec import chain_tips
-from .operators import poll_chains
+from .operators import is_selected, poll_chains
 
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
 
-def _armature(context: bpy.types.Context, name: str) -> Any:
-    obj = bpy.data.objects.get(name) if name else context.object
-    return obj if obj is not None and obj.type == "ARMATURE" else None
+def _armature(context: bpy.types.Context, name: str) -> ArmatureObject | None:
+    obj = get_item(bpy.data.objects, name) if name else context.object
+    return obj if is_armature(obj) else None
 
 
 class REACH_IK_OT_bake(bpy.types.Operator):
@@ -122,23 +123,31 @@ class REACH_IK_OT_bake(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         return poll_chains(cls, context, writes_armature=True)
 
-    def invoke(self, context: Any, event: Any) -> Result:
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> Result:
         scene = context.scene
-        self.frame_start = scene.frame_start
-        self.frame_end = scene.frame_end
-        return context.window_manager.invoke_props_dialog(self)
+        if scene is not None:
+            self.frame_start = scene.frame_start
+            self.frame_end = scene.frame_end
+        wm = context.window_manager
+        if wm is None:  # no window to show the dialog in
+            return self.execute(context)
+        return wm.invoke_props_dialog(self)
 
-    def execute(self, context: Any) -> Result:
+    def execute(self, context: bpy.types.Context) -> Result:
         obj = _armature(context, self.armature)
         if obj is None:
             self.report({"ERROR"}, f"No armature '{self.armature or 'active'}' to bake")
+            return {"CANCELLED"}
+        scene = context.scene
+        if scene is None:
+            self.report({"ERROR"}, "No scene to bake in")
             return {"CANCELLED"}
         chains = None
         if self.only_selected:
             chains = tuple(
                 t
                 for t in chain_tips(obj)
-                if _is_selected(obj.pose.bones[t]) and obj.pose.bones[t].reach_ik.enabled
+                if is_selected(obj.pose.bones[t]) and obj.pose.bones[t].reach_ik.enabled
             )
             if not chains:
                 self.report({"ERROR"}, "No selected bone holds an enabled Reach IK chain")
@@ -162,19 +171,21 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             reduce_angle=self.reduce_angle,
         )
         wm = context.window_manager
-        wm.progress_begin(0, 1000)
+        if wm is not None:
+            wm.progress_begin(0, 1000)
         try:
             result = bake(
                 obj,
                 options,
-                scene=context.scene,
-                progress=lambda x: wm.progress_update(int(1000 * x)),
+                scene=scene,
+                progress=None if wm is None else lambda x: wm.progress_update(int(1000 * x)),
             )
         except ReachIKError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         finally:
-            wm.progress_end()
+            if wm is not None:
+                wm.progress_end()
         if self.report_path:
             path = bpy.path.abspath(self.report_path)
             try:
@@ -185,12 +196,8 @@ class REACH_IK_OT_bake(bpy.types.Operator):
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, result.summary())
         if self.diagnose:
-            diagnostics.after_bake(self, context.scene, obj, tips, options)
+            diagnostics.after_bake(self, scene, obj, tips, options)
         return {"FINISHED"}
-
-
-def _is_selected(pb: Any) -> bool:
-    return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
 
 
 classes = (REACH_IK_OT_bake,)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import bpy
 
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, ChainBone
 
 if TYPE_CHECKING:
     from .bake import BakeResult
@@ -69,7 +69,7 @@ def store_report(obj: ArmatureObject, result: BakeResult) -> None:
         obj.pose.bones[quality.chain].reach_ik.bake_report = json.dumps(entry)
 
 
-def stored_report(pose_bone: Any) -> dict[str, Any] | None:
+def stored_report(pose_bone: ChainBone) -> dict[str, Any] | None:
     """The quality report saved on a chain's tip bone by its last bake, or ``None``."""
     text = pose_bone.reach_ik.bake_report
     if not text:

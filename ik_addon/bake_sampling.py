@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import rotations as rot
 from . import evaluate, keying, sampling
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, is_armature
 from .chain_spec import ANIMATED_SETTINGS, ChainSpec, read_animated
 from .rig import RigChain
 from .rotation_modes import fk_rotations
@@ -37,9 +37,9 @@ def _report_progress(progress: Progress | None, value: float) -> None:
         progress(min(max(value, 0.0), 1.0))
 
 
-def _ancestors(obj: Any, name: str) -> set[str]:
+def _ancestors(obj: ArmatureObject, name: str) -> set[str]:
     """``name`` and every bone above it."""
-    out = set()
+    out: set[str] = set()
     bone = obj.data.bones.get(name)
     while bone is not None:
         out.add(bone.name)
@@ -55,7 +55,7 @@ class _Goal:
     depsgraph, as :func:`.chain_spec.read_spec` does (the armature itself: its evaluated copy).
     """
 
-    def __init__(self, original: Any, bone: str, own: ArmatureObject) -> None:
+    def __init__(self, original: bpy.types.Object, bone: str, own: ArmatureObject) -> None:
         self.original = original
         self.own = original == own
         self.bone = bone if original.type == "ARMATURE" else ""
@@ -64,7 +64,7 @@ class _Goal:
 
     def read(self, depsgraph: bpy.types.Depsgraph, own_eval: ArmatureObject) -> None:
         goal = own_eval if self.own else self.original.evaluated_get(depsgraph)
-        if self.bone:
+        if self.bone and is_armature(goal):
             self.matrices.append(goal.pose.bones[self.bone].matrix.copy())
             self.spaces.append(goal.matrix_world.copy())
         else:
@@ -246,7 +246,7 @@ def _sample_from_curves(
 
 def _from_curves(
     sample: _Samples,
-    obj: Any,
+    obj: ArmatureObject,
     curves: sampling.Curves,
     frames: np.ndarray,
     world: np.ndarray,
@@ -269,7 +269,7 @@ def _from_curves(
         sample.parents = posed[sample.rig.parent]
     root = obj.pose.bones[sample.rig.bone_names[0]]
     prefix = sampling.bone_path(root.name)
-    sample.root_location = curves.values(prefix + "location", tuple(root.location), frames)
+    sample.root_location = curves.values(prefix + "location", root.location[:], frames)
     tip = obj.pose.bones[sample.tip]
     prefix = sampling.bone_path(tip.name) + "reach_ik."
     sample.settings = np.concatenate(

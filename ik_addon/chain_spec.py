@@ -16,13 +16,13 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import bpy
 
 from ..core import METHODS, ReachIKError, SolveOptions
 from . import dependencies
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, ChainBone, is_armature
 from .live_state import live
 from .rig import RigChain, RigError, build_rig_chain, chain_bones, rig_signature
 
@@ -73,7 +73,10 @@ def available_methods() -> tuple[str, ...]:
 ANIMATED, FIXED, ADVANCED, RECORD, REPORT = "animated", "fixed", "advanced", "record", "report"
 
 
-def _as_is(value: Any) -> Any:
+_Value = TypeVar("_Value")
+
+
+def _as_is(value: _Value) -> _Value:
     return value
 
 
@@ -161,9 +164,9 @@ class ChainSpec:
     tip: str
     chain_length: int
     use_tail: bool
-    target: Any
+    target: bpy.types.Object | None
     target_bone: str
-    pole: Any
+    pole: bpy.types.Object | None
     pole_bone: str
     pole_angle: float
     solver: str
@@ -178,14 +181,14 @@ class ChainSpec:
     stretch_rule: str = "closed_form"
 
 
-def chain_tips(obj: Any) -> list[str]:
+def chain_tips(obj: bpy.types.Object | None) -> list[str]:
     """Names of the pose bones of ``obj`` that hold a Reach IK chain (enabled or not)."""
-    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+    if not is_armature(obj):
         return []
     return [pb.name for pb in obj.pose.bones if pb.reach_ik.has_chain]
 
 
-def armature_chains(obj: Any) -> tuple[str, ...]:
+def armature_chains(obj: ArmatureObject) -> tuple[str, ...]:
     """:func:`chain_tips` of ``obj``, scanning every pose bone only after
     :meth:`.live_state.LiveState.invalidate` (scanning a big rig on every frame costs more
     than the solve)."""
@@ -209,9 +212,9 @@ class _Fixed(NamedTuple):
 
     chain_length: int
     use_tail: bool
-    target: Any
+    target: bpy.types.Object | None
     target_bone: str
-    pole: Any
+    pole: bpy.types.Object | None
     pole_bone: str
     solver: str
     iterations: int
@@ -233,7 +236,7 @@ def spec_fixed(spec: ChainSpec) -> _Fixed:
     return _Fixed._make(getattr(spec, name) for name in _Fixed._fields)
 
 
-def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
+def read_spec(pose_bone: ChainBone, depsgraph: bpy.types.Depsgraph | None = None) -> ChainSpec:
     """A chain's settings from its tip pose bone.
 
     Args:
@@ -245,11 +248,12 @@ def read_spec(pose_bone: Any, depsgraph: Any = None) -> ChainSpec:
     """
     if depsgraph is None:
         return _spec(pose_bone, _fixed(pose_bone.reach_ik), None)
-    original = pose_bone.id_data.original.pose.bones[pose_bone.name]
+    armature = pose_bone.id_data.original
+    original = armature.pose.bones[pose_bone.name] if armature is not None else pose_bone
     return _spec(pose_bone, _fixed(original.reach_ik), depsgraph)
 
 
-def _spec(pose_bone: Any, fixed: _Fixed, depsgraph: Any) -> ChainSpec:
+def _spec(pose_bone: ChainBone, fixed: _Fixed, depsgraph: bpy.types.Depsgraph | None) -> ChainSpec:
     """The :class:`ChainSpec` of fixed settings and the animatable ones of ``pose_bone``;
     target and pole as evaluated in ``depsgraph`` (when given)."""
     s = pose_bone.reach_ik
@@ -329,9 +333,8 @@ def _check_solver(solver: str) -> None:
 def dependency_chains() -> list[dependencies.ChainGoals]:
     """Every chain of every armature in the file, for :mod:`.dependencies`."""
     chains = []
-    objects: Any = bpy.data.objects
-    for other in objects:
-        if other.type != "ARMATURE" or other.pose is None:
+    for other in bpy.data.objects:
+        if not is_armature(other):
             continue
         for tip in armature_chains(other):
             s = other.pose.bones[tip].reach_ik

@@ -58,12 +58,12 @@ removed, shortened or switched off) and gives a duplicated armature helpers of i
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import bpy
 
 from . import stored
-from .blender_types import ArmatureObject, ChainBone
+from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
 from .live_state import live
 from .rig import RigError, chain_bones
 
@@ -97,41 +97,41 @@ def is_ours(con: bpy.types.Constraint) -> bool:
     return con.type == "COPY_ROTATION" and con.name.startswith(NAME)
 
 
-def find(pose_bone: ChainBone) -> Any:
+def find(pose_bone: bpy.types.PoseBone) -> bpy.types.CopyRotationConstraint | None:
     """The bone's Reach IK constraint, or ``None``."""
-    con = pose_bone.constraints.get(NAME)
-    return con if con is not None and is_ours(con) else None
+    con = get_item(pose_bone.constraints, NAME)
+    return con if isinstance(con, bpy.types.CopyRotationConstraint) and is_ours(con) else None
 
 
-def find_scale(pose_bone: ChainBone) -> Any:
+def find_scale(pose_bone: bpy.types.PoseBone) -> bpy.types.CopyScaleConstraint | None:
     """The bone's Reach IK scale constraint, or ``None``."""
-    con = pose_bone.constraints.get(SCALE_NAME)
-    return con if con is not None and con.type == "COPY_SCALE" else None
+    con = get_item(pose_bone.constraints, SCALE_NAME)
+    return con if isinstance(con, bpy.types.CopyScaleConstraint) else None
 
 
-def is_helper(id_data: Any) -> bool:
+def is_helper(id_data: bpy.types.ID | None) -> bool:
     """``id_data`` is a helper empty of Reach IK."""
     return isinstance(id_data, bpy.types.Object) and id_data.get(OWNER_KEY) is not None
 
 
-def _owned(helper: bpy.types.Object, obj: ArmatureObject) -> bool:
+def _owned(helper: bpy.types.Object | None, obj: ArmatureObject) -> TypeGuard[bpy.types.Object]:
     """``helper`` is ``obj``'s: local (a linked helper belongs to the library's armature,
     not to an override of it) and recording ``obj``'s name."""
     return helper is not None and helper.library is None and helper.get(OWNER_KEY) == obj.name
 
 
-def _local_object(name: str) -> Any:
+def _local_object(name: str) -> bpy.types.Object | None:
     """The local (not linked) object of that name, or ``None`` (a linked object may share
     the name)."""
-    found = bpy.data.objects.get(name)
+    found = get_item(bpy.data.objects, name)
     if found is None or found.library is None:
         return found
     return next((o for o in bpy.data.objects if o.name == name and o.library is None), None)
 
 
-def _targets(obj: Any) -> set[Any]:
+def _targets(obj: bpy.types.Object | None) -> set[bpy.types.Object]:
     """The helpers the Reach IK constraints of ``obj`` target."""
-    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+    if not is_armature(obj):
         return set()
     return {c.target for pb in obj.pose.bones if (c := find(pb)) is not None and c.target}
 
@@ -140,7 +140,7 @@ def _helper_name(obj: ArmatureObject, pose_bone: ChainBone) -> str:
     return f"{NAME} {obj.name}:{pose_bone.name}"
 
 
-def _new_helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
+def _new_helper(obj: ArmatureObject, pose_bone: ChainBone) -> bpy.types.Object:
     """A helper for the bone: its former one when that is unused (a constraint deleted by
     hand), else a new empty. The keys stored at other times no longer describe what plays
     there: the armature's record is dropped (:func:`.stored.forget`)."""
@@ -156,16 +156,18 @@ def _new_helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
     return helper
 
 
-def _add(obj: Any, pose_bone: Any) -> Any:
+def _add(obj: ArmatureObject, pose_bone: ChainBone) -> bpy.types.Object:
+    """Add the bone's constraint, targeting a new helper; returns the helper."""
     helper = _new_helper(obj, pose_bone)
     con = pose_bone.constraints.new("COPY_ROTATION")
+    assert isinstance(con, bpy.types.CopyRotationConstraint)  # what new() makes of the type
     con.name = NAME
     con.owner_space = "LOCAL"
     con.target_space = "WORLD"
     con.mix_mode = "REPLACE"
     con.show_expanded = False
     con.target = helper
-    return con
+    return helper
 
 
 def _from_library(pose_bone: ChainBone, con: bpy.types.Constraint) -> bool:
@@ -188,7 +190,9 @@ def _parked(pose_bone: ChainBone, con: bpy.types.Constraint) -> bool:
     return bool(con.mute) and _from_library(pose_bone, con)
 
 
-def _remove(obj: Any, pose_bone: Any, con: Any) -> None:
+def _remove(
+    obj: ArmatureObject, pose_bone: ChainBone, con: bpy.types.CopyRotationConstraint
+) -> None:
     """Take the constraint off (on a library override, a constraint that comes from the
     library is muted instead: the override keeps that) and delete its helper and its
     stored solutions (the armature's record is dropped)."""
@@ -230,11 +234,13 @@ def _show_scale(pose_bone: ChainBone, entry: list[Any], time: float, scale: floa
     if entry[2] is None:
         con = find_scale(pose_bone)
         if con is None:
-            con = pose_bone.constraints.new("COPY_SCALE")
-            con.name = SCALE_NAME
-            con.owner_space = "LOCAL"
-            con.target_space = "WORLD"
-            con.show_expanded = False
+            new = pose_bone.constraints.new("COPY_SCALE")
+            assert isinstance(new, bpy.types.CopyScaleConstraint)  # what new() makes of the type
+            new.name = SCALE_NAME
+            new.owner_space = "LOCAL"
+            new.target_space = "WORLD"
+            new.show_expanded = False
+            con = new
         if con.target != helper or con.mute:
             con.target = helper
             con.mute = False
@@ -246,13 +252,13 @@ def _show_scale(pose_bone: ChainBone, entry: list[Any], time: float, scale: floa
     return changed
 
 
-def sync(obj: Any) -> None:
+def sync(obj: bpy.types.Object | None) -> None:
     """Take the constraints (and helpers) off every bone of ``obj`` that no enabled chain
     drives, give ``obj`` helpers of its own where its constraints target another armature's
     (a duplicate), and adopt the helpers of its old name (renamed). Changes only what
     differs. A driven bone without its constraint (deleted by hand) drops the armature's
     record of stored frames (:func:`.stored.forget`): the next solve adds it again."""
-    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+    if not is_armature(obj):
         return
     wanted = {name for name, enabled in driven(obj).items() if enabled}
     for pb in obj.pose.bones:
@@ -282,7 +288,7 @@ def sync(obj: Any) -> None:
 def remove_orphans() -> None:
     """Delete helpers that no Reach IK constraint targets (their armature deleted, or a
     constraint deleted by hand)."""
-    targeted: set[Any] = set()
+    targeted: set[bpy.types.Object] = set()
     for obj in bpy.data.objects:
         targeted |= _targets(obj)
     for helper in [o for o in bpy.data.objects if is_helper(o) and o not in targeted]:
@@ -367,7 +373,7 @@ def show(
     return changed
 
 
-def _helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
+def _helper(obj: ArmatureObject, pose_bone: ChainBone) -> bpy.types.Object:
     """The bone's helper, adding the constraint (and helper) when missing; a constraint
     that targets a linked helper (a library override's) gets a local one, and one muted by
     :func:`_remove` is switched on again."""
@@ -377,11 +383,12 @@ def _helper(obj: ArmatureObject, pose_bone: ChainBone) -> Any:
     if con is not None and con.target is not None and con.target.library is None:
         return con.target
     if con is not None and (con.target is not None or _from_library(pose_bone, con)):
-        con.target = _new_helper(obj, pose_bone)
-        return con.target
+        helper = _new_helper(obj, pose_bone)
+        con.target = helper
+        return helper
     if con is not None:
         _remove(obj, pose_bone, con)
-    return _add(obj, pose_bone).target
+    return _add(obj, pose_bone)
 
 
 __all__ = [

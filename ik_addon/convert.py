@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import bpy
 
 from . import drivers
-from .blender_types import ArmatureObject, ChainBone
+from .blender_types import ArmatureObject, ChainBone, get_item
 from .chain_spec import default_method
 from .rig import RigError, chain_bones, pole_angle_from_blender, pole_angle_to_blender
 
@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 
 #: Format version of the ``source`` record.
 RECORD_VERSION = 1
+
+#: Blender's IK constraint.
+IKConstraint = bpy.types.KinematicConstraint
 
 
 @dataclass
@@ -85,15 +88,17 @@ def _path(con: bpy.types.Constraint) -> str:
     return str(con.path_from_id())
 
 
-def _driver(obj: ArmatureObject, con: bpy.types.Constraint, prop: str) -> Any:
+def _driver(obj: ArmatureObject, con: bpy.types.Constraint, prop: str) -> bpy.types.FCurve | None:
     return drivers.find(obj, f"{_path(con)}.{prop}")
 
 
-def _same_inputs(a: Any, b: Any) -> bool:
+def _same_inputs(a: bpy.types.FCurve, b: bpy.types.FCurve) -> bool:
     """Two drivers read the same inputs the same way (their curves may differ)."""
     da, db = a.driver, b.driver
+    if da is None or db is None:  # not driver curves: no inputs to compare
+        return False
 
-    def key(d: Any) -> tuple[Any, ...]:
+    def key(d: bpy.types.Driver) -> tuple[object, ...]:
         return (
             d.type,
             d.expression,
@@ -106,7 +111,9 @@ def _same_inputs(a: Any, b: Any) -> bool:
     return key(da) == key(db)
 
 
-def _pole_switch(obj: ArmatureObject, cons: list[Any]) -> tuple[Any, Any] | None:
+def _pole_switch(
+    obj: ArmatureObject, cons: list[IKConstraint]
+) -> tuple[IKConstraint, IKConstraint] | None:
     """``(no-pole constraint, pole constraint)`` when ``cons`` is a pole switch (module
     docstring), else ``None``. Complementary: for driver values 0 and 1 exactly one of the
     two mute curves mutes."""
@@ -127,14 +134,14 @@ def _pole_switch(obj: ArmatureObject, cons: list[Any]) -> tuple[Any, Any] | None
     return plain, poled
 
 
-def _keyed(obj: ArmatureObject, prefix: str) -> list[Any]:
+def _keyed(obj: ArmatureObject, prefix: str) -> list[bpy.types.FCurve]:
     """Keyframed (not driven) F-curves of ``obj`` under ``prefix``, by path (a legacy
     action's, or every channelbag of a layered action's)."""
     ad = obj.animation_data
     action = getattr(ad, "action", None) if ad is not None else None
     if action is None:
         return []
-    curves: list[Any] = list(getattr(action, "fcurves", ()) or ())
+    curves: list[bpy.types.FCurve] = list(getattr(action, "fcurves", ()) or ())
     for layer in getattr(action, "layers", ()):
         for strip in layer.strips:
             for bag in getattr(strip, "channelbags", ()):
@@ -152,7 +159,7 @@ def _set_keys_muted(obj: ArmatureObject, paths: list[str], muted: bool) -> None:
 
 
 def _stretch_gaps(
-    obj: ArmatureObject, pb: ChainBone, members: list[Any], names: tuple[str, ...]
+    obj: ArmatureObject, pb: ChainBone, members: list[IKConstraint], names: tuple[str, ...]
 ) -> list[str]:
     """What of the constraints' stretch the chain cannot carry: constraints that disagree
     on *Stretch* (the chain takes the pole constraint's), and an animated *IK Stretch* on a
@@ -169,7 +176,7 @@ def _stretch_gaps(
     return out
 
 
-def _check(obj: Any, pb: Any, con: Any) -> tuple[tuple[str, ...], str]:
+def _check(obj: ArmatureObject, pb: ChainBone, con: IKConstraint) -> tuple[tuple[str, ...], str]:
     """The chain's bone names, or why the constraint cannot be converted."""
     if con.ik_type != "COPY_POSE":
         return (), f"'{pb.name}': only Standard IK (not Distance) converts"
@@ -183,10 +190,9 @@ def _check(obj: Any, pb: Any, con: Any) -> tuple[tuple[str, ...], str]:
         return (), f"'{pb.name}': {exc}"
 
 
-def _full_length(obj: Any, tip: str, use_tail: bool) -> int:
-    bone = obj.data.bones[tip]
-    if not use_tail:
-        bone = bone.parent
+def _full_length(obj: ArmatureObject, tip: str, use_tail: bool) -> int:
+    tip_bone = obj.data.bones[tip]
+    bone: bpy.types.Bone | None = tip_bone if use_tail else tip_bone.parent
     count = 0
     while bone is not None:
         count += 1
@@ -194,13 +200,15 @@ def _full_length(obj: Any, tip: str, use_tail: bool) -> int:
     return count
 
 
-def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertResult) -> None:
+def to_reach(
+    obj: ArmatureObject, pb: ChainBone, keep_source: bool, solver: str, result: ConvertResult
+) -> None:
     """Convert the IK constraints of ``pb`` (those not muted, or whose mute is driven) into
     its chain; adds to ``result``."""
     cons = [
         c
         for c in pb.constraints
-        if c.type == "IK" and (not c.mute or _driver(obj, c, "mute") is not None)
+        if isinstance(c, IKConstraint) and (not c.mute or _driver(obj, c, "mute") is not None)
     ]
     if not cons:
         return
@@ -278,14 +286,14 @@ def to_reach(obj: Any, pb: Any, keep_source: bool, solver: str, result: ConvertR
     result.converted.append(pb.name)
 
 
-def _same_influence(obj: ArmatureObject, a: Any, b: Any) -> bool:
+def _same_influence(obj: ArmatureObject, a: IKConstraint, b: IKConstraint) -> bool:
     fa, fb = _driver(obj, a, "influence"), _driver(obj, b, "influence")
     if fa is None and fb is None:
         return abs(a.influence - b.influence) < 1e-6
     return fa is not None and fb is not None and _same_inputs(fa, fb)
 
 
-def park(obj: Any, pb: Any) -> None:
+def park(obj: ArmatureObject, pb: ChainBone) -> None:
     """Disable the chain of ``pb`` for good (*Keep Source* after converting back): its
     drivers are muted, or they could enable it again."""
     prefix = chain_driver_paths(pb)
@@ -296,8 +304,8 @@ def park(obj: Any, pb: Any) -> None:
 def _set_values(
     obj: ArmatureObject,
     pb: ChainBone,
-    main: Any,
-    members: list[Any],
+    main: IKConstraint,
+    members: list[IKConstraint],
     names: tuple[str, ...],
     solver: str,
 ) -> None:
@@ -328,7 +336,7 @@ def _carry(
     obj: ArmatureObject,
     s: ReachIKBoneSettings,
     prop: str,
-    fc: bpy.types.FCurve,
+    fc: bpy.types.FCurve | None,
     invert: bool,
     pb: ChainBone,
     missing: list[str],
@@ -357,7 +365,9 @@ def _record(s: ReachIKBoneSettings) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and record.get("version") == RECORD_VERSION else None
 
 
-def to_blender(obj: Any, pb: Any, keep_source: bool, result: ConvertResult) -> bool:
+def to_blender(
+    obj: ArmatureObject, pb: ChainBone, keep_source: bool, result: ConvertResult
+) -> bool:
     """Turn the chain of ``pb`` into IK constraints: the recorded source constraints when
     there are, else a new (or a muted, undriven) one. Returns whether it did; a chain that
     cannot be converted adds its reason to ``result.skipped``."""
@@ -372,9 +382,10 @@ def to_blender(obj: Any, pb: Any, keep_source: bool, result: ConvertResult) -> b
         return False
     record = _record(s)
     entries = record["constraints"] if record else []
-    if entries and all(pb.constraints.get(e["name"]) for e in entries):
-        for entry in entries:
-            con = pb.constraints[entry["name"]]
+    recorded = [get_item(pb.constraints, e["name"]) for e in entries]
+    sources = [c for c in recorded if isinstance(c, IKConstraint)]
+    if entries and len(sources) == len(entries):
+        for entry, con in zip(entries, sources, strict=True):
             _write_constraint(obj, s, con, names, entry["pole"])
             if drivers.find(obj, f"{_path(con)}.influence") is None:
                 con.influence = s.influence
@@ -382,16 +393,19 @@ def to_blender(obj: Any, pb: Any, keep_source: bool, result: ConvertResult) -> b
         drivers.set_muted(obj, list(record["drivers"]) if record else [], False)
         _set_keys_muted(obj, list(record.get("keys", ())) if record else [], False)
     else:
-        con = next(
+        spare = next(
             (
                 c
                 for c in pb.constraints
-                if c.type == "IK" and c.mute and not drivers.under(obj, _path(c))
+                if isinstance(c, IKConstraint) and c.mute and not drivers.under(obj, _path(c))
             ),
             None,
         )
-        if con is None:
-            con = pb.constraints.new("IK")
+        if spare is None:
+            new = pb.constraints.new("IK")
+            assert isinstance(new, IKConstraint)  # what new() makes of the type
+            spare = new
+        con = spare
         _write_constraint(obj, s, con, names, True)
         con.influence = s.influence
         con.mute = False
@@ -410,7 +424,13 @@ def to_blender(obj: Any, pb: Any, keep_source: bool, result: ConvertResult) -> b
     return True
 
 
-def _write_constraint(obj: Any, s: Any, con: Any, names: tuple[str, ...], pole: bool) -> None:
+def _write_constraint(
+    obj: ArmatureObject,
+    s: ReachIKBoneSettings,
+    con: IKConstraint,
+    names: tuple[str, ...],
+    pole: bool,
+) -> None:
     con.target = s.target
     con.subtarget = s.target_bone
     if pole:

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .blender_types import ArmatureObject
+import bpy
+
+from .blender_types import ArmatureObject, get_item
 
 if TYPE_CHECKING:
     from .properties import ReachIKBoneSettings
@@ -46,28 +48,30 @@ class ChainGoals:
             (``what`` is ``"target"`` or ``"pole"``; ``bone`` is ``""`` for an object).
     """
 
-    armature: Any
+    armature: ArmatureObject
     tip: str
     bones: tuple[str, ...]
-    goals: tuple[tuple[str, Any, str], ...]
+    goals: tuple[tuple[str, bpy.types.Object, str], ...]
 
 
-def _bone_and_above(armature: ArmatureObject, name: str) -> set[BoneKey]:
+def _bone_and_above(armature: bpy.types.Object, name: str) -> set[BoneKey]:
     out: set[BoneKey] = set()
-    bone = armature.data.bones.get(name) if armature.type == "ARMATURE" else None
+    data = armature.data
+    bone = get_item(data.bones, name) if isinstance(data, bpy.types.Armature) else None
     while bone is not None:
         out.add((armature.name, bone.name))
         bone = bone.parent
     return out
 
 
-def goal_dependencies(goal: Any, bone: str) -> set[BoneKey]:
+def goal_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
     """The pose bones whose pose places the goal ``goal`` (object) / ``bone`` (module
     docstring)."""
     out: set[BoneKey] = set()
     if bone:
         out |= _bone_and_above(goal, bone)
-    obj, seen = goal, set()
+    obj: bpy.types.Object | None = goal
+    seen: set[str] = set()
     while obj is not None and obj.name not in seen:
         seen.add(obj.name)
         parent = obj.parent
@@ -93,7 +97,7 @@ def moved_bones(armature: ArmatureObject, bones: Iterable[str]) -> set[BoneKey]:
     return out
 
 
-def _label(goal: Any, bone: str) -> str:
+def _label(goal: bpy.types.Object, bone: str) -> str:
     return f"{goal.name}:{bone}" if bone else goal.name
 
 
@@ -148,7 +152,7 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         deps: set[BoneKey] = set()
         for _, goal, bone in c.goals:
             deps |= goal_dependencies(goal, bone)
-        root = c.armature.data.bones.get(c.bones[0]) if c.bones else None
+        root = get_item(c.armature.data.bones, c.bones[0]) if c.bones else None
         if root is not None and root.parent is not None:
             deps |= _bone_and_above(c.armature, root.parent.name)
         needs[key] = deps

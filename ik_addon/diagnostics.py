@@ -30,20 +30,24 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import bpy
 import numpy as np
 from bpy.props import FloatProperty, IntProperty
+from mathutils import Matrix
 
-from ..core import forward_kinematics
+from ..core import JointLimits, forward_kinematics
 from ..core import rotations as rot
 from ..core.errors import ReachIKError
 from . import affine, chain_spec, rotation_modes, solve_frames
-from .blender_types import ArmatureObject
-from .operators import poll_chains
+from .blender_types import ArmatureObject, is_armature
+from .operators import Result, poll_chains
 from .rig import RigChain, base_rows
 from .shown import MISS
+
+if TYPE_CHECKING:
+    from .bake import BakeOptions
 
 Kind = Literal["pop", "flip", "reach", "missed", "limit"]
 KINDS: tuple[Kind, ...] = ("pop", "flip", "reach", "missed", "limit")
@@ -78,12 +82,14 @@ class Scan:
     reachable: np.ndarray
     full: np.ndarray
     tolerance: float
-    limits: tuple[Any, ...] = field(default=())
+    limits: tuple[JointLimits, ...] = field(default=())
 
 
-def _goal_world(ob: Any, bone: str, depsgraph: Any) -> Any:
+def _goal_world(ob: bpy.types.Object, bone: str, depsgraph: bpy.types.Depsgraph) -> Matrix:
     ev = ob.evaluated_get(depsgraph)
     if bone and ev.type == "ARMATURE":
+        if ev.pose is None:
+            raise ReachIKError(f"the armature '{ob.name}' has no pose to read '{bone}' from")
         return ev.matrix_world @ ev.pose.bones[bone].matrix
     return ev.matrix_world.copy()
 
@@ -153,12 +159,9 @@ def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence
         affine.compose(world_rows, base_rows(rig, parent_rows, location)), count
     )
     rotations, reachable = np.asarray(solved.rotations), np.asarray(solved.reachable)
-    # Each link's stretch (1: none).
-    links = (
-        np.ones((count, len(names)))
-        if solved.scales is None
-        else np.cumprod(solved.scales, axis=-1)
-    )
+    links = np.ones((count, len(names)))  # each link's stretch (1: none)
+    if solved.scales is not None:
+        links = np.cumprod(np.asarray(solved.scales), axis=-1)
     if np.all(links == 1.0):
         local = forward_kinematics(rig.chain, rotations)[0]
     else:
@@ -200,7 +203,7 @@ def bend_normals(joints: np.ndarray) -> np.ndarray:
     return np.divide(normal, size, out=np.zeros_like(normal), where=ok)
 
 
-def limit_bound(limits: Sequence[Any], rotations: np.ndarray) -> np.ndarray:
+def limit_bound(limits: Sequence[JointLimits], rotations: np.ndarray) -> np.ndarray:
     """``(F,)`` whether some joint of ``rotations (F, n, 4)`` rests on a limit: a turn of
     :data:`NUDGE` about one of its free axes (either way) is clamped back by more than half."""
     count = rotations.shape[0]
@@ -280,8 +283,8 @@ def clear_markers(scene: bpy.types.Scene) -> int:
 
 
 def mark(
-    scene: Any,
-    obj: Any,
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
     frame_start: int,
     frame_end: int,
     tips: Sequence[str] | None = None,
@@ -330,7 +333,13 @@ def summary(found: dict[str, dict[Kind, list[int]]], skipped: dict[str, str]) ->
     return text
 
 
-def after_bake(operator: Any, scene: Any, obj: Any, tips: Sequence[str], options: Any) -> None:
+def after_bake(
+    operator: bpy.types.Operator,
+    scene: bpy.types.Scene,
+    obj: ArmatureObject,
+    tips: Sequence[str],
+    options: BakeOptions,
+) -> None:
     """The bake's *Diagnose* option: mark the baked chains over the baked range and report
     (a removed chain has no settings left to solve, so it is skipped with a message)."""
     kept = [t for t in tips if obj.pose.bones[t].reach_ik.has_chain]
@@ -363,22 +372,25 @@ class REACH_IK_OT_diagnose(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         return poll_chains(cls, context, writes_armature=False)
 
-    def invoke(self, context: Any, event: Any) -> Any:
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> Result:
         scene = context.scene
-        preview = scene.use_preview_range
-        self.frame_start = scene.frame_preview_start if preview else scene.frame_start
-        self.frame_end = scene.frame_preview_end if preview else scene.frame_end
+        if scene is not None:
+            preview = scene.use_preview_range
+            self.frame_start = scene.frame_preview_start if preview else scene.frame_start
+            self.frame_end = scene.frame_preview_end if preview else scene.frame_end
         return self.execute(context)
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: bpy.types.Context) -> Result:
+        scene, obj = context.scene, context.object
+        if scene is None or not is_armature(obj):
+            self.report({"ERROR"}, "Needs an active armature object in a scene")
+            return {"CANCELLED"}
         if self.frame_end < self.frame_start:
             self.report(
                 {"ERROR"}, f"End frame {self.frame_end} comes before start {self.frame_start}"
             )
             return {"CANCELLED"}
-        found, skipped = mark(
-            context.scene, context.object, self.frame_start, self.frame_end, pop_deg=self.pop_deg
-        )
+        found, skipped = mark(scene, obj, self.frame_start, self.frame_end, pop_deg=self.pop_deg)
         if not found:
             self.report({"ERROR"}, summary(found, skipped))
             return {"CANCELLED"}

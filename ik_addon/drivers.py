@@ -20,7 +20,10 @@ or unmutes them (a muted driver curve is not evaluated, and never reported broke
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any
+
+import bpy
 
 from ..core import ReachIKError
 from .blender_types import ArmatureObject
@@ -30,12 +33,12 @@ class DriverError(ReachIKError):
     """A driver cannot be carried over; the message says why."""
 
 
-def _drivers(obj: ArmatureObject) -> Any:
+def _drivers(obj: ArmatureObject) -> Iterable[bpy.types.FCurve]:
     ad = obj.animation_data
     return ad.drivers if ad is not None else ()
 
 
-def find(obj: ArmatureObject, path: str) -> Any:
+def find(obj: ArmatureObject, path: str) -> bpy.types.FCurve | None:
     """The driver F-curve of ``obj`` on ``path`` (index 0), or ``None``."""
     for fc in _drivers(obj):
         if fc.data_path == path and fc.array_index == 0:
@@ -43,7 +46,7 @@ def find(obj: ArmatureObject, path: str) -> Any:
     return None
 
 
-def under(obj: ArmatureObject, prefix: str) -> list[Any]:
+def under(obj: ArmatureObject, prefix: str) -> list[bpy.types.FCurve]:
     """Every driver F-curve of ``obj`` whose path is ``prefix`` or lies below it
     (``prefix + "."…``, ``prefix + "["…``)."""
     return [
@@ -53,12 +56,15 @@ def under(obj: ArmatureObject, prefix: str) -> list[Any]:
     ]
 
 
-def remove(obj: Any, prefix: str) -> list[str]:
+def remove(obj: ArmatureObject, prefix: str) -> list[str]:
     """Delete the drivers on ``prefix`` and below; returns their paths."""
-    gone = []
+    gone: list[str] = []
+    ad = obj.animation_data
+    if ad is None:  # no animation data, no drivers
+        return gone
     for fc in under(obj, prefix):
         gone.append(fc.data_path)
-        obj.animation_data.drivers.remove(fc)
+        ad.drivers.remove(fc)
     return gone
 
 
@@ -70,7 +76,9 @@ def set_muted(obj: ArmatureObject, paths: list[str], muted: bool) -> None:
             fc.mute = muted
 
 
-def _copy_rna(src: Any, dst: Any, skip: tuple[str, ...] = ()) -> None:
+def _copy_rna(
+    src: bpy.types.bpy_struct, dst: bpy.types.bpy_struct, skip: tuple[str, ...] = ()
+) -> None:
     """Copy the writable plain properties of an RNA struct (not pointers or collections)."""
     for prop in src.bl_rna.properties:
         name = prop.identifier
@@ -83,7 +91,7 @@ def _copy_rna(src: Any, dst: Any, skip: tuple[str, ...] = ()) -> None:
             setattr(dst, name, getattr(src, name))
 
 
-def _copy_variables(src: Any, dst: Any) -> None:
+def _copy_variables(src: bpy.types.Driver, dst: bpy.types.Driver) -> None:
     for var in src.variables:
         new = dst.variables.new()
         new.name = var.name
@@ -95,7 +103,7 @@ def _copy_variables(src: Any, dst: Any) -> None:
             _copy_rna(old_t, new_t, skip=("id_type", "id"))
 
 
-def _copy_curve(src: Any, dst: Any) -> None:
+def _copy_curve(src: bpy.types.FCurve, dst: bpy.types.FCurve) -> None:
     for m in list(dst.modifiers):
         dst.modifiers.remove(m)
     dst.keyframe_points.clear()
@@ -109,15 +117,20 @@ def _copy_curve(src: Any, dst: Any) -> None:
             new.handle_right_type = old.handle_right_type
             new.handle_left, new.handle_right = old.handle_left, old.handle_right
     dst.extrapolation = src.extrapolation
-    for old in src.modifiers:
-        new = dst.modifiers.new(old.type)
-        if old.type == "GENERATOR":
-            new.mode, new.poly_order = old.mode, old.poly_order
-            new.coefficients = tuple(old.coefficients)
-        _copy_rna(old, new, skip=("type", "mode", "poly_order", "coefficients", "is_valid"))
+    for old_mod in src.modifiers:
+        new_mod = dst.modifiers.new(old_mod.type)
+        if new_mod is None:
+            raise DriverError(f"its curve's {old_mod.type.lower()} modifier cannot be copied")
+        if isinstance(old_mod, bpy.types.FModifierGenerator) and isinstance(
+            new_mod, bpy.types.FModifierGenerator
+        ):
+            new_mod.mode, new_mod.poly_order = old_mod.mode, old_mod.poly_order
+            _set_coefficients(new_mod, _coefficients(old_mod))
+        skip = ("type", "mode", "poly_order", "coefficients", "is_valid")
+        _copy_rna(old_mod, new_mod, skip=skip)
 
 
-def _invert_curve(fc: Any) -> None:
+def _invert_curve(fc: bpy.types.FCurve) -> None:
     """Make the curve's mapping ``1 − f(x)``; raises :class:`DriverError` when it cannot."""
     mods = list(fc.modifiers)
     if not mods:
@@ -128,33 +141,52 @@ def _invert_curve(fc: Any) -> None:
                     setattr(p, attr, (x, 1.0 - y))
             return
         gen = fc.modifiers.new("GENERATOR")
+        assert isinstance(gen, bpy.types.FModifierGenerator)  # what new() makes of the type
         gen.mode, gen.poly_order = "POLYNOMIAL", 1
-        gen.coefficients = (1.0, -1.0)
+        _set_coefficients(gen, (1.0, -1.0))
         return
-    plain = all(
-        m.type == "GENERATOR" and m.mode == "POLYNOMIAL" and not m.use_restricted_range
-        for m in mods
+    generators = [m for m in mods if isinstance(m, bpy.types.FModifierGenerator)]
+    plain = len(generators) == len(mods) and all(
+        m.mode == "POLYNOMIAL" and not m.use_restricted_range for m in generators
     )
-    if not plain or mods[0].use_additive:
+    if not plain or generators[0].use_additive:
         kinds = ", ".join(sorted({m.type.lower() for m in mods}))
         raise DriverError(f"its curve has modifiers ({kinds}) that cannot be inverted")
-    for i, m in enumerate(mods):
-        c = [-v for v in m.coefficients]
+    for i, m in enumerate(generators):
+        c = [-v for v in _coefficients(m)]
         if i == 0:
             c[0] += 1.0
-        m.coefficients = c
+        _set_coefficients(m, c)
 
 
-def copy(obj: Any, src: Any, path: str, invert: bool = False) -> Any:
+def _coefficients(m: bpy.types.FModifierGenerator) -> list[float]:
+    values: Any = m.coefficients  # a bpy_prop_array, which the stubs give no items
+    return list(values)
+
+
+def _set_coefficients(m: bpy.types.FModifierGenerator, values: Iterable[float]) -> None:
+    generator: Any = m  # its coefficients: a bpy_prop_array, which the stubs cannot assign
+    generator.coefficients = tuple(values)
+
+
+def copy(
+    obj: ArmatureObject, src: bpy.types.FCurve, path: str, invert: bool = False
+) -> bpy.types.FCurve:
     """Give the property at ``path`` (from ``obj``) the driver F-curve ``src``; returns the
     new F-curve.
 
     Raises:
-        DriverError: ``invert`` asked for a curve mapping that cannot be inverted (nothing
-            is left behind).
+        DriverError: ``invert`` asked for a curve mapping that cannot be inverted, ``src``
+            is no driver or ``path`` is a whole array (nothing is left behind).
     """
     fc = obj.driver_add(path)
+    if isinstance(fc, list):  # an array property: a driver per item
+        obj.driver_remove(path)
+        raise DriverError(f"'{path}' is an array, not one value")
     drv, old = fc.driver, src.driver
+    if drv is None or old is None:
+        obj.driver_remove(path)
+        raise DriverError(f"'{src.data_path}' has no driver to copy")
     try:
         for var in list(drv.variables):
             drv.variables.remove(var)

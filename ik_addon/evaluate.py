@@ -194,7 +194,9 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
 
 
 def solve_chains(
-    obj: Any, depsgraph: Any, known: Mapping[str, tuple[tuple[Any, ...], Solved]] | None = None
+    obj: ArmatureObject,
+    depsgraph: bpy.types.Depsgraph,
+    known: Mapping[str, tuple[tuple[Any, ...], Solved]] | None = None,
 ) -> SolveReport:
     """Solve every enabled chain of ``obj`` (see :func:`solve_armature`).
 
@@ -334,7 +336,7 @@ def solve_armature(obj: ArmatureObject, depsgraph: bpy.types.Depsgraph) -> list[
 
 
 # ----------------------------------------------------------------------------- writing
-def apply_poses(obj: Any, poses: Iterable[ChainPose]) -> None:
+def apply_poses(obj: ArmatureObject, poses: Iterable[ChainPose]) -> None:
     """Write solved poses into the rotation channels of ``obj``'s pose bones (module
     docstring)."""
     pose_bones = obj.pose.bones

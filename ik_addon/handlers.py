@@ -48,12 +48,14 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import bpy
 from bpy.app.handlers import persistent
+from mathutils import Vector
 
 from . import chain_spec, constraints, evaluate, stored
+from .blender_types import ArmatureObject, is_armature
 from .live_state import live
 
 
@@ -66,15 +68,17 @@ class ChainStatus(NamedTuple):
     reachable: bool
     message: str
     bones: tuple[str, ...] = ()
-    target: Any = None
-    effector: Any = None
+    target: Vector | None = None
+    effector: Vector | None = None
 
 
 #: ``(armature object name, tip bone name)`` → the chain's last live solve.
 status: dict[tuple[str, str], ChainStatus] = {}
 
 
-def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
+def solve_object(
+    obj: ArmatureObject, depsgraph: bpy.types.Depsgraph, time: float | None = None
+) -> bool:
     """Solve and show one armature object's chains at ``time`` (default: the depsgraph
     scene's current frame and subframe): chains whose inputs match the record of that
     time (:mod:`.stored`) keep their stored pose; the others are solved and keyed.
@@ -84,7 +88,10 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
         constraints.sync(obj)
         live.synced[key] = live.generation
     if time is None:
-        time = depsgraph.scene.frame_current_final
+        scene = depsgraph.scene
+        if scene is None:  # no scene to take the time from: nothing to solve
+            return False
+        time = scene.frame_current_final
     known = stored.known(obj, time)
     report = evaluate.solve_chains(obj, depsgraph, known)
     written = False
@@ -110,14 +117,11 @@ def solve_object(obj: Any, depsgraph: Any, time: float | None = None) -> bool:
     return written
 
 
-def _armatures(scene: bpy.types.Scene) -> list[Any]:
+def _armatures(scene: bpy.types.Scene) -> list[ArmatureObject]:
     return [
         obj
         for obj in scene.objects
-        if obj.type == "ARMATURE"
-        and obj.mode != "EDIT"
-        and obj.pose is not None
-        and chain_spec.armature_chains(obj)
+        if is_armature(obj) and obj.mode != "EDIT" and chain_spec.armature_chains(obj)
     ]
 
 
@@ -191,19 +195,19 @@ def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) 
 
 
 @persistent
-def on_undo(*_args: Any) -> None:
+def on_undo(*_args: object) -> None:
     live.invalidate()
     stored.forget()
 
 
 @persistent
-def on_load(_filepath: Any = None) -> None:
+def on_load(_filepath: str | None = None) -> None:
     live.clear()
     status.clear()
     for obj in bpy.data.objects:
         # A library override whose chains were all removed: the library's constraints
         # come back with the file and must be muted again (no chain will solve it).
-        if obj.type == "ARMATURE" and obj.override_library is not None and obj.pose:
+        if is_armature(obj) and obj.override_library is not None:
             constraints.sync(obj)
     constraints.remove_orphans()
     context = bpy.context

@@ -13,28 +13,40 @@ Keymap* lists them under *Pose* (switch them off there to get Blender's back).
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import bpy
 
+if TYPE_CHECKING:
+    from bpy.stub_internal.rna_enums import EventTypeItems
+
+
+class Modifiers(TypedDict, total=False):
+    """The modifier keys of a shortcut."""
+
+    shift: bool
+    ctrl: bool
+    alt: bool
+
+
 #: ``(operator, key, modifiers)`` of each shortcut.
-SHORTCUTS: tuple[tuple[str, str, dict[str, bool]], ...] = (
+SHORTCUTS: tuple[tuple[str, EventTypeItems, Modifiers], ...] = (
     ("reach_ik.add", "I", {"shift": True}),
     ("reach_ik.remove", "I", {"ctrl": True, "alt": True}),
 )
 
 #: The (keymap, item) pairs this module added.
-_items: list[tuple[Any, Any]] = []
+_items: list[tuple[bpy.types.KeyMap, bpy.types.KeyMapItem]] = []
 
 
 def register_keymap() -> None:
     """Add :data:`SHORTCUTS` to the add-on keyconfig (none without one, e.g. some
     background runs)."""
-    wm: Any = bpy.context.window_manager
-    keyconfig = wm.keyconfigs.addon
+    wm = bpy.context.window_manager
+    keyconfig = wm.keyconfigs.addon if wm is not None else None
     if keyconfig is None:
         return
-    km: Any = keyconfig.keymaps.new(name="Pose", space_type="EMPTY")
+    km = keyconfig.keymaps.new(name="Pose", space_type="EMPTY")
     for idname, key, modifiers in SHORTCUTS:
         _items.append((km, km.keymap_items.new(idname, key, "PRESS", **modifiers)))
 

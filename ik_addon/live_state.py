@@ -46,7 +46,7 @@ class LiveState:
     chains: dict[tuple[int, int], tuple[int, tuple[str, ...]]] = field(default_factory=dict)
     #: ``(armature data pointer, its name, tip, chain length, use tail)`` → (chain model, the
     #: generation it was last checked against the rig) (:func:`.chain_spec.rig_chain`).
-    rigs: dict[tuple[Any, ...], tuple[RigChain, int]] = field(default_factory=dict)
+    rigs: dict[tuple[int, str, str, int, bool], tuple[RigChain, int]] = field(default_factory=dict)
     #: Armature object pointer → (generation, its chains as planned, parents first)
     #: (:func:`.evaluate._planned`).
     plans: dict[int, tuple[int, list[_Planned]]] = field(default_factory=dict)

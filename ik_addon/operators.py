@@ -16,7 +16,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 from . import chain_spec, constraints, convert, dependencies, drivers, evaluate, handlers
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
 from .live_state import live
 from .rig import (
     RigError,
@@ -28,7 +28,7 @@ from .rig import (
 Result = set[Literal["RUNNING_MODAL", "CANCELLED", "FINISHED", "PASS_THROUGH", "INTERFACE"]]
 
 
-def _solver_items(_self: Any, _context: bpy.types.Context) -> list[tuple[str, str, str]]:
+def _solver_items(_self: object, _context: bpy.types.Context) -> list[tuple[str, str, str]]:
     return [
         (
             "AUTO",
@@ -42,11 +42,10 @@ def _solver_items(_self: Any, _context: bpy.types.Context) -> list[tuple[str, st
     ]
 
 
-def _armature(context: bpy.types.Context) -> Any:
+def _armature(context: bpy.types.Context) -> ArmatureObject | None:
+    """The active object when it is an armature (with a pose)."""
     obj = context.object
-    if obj is None or obj.type != "ARMATURE":
-        return None
-    return obj
+    return obj if is_armature(obj) else None
 
 
 def editable(obj: ArmatureObject) -> bool:
@@ -62,7 +61,7 @@ LINKED_MESSAGE = (
 )
 
 
-def _poll_armature(cls: Any, context: bpy.types.Context) -> bool:
+def _poll_armature(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
     obj = _armature(context)
     if obj is None:
         cls.poll_message_set("Needs an active armature object")
@@ -73,26 +72,30 @@ def _poll_armature(cls: Any, context: bpy.types.Context) -> bool:
     return True
 
 
-def poll_chains(cls: Any, context: Any, *, writes_armature: bool) -> bool:
+def poll_chains(
+    cls: type[bpy.types.Operator], context: bpy.types.Context, *, writes_armature: bool
+) -> bool:
     """``poll`` of operators that work on an armature's enabled chains (bake, diagnose):
     an active armature, editable when the operator ``writes_armature``, with a chain."""
     if not (_poll_armature if writes_armature else _poll_any_armature)(cls, context):
         return False
-    obj = context.object
-    if not any(obj.pose.bones[t].reach_ik.enabled for t in chain_spec.chain_tips(obj)):
+    obj = _armature(context)
+    if obj is None or not any(
+        obj.pose.bones[t].reach_ik.enabled for t in chain_spec.chain_tips(obj)
+    ):
         cls.poll_message_set("The armature has no enabled Reach IK chain")
         return False
     return True
 
 
-def _poll_any_armature(cls: Any, context: bpy.types.Context) -> bool:
+def _poll_any_armature(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
     if _armature(context) is None:
         cls.poll_message_set("Needs an active armature object")
         return False
     return True
 
 
-def _poll_pose_bone(cls: Any, context: bpy.types.Context) -> bool:
+def _poll_pose_bone(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
     if not _poll_armature(cls, context):
         return False
     if context.mode != "POSE":
@@ -104,23 +107,30 @@ def _poll_pose_bone(cls: Any, context: bpy.types.Context) -> bool:
     return True
 
 
-def _resolve_tip(context: bpy.types.Context, tip: str) -> Any:
+def _resolve_tip(context: bpy.types.Context, tip: str) -> ChainBone | None:
+    """The pose bone ``tip`` of the active armature, or its active bone when ``tip`` is
+    empty (``None`` when there is none)."""
     obj = _armature(context)
     if obj is None:
         return None
     if tip:
-        return obj.pose.bones.get(tip)
+        return get_item(obj.pose.bones, tip)
     pb = context.active_pose_bone
-    return pb if pb is not None and pb.id_data == obj else None
+    return get_item(obj.pose.bones, pb.name) if pb is not None and pb.id_data == obj else None
 
 
-def solve_now(context: bpy.types.Context, obj: Any) -> None:
+def solve_now(context: bpy.types.Context, obj: ArmatureObject) -> None:
     """Solve ``obj`` at once (the live handlers would on the next update anyway)."""
     handlers.solve_object(obj, context.evaluated_depsgraph_get())
 
 
-def _is_selected(pb: Any) -> bool:
-    return bool(pb.select) if hasattr(pb, "select") else bool(pb.bone.select)
+def is_selected(pb: bpy.types.PoseBone) -> bool:
+    """The pose bone is selected (``PoseBone.select`` since Blender 5.0, ``Bone.select``
+    before)."""
+    if hasattr(pb, "select"):
+        return bool(pb.select)
+    bone: Any = pb.bone  # Blender 4.x: Bone.select, which the 5.0 stubs do not have
+    return bool(bone.select)
 
 
 class REACH_IK_OT_add(bpy.types.Operator):
@@ -149,9 +159,12 @@ class REACH_IK_OT_add(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_pose_bone(cls, context)
 
-    def execute(self, context: Any) -> Result:
-        obj = context.object
-        pb = context.active_pose_bone
+    def execute(self, context: bpy.types.Context) -> Result:
+        obj = _armature(context)
+        pb = _resolve_tip(context, "")
+        if obj is None or pb is None:
+            self.report({"ERROR"}, "Needs an active bone of an armature")
+            return {"CANCELLED"}
         tip = pb.name
         s = pb.reach_ik
         if s.has_chain:
@@ -184,6 +197,9 @@ class REACH_IK_OT_add(bpy.types.Operator):
                 return {"CANCELLED"}
         if target is None:
             target = self._new_empty(context, obj, pb)
+            if target is None:
+                self.report({"ERROR"}, "No collection to add the target empty to")
+                return {"CANCELLED"}
         s.chain_length = length
         s.use_tail = True
         s.target = target
@@ -197,24 +213,34 @@ class REACH_IK_OT_add(bpy.types.Operator):
         return {"FINISHED"}
 
     @staticmethod
-    def _selected_target(context: bpy.types.Context, obj: Any, pb: Any) -> tuple[Any, str]:
-        for other in obj.pose.bones:
-            if other != pb and _is_selected(other):
-                return obj, other.name
+    def _selected_target(
+        context: bpy.types.Context, obj: ArmatureObject, pb: ChainBone
+    ) -> tuple[bpy.types.Object | None, str]:
+        for bone in obj.pose.bones:
+            if bone != pb and is_selected(bone):
+                return obj, bone.name
         for other in context.selected_objects:
             if other != obj:
                 return other, ""
         return None, ""
 
     @staticmethod
-    def _new_empty(context: Any, obj: Any, pb: Any) -> Any:
+    def _new_empty(
+        context: bpy.types.Context, obj: ArmatureObject, pb: ChainBone
+    ) -> bpy.types.Object | None:
+        """A new empty at the bone's tail, in the armature's first collection (else the
+        scene's); ``None`` when there is neither."""
+        collection = obj.users_collection[0] if obj.users_collection else None
+        if collection is None and context.scene is not None:
+            collection = context.scene.collection
+        if collection is None:
+            return None
         empty = bpy.data.objects.new(f"{pb.name} target", None)
         empty.empty_display_type = "SPHERE"
-        scale = max(obj.matrix_world.to_scale())
+        scale = max(obj.matrix_world.to_scale().to_tuple())
         empty.empty_display_size = max(pb.bone.length * scale * 0.25, 1e-3)
         empty.location = obj.matrix_world @ pb.tail
-        collection = obj.users_collection[0] if obj.users_collection else None
-        (collection or context.scene.collection).objects.link(empty)
+        collection.objects.link(empty)
         return empty
 
 
@@ -234,9 +260,9 @@ class REACH_IK_OT_remove(bpy.types.Operator):
         return _poll_armature(cls, context)
 
     def execute(self, context: bpy.types.Context) -> Result:
-        obj = context.object
+        obj = _armature(context)
         pb = _resolve_tip(context, self.tip)
-        if pb is None or not pb.reach_ik.has_chain:
+        if obj is None or pb is None or not pb.reach_ik.has_chain:
             name = self.tip or (pb.name if pb is not None else "the active bone")
             self.report({"ERROR"}, f"'{name}' has no Reach IK chain")
             return {"CANCELLED"}
@@ -245,7 +271,7 @@ class REACH_IK_OT_remove(bpy.types.Operator):
         return {"FINISHED"}
 
 
-def remove_chain(obj: Any, pb: Any) -> None:
+def remove_chain(obj: ArmatureObject, pb: ChainBone) -> None:
     """Reset a tip's chain settings and take its constraints off (the FK pose shows)."""
     s = pb.reach_ik
     drivers.remove(obj, convert.chain_driver_paths(pb))
@@ -291,9 +317,12 @@ class REACH_IK_OT_convert_constraints(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         return _poll_armature(cls, context)
 
-    def execute(self, context: Any) -> Result:
-        obj = context.object
-        bones = [pb for pb in obj.pose.bones if not self.only_selected or _is_selected(pb)]
+    def execute(self, context: bpy.types.Context) -> Result:
+        obj = _armature(context)
+        if obj is None:
+            self.report({"ERROR"}, "Needs an active armature object")
+            return {"CANCELLED"}
+        bones = [pb for pb in obj.pose.bones if not self.only_selected or is_selected(pb)]
         result = convert.ConvertResult()
         if self.direction == "TO_REACH_IK":
             for pb in bones:
@@ -347,8 +376,11 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
             return False
         return True
 
-    def execute(self, context: Any) -> Result:
-        obj = context.object
+    def execute(self, context: bpy.types.Context) -> Result:
+        obj, scene = _armature(context), context.scene
+        if obj is None or scene is None:
+            self.report({"ERROR"}, "Needs an active armature object in a scene")
+            return {"CANCELLED"}
         report = evaluate.solve_chains(obj, context.evaluated_depsgraph_get())
         poses = report.poses
         if not self.all_chains:
@@ -364,7 +396,7 @@ class REACH_IK_OT_apply_to_fk(bpy.types.Operator):
             self.report({"ERROR"}, f"No chain could be solved: {problems}")
             return {"CANCELLED"}
         evaluate.apply_poses(obj, poses)
-        frame = context.scene.frame_current
+        frame = scene.frame_current
         keyed = 0
         for pose in poses:
             for name in pose.bone_names:

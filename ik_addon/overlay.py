@@ -37,17 +37,28 @@ topology and is built again only when the set of chains changes, and the chains'
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import bpy
 import gpu
 import numpy as np
 from bpy.app.handlers import persistent
+from mathutils import Matrix
 
 from . import handlers, overlay_shader
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
 from .live_state import live
 from .shown import MISS
+
+if TYPE_CHECKING:
+    from .blender_types import ReachIKScene
+
+Colour = tuple[float, float, float, float]
+#: One draw: the GPU batch, its points and the armature's world matrix.
+Draw = tuple[gpu.types.GPUBatch, np.ndarray, Matrix]
+#: A batch's shapes to add later, in layers: ``(add, arguments)`` each.
+_Layer = list[tuple[Callable[..., None], tuple[object, ...]]]
 
 #: Colours (RGBA).
 CHAIN_COLOUR = (1.0, 0.78, 0.1, 0.9)
@@ -64,7 +75,7 @@ DASHES = 10
 #: The views' overlay switches: all on, all off, some of each (then read per redraw).
 ON, OFF, MIXED = 1, 2, 3
 
-_handle: Any = None
+_handle: object | None = None
 _rendering = False
 #: :data:`ON`, :data:`OFF`, :data:`MIXED`, or ``None`` when unknown (scanned at the next
 #: redraw); the scene every window shows (pointer), 0 when they differ or unknown.
@@ -72,7 +83,7 @@ _views: int | None = None
 _only_scene = 0
 #: Scene (pointer) → its plan.
 _plans: dict[int, Plan] = {}
-_shader: Any = None
+_shader: gpu.types.GPUShader | None = None
 _points_at = 0
 _owner = object()
 
@@ -113,7 +124,7 @@ class _Armature:
         self.tail_copies: list[tuple[int, int]] = []
         self.buffer = np.zeros(0, np.float32).data
 
-    def index(self, bones: Any) -> None:
+    def index(self, bones: bpy.types.bpy_prop_collection[ChainBone]) -> None:
         """Find the bones in the pose's bone order (again after the rig changed)."""
         head_index = [bones.find(n) for n in self.heads]
         tail_index = [bones.find(n) for n in self.tails]
@@ -124,7 +135,7 @@ class _Armature:
         self.buffer = np.zeros(3 * len(bones), np.float32).data
         self.generation = live.generation
 
-    def read(self, obj: ArmatureObject, points: memoryview) -> Any:
+    def read(self, obj: ArmatureObject, points: memoryview) -> Matrix:
         """Read the armature ``obj``'s joints (armature space) into ``points`` (flat) with
         two bulk reads of all its bones' heads and tails (a C loop each), whatever the
         number of chains; returns a copy of its world matrix."""
@@ -148,7 +159,9 @@ class _Batch:
     def __init__(self, name: str) -> None:
         self.name = name
         self.armature = _Armature()
-        self.vertices: dict[str, list[Any]] = {n: [] for n in overlay_shader.ATTRIBUTES}
+        self.vertices: dict[str, list[overlay_shader.Row]] = {
+            n: [] for n in overlay_shader.ATTRIBUTES
+        }
         self.triangles: list[tuple[int, int, int]] = []
         #: The points as far as the topology fixes them (the chains' info points).
         self.template = np.zeros((overlay_shader.CAPACITY, 4), np.float32)
@@ -162,7 +175,7 @@ class _Batch:
         self,
         ends: tuple[int, int, float, float],
         style: tuple[float, int],
-        colours: tuple[Any, Any],
+        colours: tuple[Colour, Colour],
         arm: tuple[float, float, float, float] = (-1.0, 0.0, 0.0, 0.0),
     ) -> None:
         """A line as a quad: ``ends = (a, b, ta, tb)`` from blend ``ta`` to ``tb`` of points
@@ -195,7 +208,7 @@ class _Batch:
         self.triangles.append((base, base + 1, base + 2))
 
 
-def _key(chains: list[ChainInputs]) -> tuple[Any, ...]:
+def _key(chains: list[ChainInputs]) -> tuple[tuple[str, str, tuple[str, ...], bool], ...]:
     return tuple((c.name, c.tip, c.bones, c.pole is not None) for c in chains)
 
 
@@ -214,9 +227,9 @@ class Layout:
         self.key = _key(chains)
         self.batches: list[_Batch] = []
         self.slots: list[tuple[int, int, int, int] | None] = [None] * len(chains)
-        self.gpu: list[Any] | None = None
+        self.gpu: list[gpu.types.GPUBatch] | None = None
         for name in dict.fromkeys(c.name for c in chains):  # a batch per armature (or more)
-            layers: tuple[list[Any], list[Any], list[Any]] = ([], [], [])  # tris, thin, thick
+            layers: tuple[_Layer, _Layer, _Layer] = ([], [], [])  # tris, thin, thick
             batch = _Batch(name)
             for i, chain in enumerate(chains):
                 size = len(chain.bones) + 3 + (chain.pole is not None)
@@ -229,16 +242,14 @@ class Layout:
             if batch.used:
                 self._close(batch, layers)
 
-    def _close(self, batch: _Batch, layers: tuple[list[Any], ...]) -> None:
+    def _close(self, batch: _Batch, layers: tuple[_Layer, ...]) -> None:
         for layer in layers:  # bend planes, then thin lines, then thick ones over them
             for add, args in layer:
                 add(*args)
         self.batches.append(batch)
 
     @staticmethod
-    def _add(
-        batch: _Batch, layers: tuple[list[Any], ...], chain: ChainInputs
-    ) -> tuple[int, int, int]:
+    def _add(batch: _Batch, layers: tuple[_Layer, ...], chain: ChainInputs) -> tuple[int, int, int]:
         armature = batch.armature
         count = len(chain.bones) + 1
         first = batch.take(count)
@@ -287,8 +298,8 @@ class Plan:
         self.stale = True
         #: Per batch its armature's world matrix, and ``(GPU batch, points, matrix)``;
         #: both filled at the first redraw (:meth:`read_joints`, :func:`draw`).
-        self.matrices: list[Any] = []
-        self.draws: list[tuple[Any, np.ndarray, Any]] = []
+        self.matrices: list[Matrix] = []
+        self.draws: list[Draw] = []
         for chain, slot in zip(chains, self.layout.slots, strict=True):
             if slot is None:
                 continue
@@ -306,12 +317,20 @@ class Plan:
         From the original objects: Blender copies the evaluated world matrix and pose of
         the depsgraph it draws back to them (``BKE_object_sync_to_original``), which spares
         looking the depsgraph and the evaluated copies up at every changed redraw."""
-        objects: Any = bpy.data.objects
         self.matrices = [
-            batch.armature.read(objects[batch.name, None], flat)
+            batch.armature.read(_local_armature(batch.name), flat)
             for batch, flat in zip(self.layout.batches, self.flat, strict=True)
         ]
         self.stale = False
+
+
+def _local_armature(name: str) -> ArmatureObject:
+    """The local (not linked) armature object of that name; ``KeyError`` when there is none
+    (a chain changed under the last solve: :func:`draw` drops the plan)."""
+    obj = get_item(bpy.data.objects, (name, None))
+    if not is_armature(obj):
+        raise KeyError(f"no armature '{name}'")
+    return obj
 
 
 #: ``(armature name, bones)`` → the bones' rest length (rig units), valid for the
@@ -332,7 +351,7 @@ def _rest_length(obj: ArmatureObject, bones: tuple[str, ...]) -> float:
     return length
 
 
-def chain_inputs(scene: Any, depsgraph: Any) -> list[ChainInputs]:
+def chain_inputs(scene: ReachIKScene, depsgraph: bpy.types.Depsgraph) -> list[ChainInputs]:
     """What the last live solve fixed of every chain of :data:`.handlers.status` on a
     visible armature of ``scene``: its target (the solve's), its pole as evaluated in
     ``depsgraph``, :mod:`.shown`'s miss rule (none when the scene's overlay setting is off).
@@ -343,16 +362,18 @@ def chain_inputs(scene: Any, depsgraph: Any) -> list[ChainInputs]:
     if not scene.reach_ik_overlay:
         return chains
     objects = scene.objects
-    armatures: dict[str, tuple[Any, Any, float] | None] = {}
+    armatures: dict[
+        str, tuple[ArmatureObject, bpy.types.bpy_prop_collection[ChainBone], float] | None
+    ] = {}
     for (name, tip), st in list(handlers.status.items()):
         if st.error is None or not st.bones or st.target is None:
             continue
         if name not in armatures:
-            obj = objects.get(name)
+            obj = get_item(objects, name)
             armatures[name] = None
-            if obj is not None and obj.type == "ARMATURE" and obj.visible_get():
+            if is_armature(obj) and obj.visible_get():
                 bones = obj.evaluated_get(depsgraph).pose.bones
-                armatures[name] = (obj, bones, max(obj.matrix_world.to_scale()))
+                armatures[name] = (obj, bones, max(obj.matrix_world.to_scale().to_tuple()))
         armature = armatures[name]
         if armature is None:
             continue
@@ -365,18 +386,20 @@ def chain_inputs(scene: Any, depsgraph: Any) -> list[ChainInputs]:
         threshold = -1.0  # out of reach: always missed
         if st.reachable:
             threshold = max(s.tolerance * scale, MISS * length) if s.influence >= 1.0 else 0.0
-        target, cross = tuple(st.target), MARK_SIZE * length
+        target, cross = st.target.to_tuple(), MARK_SIZE * length
         chains.append(ChainInputs(name, tip, st.bones, target, pole, threshold, cross))
     return chains
 
 
-def _goal_point(ob: Any, bone: str, depsgraph: Any) -> tuple[float, ...]:
+def _goal_point(
+    ob: bpy.types.Object, bone: str, depsgraph: bpy.types.Depsgraph
+) -> tuple[float, ...]:
     ev = ob.evaluated_get(depsgraph)
     if bone and ev.type == "ARMATURE" and ev.pose is not None:
-        pb = ev.pose.bones.get(bone)
+        pb = get_item(ev.pose.bones, bone)
         if pb is not None:
-            return tuple(ev.matrix_world @ pb.head)
-    return tuple(ev.matrix_world.translation)
+            return (ev.matrix_world @ pb.head).to_tuple()
+    return ev.matrix_world.translation.to_tuple()
 
 
 def _scan_views() -> int:
@@ -384,23 +407,33 @@ def _scan_views() -> int:
     message bus reports a change)."""
     global _views, _only_scene
     switches, scenes = set(), set()
-    context: Any = bpy.context
-    for window in context.window_manager.windows:
+    wm = bpy.context.window_manager
+    for window in wm.windows if wm is not None else ():
         scenes.add(window.scene.as_pointer())
-        for area in window.screen.areas:
-            if area.type == "VIEW_3D":
-                switches.add(area.spaces.active.overlay.show_overlays)
+        screen = window.screen
+        for area in screen.areas if screen is not None else ():
+            space = area.spaces.active
+            if area.type == "VIEW_3D" and isinstance(space, bpy.types.SpaceView3D):
+                switches.add(space.overlay.show_overlays)
     _views = MIXED if len(switches) > 1 else OFF if switches == {False} else ON
     _only_scene = scenes.pop() if len(scenes) == 1 else 0
     return _views
 
 
-def _draws(context: Any, key: int, plan: Plan | None) -> list[tuple[Any, np.ndarray, Any]]:
+def _draws(context: bpy.types.Context, key: int, plan: Plan | None) -> list[Draw]:
     """Bring the scene's plan up to date: prepare it (no handler ran for it yet), read the
-    shown joints, make the batches of a new topology."""
+    shown joints, make the batches of a new topology. Nothing to draw without the context's
+    scene and its evaluated depsgraph."""
     global _shader, _points_at
     if plan is None:
-        plan = _plans[key] = Plan(chain_inputs(context.scene, context.view_layer.depsgraph))
+        scene, view_layer = context.scene, context.view_layer
+        depsgraph = view_layer.depsgraph if view_layer is not None else None
+        if scene is None or depsgraph is None:
+            return []
+        # The overlay setting is registered on every scene while the add-on (and so this
+        # draw handler) is.
+        inputs = chain_inputs(cast("ReachIKScene", scene), depsgraph)
+        plan = _plans[key] = Plan(inputs)
     layout = plan.layout
     if layout.gpu is None:
         if _shader is None:
@@ -418,10 +451,17 @@ def draw() -> None:
     views = _views or _scan_views()
     if views == OFF:
         return
-    context: Any = bpy.context  # read below only when views or scenes differ, or stale
-    if views == MIXED and not context.space_data.overlay.show_overlays:
-        return
-    key = _only_scene or context.scene.as_pointer()
+    context = bpy.context  # read below only when views or scenes differ, or stale
+    if views == MIXED:
+        space = context.space_data
+        if not isinstance(space, bpy.types.SpaceView3D) or not space.overlay.show_overlays:
+            return
+    key = _only_scene
+    if not key:
+        scene = context.scene
+        if scene is None:
+            return
+        key = scene.as_pointer()
     plan = _plans.get(key)
     if plan is None or plan.stale:
         try:
@@ -431,16 +471,17 @@ def draw() -> None:
             return
     else:
         draws = plan.draws
-    if not draws:
-        return
     shader = _shader
+    if not draws or shader is None:
+        return
     gpu.state.blend_set("ALPHA")
     gpu.state.depth_test_set("NONE")
     shader.bind()
     shader.uniform_float("viewportSize", gpu.state.viewport_get()[2:])
     for batch, points, matrix in draws:
-        shader.uniform_float("armature", matrix)
-        shader.uniform_vector_float(_points_at, points, 4, overlay_shader.CAPACITY)
+        # The stubs take only sequences of floats; Blender takes a Matrix and any buffer.
+        shader.uniform_float("armature", matrix)  # type: ignore[arg-type]
+        shader.uniform_vector_float(_points_at, points, 4, overlay_shader.CAPACITY)  # type: ignore[arg-type]
         batch.draw(shader)
     gpu.state.blend_set("NONE")
 
@@ -453,7 +494,7 @@ def mark_dirty() -> None:
 
 
 @persistent
-def on_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
+def on_change(scene: ReachIKScene, depsgraph: bpy.types.Depsgraph) -> None:
     """After a live solve: prepare the scene's plan; the joints are read at the next redraw."""
     if _rendering or bpy.app.background:
         return
@@ -465,19 +506,19 @@ def on_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
 
 
 @persistent
-def on_load(*_args: Any) -> None:
+def on_load(*_args: object) -> None:
     mark_dirty()
     _subscribe()
 
 
 @persistent
-def on_render_start(*_args: Any) -> None:
+def on_render_start(*_args: object) -> None:
     global _rendering
     _rendering = True
 
 
 @persistent
-def on_render_end(*_args: Any) -> None:
+def on_render_end(*_args: object) -> None:
     global _rendering
     _rendering = False
     mark_dirty()

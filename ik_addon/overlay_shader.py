@@ -33,8 +33,6 @@ Vertex attributes (4 floats each):
 
 from __future__ import annotations
 
-from typing import Any
-
 import gpu
 
 #: Points per batch (``vec4`` uniforms: 2 KiB, within every backend's push-constant block).
@@ -96,8 +94,11 @@ void main()
 
 ATTRIBUTES = ("ends", "shape", "colour", "alt", "arm")
 
+#: One vertex attribute's value: 4 floats (see the module docstring).
+Row = tuple[float, float, float, float]
 
-def create() -> tuple[Any, int]:
+
+def create() -> tuple[gpu.types.GPUShader, int]:
     """The compiled shader and the location of its ``points`` array (needs a GPU context)."""
     varyings = gpu.types.GPUStageInterfaceInfo("reach_ik_overlay_varyings")
     varyings.smooth("VEC4", "tint")
@@ -119,7 +120,9 @@ def create() -> tuple[Any, int]:
     return shader, shader.uniform_from_name("points")
 
 
-def batch(vertices: dict[str, list[Any]], triangles: list[tuple[int, int, int]]) -> Any:
+def batch(
+    vertices: dict[str, list[Row]], triangles: list[tuple[int, int, int]]
+) -> gpu.types.GPUBatch:
     """An indexed ``TRIS`` batch: ``vertices`` maps each attribute name to rows of 4 floats,
     ``triangles`` index them."""
     fmt = gpu.types.GPUVertFormat()

@@ -14,16 +14,18 @@ Labels are kept short so that they fit at the default widths of Blender 4.2–5.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import bpy
 
 from . import chain_spec, handlers
 from .bake_report import stored_report
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
 from .shown import shown_status
 
 if TYPE_CHECKING:
+    from bpy.stub_internal.rna_enums import IconItems
+
     from .properties import ReachIKBoneSettings
 
 #: ``bl_order`` of the Bone panel. Blender's own Bone-tab panels have order 0 (Custom
@@ -58,15 +60,20 @@ def format_length(metres: float) -> str:
     return "< 1 µm"
 
 
-def _depsgraph(context: Any) -> Any:
+def _depsgraph(context: bpy.types.Context) -> bpy.types.Depsgraph | None:
     """The view layer's depsgraph as drawn (``evaluated_depsgraph_get`` would evaluate, and
-    run the handlers, from inside a draw)."""
-    return context.view_layer.depsgraph
+    run the handlers, from inside a draw); ``None`` without a view layer or its depsgraph."""
+    view_layer = context.view_layer
+    return view_layer.depsgraph if view_layer is not None else None
+
+
+#: A status line: text, icon, alert.
+StatusLine = tuple[str, "IconItems", bool]
 
 
 def status_lines(
     context: bpy.types.Context, obj: ArmatureObject, tip: str, enabled: bool, influence: float
-) -> list[Any]:
+) -> list[StatusLine]:
     """The status of a chain as ``(text, icon, alert)`` lines (what the panels show)."""
     if not enabled:
         return [("Disabled: FK pose", "HIDE_ON", False)]
@@ -75,7 +82,8 @@ def status_lines(
         return [("Not solved yet", "TIME", False)]
     if st.error is None:
         return [(st.message, "ERROR", True)]
-    shown = shown_status(obj, tip, _depsgraph(context))
+    depsgraph = _depsgraph(context)
+    shown = shown_status(obj, tip, depsgraph) if depsgraph is not None else None
     if shown is None:
         return [("Not solved yet", "TIME", False)]
     error = format_length(shown.error)
@@ -93,7 +101,7 @@ def status_lines(
 def _status(
     layout: bpy.types.UILayout,
     context: bpy.types.Context,
-    obj: Any,
+    obj: ArmatureObject,
     tip: str,
     enabled: bool,
     influence: float,
@@ -114,8 +122,12 @@ def _goal(
         col.prop_search(s, bone, ob.data, "bones", text="Bone")
 
 
-def _pose_bone(context: Any) -> Any:
-    return context.object.pose.bones.get(context.bone.name)
+def _pose_bone(context: bpy.types.Context) -> ChainBone | None:
+    """The pose bone of the Bone properties' bone, when the object is an armature."""
+    obj, bone = context.object, context.bone
+    if not is_armature(obj) or bone is None:
+        return None
+    return get_item(obj.pose.bones, bone.name)
 
 
 class REACH_IK_PT_bone(bpy.types.Panel):
@@ -128,23 +140,30 @@ class REACH_IK_PT_bone(bpy.types.Panel):
     bl_order = BONE_PANEL_ORDER
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         ob = context.object
-        return ob is not None and ob.type == "ARMATURE" and ob.mode == "POSE" and context.bone
+        return (
+            ob is not None
+            and ob.type == "ARMATURE"
+            and ob.mode == "POSE"
+            and context.bone is not None
+        )
 
-    def draw_header(self, context: Any) -> None:
+    def draw_header(self, context: bpy.types.Context) -> None:
         pb = _pose_bone(context)
-        if pb is not None and pb.reach_ik.has_chain:
-            layout: Any = self.layout
+        layout = self.layout
+        if pb is not None and pb.reach_ik.has_chain and layout is not None:
             layout.prop(pb.reach_ik, "enabled", text="")
 
-    def draw(self, context: Any) -> None:
-        layout: Any = self.layout
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        if layout is None:
+            return
         layout.use_property_split = True
         layout.use_property_decorate = True
         obj = context.object
         pb = _pose_bone(context)
-        if pb is None:
+        if pb is None or not is_armature(obj):
             return
         s = pb.reach_ik
         if not s.has_chain:
@@ -182,7 +201,9 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         layout.label(text="Limits: IK panel", icon="CON_KINEMATIC")
         row = layout.row(align=True)
         row.operator("reach_ik.apply_to_fk", text="To FK", icon="KEYINGSET")
-        row.operator("reach_ik.remove", text="Remove", icon="X").tip = pb.name
+        op = row.operator("reach_ik.remove", text="Remove", icon="X")
+        if op is not None:
+            op.tip = pb.name
 
 
 class REACH_IK_PT_bone_advanced(bpy.types.Panel):
@@ -196,14 +217,16 @@ class REACH_IK_PT_bone_advanced(bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 (Blender reads a plain set)
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         if not REACH_IK_PT_bone.poll(context):
             return False
-        pb = context.object.pose.bones.get(context.bone.name)
+        pb = _pose_bone(context)
         return pb is not None and pb.reach_ik.has_chain
 
-    def draw(self, context: Any) -> None:
-        layout: Any = self.layout
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        if layout is None:
+            return
         layout.use_property_split = True
         layout.use_property_decorate = False
         pb = _pose_bone(context)
@@ -225,11 +248,13 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
     bl_region_type = "UI"
     bl_category = "Reach IK"
 
-    def draw(self, context: Any) -> None:
-        layout: Any = self.layout
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        if layout is None:
+            return
         layout.prop(context.scene, "reach_ik_overlay", text="Show Overlay", icon="OVERLAY")
         obj = context.object
-        if obj is None or obj.type != "ARMATURE":
+        if not is_armature(obj):
             layout.label(text="Select an armature", icon="ARMATURE_DATA")
             return
         tips = chain_spec.chain_tips(obj)
@@ -240,29 +265,38 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         col = layout.column(align=True)
         if context.mode == "POSE":
             col.operator("reach_ik.add", text="Add Reach IK", icon="ADD")
-        op = col.operator("reach_ik.convert_constraints", text="IK → Reach IK")
-        op.direction = "TO_REACH_IK"
-        op = col.operator("reach_ik.convert_constraints", text="Reach IK → IK")
-        op.direction = "TO_BLENDER"
+        for text, direction in (
+            ("IK → Reach IK", "TO_REACH_IK"),
+            ("Reach IK → IK", "TO_BLENDER"),
+        ):
+            op = col.operator("reach_ik.convert_constraints", text=text)
+            if op is not None:
+                op.direction = direction
         if tips:
-            col.operator("reach_ik.apply_to_fk", text="All to FK").all_chains = True
+            op = col.operator("reach_ik.apply_to_fk", text="All to FK")
+            if op is not None:
+                op.all_chains = True
             col = layout.column(align=True)
             col.operator("reach_ik.diagnose", icon="MARKER_HLT")
             if hasattr(bpy.types, "REACH_IK_OT_bake"):
                 col.operator("reach_ik.bake", text="Bake", icon="ACTION")
 
     @staticmethod
-    def _draw_chain(layout: Any, context: Any, obj: Any, pb: Any) -> None:
+    def _draw_chain(
+        layout: bpy.types.UILayout, context: bpy.types.Context, obj: ArmatureObject, pb: ChainBone
+    ) -> None:
         s = pb.reach_ik
         box = layout.box()
         row = box.row(align=True)
         row.prop(s, "enabled", text="")
         row.label(text=pb.name, icon="BONE_DATA")
-        row.operator("reach_ik.remove", text="", icon="X", emboss=False).tip = pb.name
+        op = row.operator("reach_ik.remove", text="", icon="X", emboss=False)
+        if op is not None:
+            op.tip = pb.name
         col = box.column(align=True)
         col.active = s.enabled
         col.prop(s, "solver", text="")
-        icon = "EMPTY_AXIS" if s.target else "ERROR"
+        icon: IconItems = "EMPTY_AXIS" if s.target else "ERROR"
         col.label(text=_goal_name(s.target, s.target_bone), icon=icon)
         if s.pole is not None:
             col.label(text=_goal_name(s.pole, s.pole_bone), icon="ORIENTATION_GIMBAL")
@@ -273,7 +307,7 @@ class REACH_IK_PT_sidebar(bpy.types.Panel):
         _status(box, context, obj, pb.name, s.enabled, s.influence)
 
 
-def _goal_name(ob: bpy.types.Object, bone: str) -> str:
+def _goal_name(ob: bpy.types.Object | None, bone: str) -> str:
     if ob is None:
         return "No target"
     return f"{ob.name} : {bone}" if bone else ob.name
@@ -289,17 +323,17 @@ class REACH_IK_PT_bake_report(bpy.types.Panel):
     bl_order = 10
 
     @classmethod
-    def poll(cls, context: Any) -> bool:
+    def poll(cls, context: bpy.types.Context) -> bool:
         obj = context.object
-        return (
-            obj is not None
-            and obj.type == "ARMATURE"
-            and any(stored_report(obj.pose.bones[t]) for t in chain_spec.chain_tips(obj))
+        return is_armature(obj) and any(
+            stored_report(obj.pose.bones[t]) for t in chain_spec.chain_tips(obj)
         )
 
-    def draw(self, context: Any) -> None:
-        layout: Any = self.layout
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
         obj = context.object
+        if layout is None or not is_armature(obj):
+            return
         for tip in chain_spec.chain_tips(obj):
             report = stored_report(obj.pose.bones[tip])
             if report is None:

@@ -10,14 +10,14 @@ world position and rotation through it (:func:`.evaluate.solve_chains`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+import bpy
 from mathutils import Matrix, Quaternion
 
 from ..core import ReachIKError
 from . import affine
 from .affine import Rows, Vec
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, is_armature
 from .rig import RigChain
 
 
@@ -29,7 +29,7 @@ class _PoseState:
     (``M = M_parent · rest_rel · basis``); all others are Blender's evaluated matrices.
     """
 
-    def __init__(self, obj_eval: Any) -> None:
+    def __init__(self, obj_eval: ArmatureObject) -> None:
         self.pose_bones = obj_eval.pose.bones
         self.bones = obj_eval.data.bones
         self.solved: dict[str, Sequence[float]] = {}  # bone → solved rotation of this pass
@@ -54,9 +54,8 @@ class _PoseState:
         q = self.solved.get(name)
         if q is None:
             return basis
-        return Matrix.LocRotScale(
-            basis.translation, Quaternion(q), basis.to_scale() * self.scales.get(name, 1.0)
-        )
+        scale = basis.to_scale() * self.scales.get(name, 1.0)
+        return Matrix.LocRotScale(basis.translation[:], Quaternion(q), scale[:])
 
     def _is_moved(self, name: str) -> bool:
         moved = self._moved.get(name)
@@ -97,13 +96,18 @@ class _PoseState:
 
 
 def _point_world(
-    obj_id: Any, bone: str, what: str, own: Any, state: _PoseState, world: Rows
+    obj_id: bpy.types.Object | None,
+    bone: str,
+    what: str,
+    own: ArmatureObject,
+    state: _PoseState,
+    world: Rows,
 ) -> Vec:
     """World position of an object, or of a bone's head when ``bone`` is given (float64
     maths on Blender's values, :mod:`.affine`; ``world`` the armature's world matrix)."""
     if obj_id is None:
         raise ReachIKError(f"no {what}: pick an object (or an armature and a bone)")
-    if not bone or obj_id.type != "ARMATURE":
+    if not bone or not is_armature(obj_id):
         return obj_id.matrix_world.translation[:]
     if obj_id.original == own.original:
         if bone not in state.pose_bones:
@@ -116,11 +120,11 @@ def _point_world(
 
 
 def _rotation_world(
-    target: Any, target_bone: str, own: ArmatureObject, state: _PoseState, world: Rows
+    target: bpy.types.Object, target_bone: str, own: ArmatureObject, state: _PoseState, world: Rows
 ) -> Rows:
     """World matrix of the target (object, or bone; columns scaled), of which the
     orientation goal reads the rotation (:data:`.affine.Rows`, floats)."""
-    if target_bone and target.type == "ARMATURE":
+    if target_bone and is_armature(target):
         if target.original == own.original:
             return affine.compose(world, affine.rows_of(state.matrix(target_bone)))
         bone = affine.rows_of(target.pose.bones[target_bone].matrix)

@@ -18,7 +18,7 @@ Joint limits and stiffness are not here: they are Blender's own per-bone IK sett
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 import bpy
 from bpy.props import (
@@ -30,7 +30,6 @@ from bpy.props import (
     StringProperty,
 )
 
-from .blender_types import ArmatureObject
 from .chain_spec import METHOD_LABELS, METHOD_ORDER, available_methods
 from .constraints import sync
 from .live_state import live
@@ -59,7 +58,7 @@ def _solver_items() -> list[tuple[str, str, str, int]]:
     return items
 
 
-def _tag(self: Any, _context: bpy.types.Context) -> None:
+def _tag(self: ReachIKBoneSettings, _context: bpy.types.Context) -> None:
     """A setting changed: drop what the live solver cached from the settings, and make the
     depsgraph copy the change (custom properties are not tagged)."""
     live.invalidate()
@@ -68,14 +67,16 @@ def _tag(self: Any, _context: bpy.types.Context) -> None:
         obj.update_tag()
 
 
-def _chains_changed(self: Any, context: bpy.types.Context) -> None:
+def _chains_changed(self: ReachIKBoneSettings, context: bpy.types.Context) -> None:
     """Which bones the chains drive changed: bring the constraints in line."""
     live.invalidate()
-    sync(self.id_data)
+    obj = self.id_data
+    if isinstance(obj, bpy.types.Object):  # the armature whose pose bone holds the settings
+        sync(obj)
     _tag(self, context)
 
 
-def _poll_target(self: Any, obj: ArmatureObject) -> bool:
+def _poll_target(self: ReachIKBoneSettings, obj: bpy.types.Object) -> bool:
     return obj != self.id_data or obj.type == "ARMATURE"
 
 
@@ -408,7 +409,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
 classes = (ReachIKBoneSettings,)
 
 
-def _redraw_views(_self: Any, context: bpy.types.Context) -> None:
+def _redraw_views(_self: bpy.types.Scene, context: bpy.types.Context) -> None:
     screen = getattr(context, "screen", None)
     for area in screen.areas if screen is not None else ():
         if area.type == "VIEW_3D":

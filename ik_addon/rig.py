@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from mathutils import Matrix
 
 from ..core import Chain, ChainError, JointLimits, ReachIKError
 from ..core import rotations as rot
@@ -108,7 +109,7 @@ class RigChain:
     signature: tuple[Any, ...]
 
 
-def matrix(m: Any) -> np.ndarray:
+def matrix(m: Matrix) -> np.ndarray:
     """A mathutils matrix as a numpy ``(4, 4)`` float64 array."""
     return np.array(m, dtype=np.float64)
 
@@ -137,7 +138,9 @@ _limit_key = operator.attrgetter(
 )
 
 
-def chain_bones(obj: Any, tip: str, chain_length: int, use_tail: bool) -> tuple[str, ...]:
+def chain_bones(
+    obj: ArmatureObject, tip: str, chain_length: int, use_tail: bool
+) -> tuple[str, ...]:
     """The chain's joint bone names, root→tip.
 
     Raises:
@@ -168,7 +171,7 @@ def chain_bones(obj: Any, tip: str, chain_length: int, use_tail: bool) -> tuple[
     return tuple(reversed(names))
 
 
-def default_chain_length(obj: Any, tip: str) -> int:
+def default_chain_length(obj: ArmatureObject, tip: str) -> int:
     """Bones from ``tip`` up to (and including) the first bone not connected to its parent."""
     bone = obj.data.bones[tip]
     count = 1

@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mathutils import Euler, Quaternion
 
 from ..core import rotations as rot
 
+if TYPE_CHECKING:
+    import bpy
+
+    from .blender_types import ChainBone
+
 ROTATION_MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
 
 
+# ``pose_bone`` below is untyped: the stubs' ``Quaternion`` and ``bpy_prop_array`` (the
+# rotation channels) can be neither unpacked nor assigned a tuple.
 def read_rotation(pose_bone: Any) -> tuple[float, float, float, float]:
     """The pose bone's rotation values in its mode, as 4 floats.
 
@@ -90,12 +97,14 @@ def quaternion_to_values(
             axis, angle = -axis, -angle
         angle = float(angle) + 2.0 * math.pi * round((ref[0] - float(angle)) / (2.0 * math.pi))
         return (angle, float(axis[0]), float(axis[1]), float(axis[2]))
-    order: Any = mode
+    order: Any = mode  # an Euler order: the stubs take it only as a literal
     e = Quaternion(q.tolist()).to_euler(order, Euler(ref[:3], order))
     return (e[0], e[1], e[2], 0.0)
 
 
-def fk_rotations(pose_bones: Any, names: Iterable[str]) -> np.ndarray:
+def fk_rotations(
+    pose_bones: bpy.types.bpy_prop_collection[ChainBone], names: Iterable[str]
+) -> np.ndarray:
     """The FK rotations ``(n, 4)`` wxyz (basis space) of the bones ``names``: their rotation
     channels (of the evaluated armature: as animated)."""
     return np.array(

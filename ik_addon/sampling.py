@@ -48,35 +48,42 @@ _CHANNELS = {
 }
 
 
-def _no_effect(adt: Any) -> bool:
+def _no_effect(adt: bpy.types.AnimData | None) -> bool:
     """Animation data that changes nothing over time."""
     return adt is None or (adt.action is None and not adt.drivers and not adt.nla_tracks)
 
 
 def _plain_time() -> bool:
     """The scene plays its frames as they are (no time remapping)."""
-    scene: Any = bpy.context.scene
+    scene = bpy.context.scene
+    if scene is None:  # no scene to play: nothing to say the frames are plain
+        return False
     return bool(scene.render.frame_map_old == scene.render.frame_map_new)
 
 
-def _action_fcurves(adt: Any) -> list[Any] | None:
+def _action_fcurves(adt: bpy.types.AnimData) -> list[bpy.types.FCurve] | None:
     """The F-curves of the assigned action (and slot), or ``None`` when that is not one
     plain set of curves (several layers or strips, a manual frame range)."""
     action = adt.action
+    if action is None:  # no action: no curves
+        return []
     if getattr(action, "use_frame_range", False):
         return None
     if not _LAYERED_ACTIONS:
-        return list(action.fcurves)
+        legacy: Any = action  # Blender 4.2/4.3: Action.fcurves, not in the 5.0 stubs
+        return list(legacy.fcurves)
     slot = adt.action_slot
     if slot is None:
         return []
     if len(action.layers) > 1:
         return None
-    curves = []
+    curves: list[bpy.types.FCurve] = []
     for layer in action.layers:
         if len(layer.strips) > 1:
             return None
         for strip in layer.strips:
+            if not isinstance(strip, bpy.types.ActionKeyframeStrip):  # the only kind yet
+                return None
             bag = strip.channelbag(slot)
             if bag is not None:
                 curves.extend(bag.fcurves)
@@ -86,7 +93,7 @@ def _action_fcurves(adt: Any) -> list[Any] | None:
 class Curves:
     """An ID's F-curves by ``(data path, index)``, evaluated over many frames."""
 
-    def __init__(self, fcurves: Iterable[Any]) -> None:
+    def __init__(self, fcurves: Iterable[bpy.types.FCurve]) -> None:
         self.fcurves = {(fc.data_path, fc.array_index): fc for fc in fcurves}
         self.paths = {path for path, _ in self.fcurves}
 
@@ -103,13 +110,13 @@ class Curves:
         return out
 
 
-def plain_animation(id_data: Any) -> Curves | None:
+def plain_animation(id_data: bpy.types.Object) -> Curves | None:
     """The ID's :class:`Curves` (none when nothing animates it), or ``None`` when its
     animation is more than one plain action (module docstring)."""
     if not _plain_time():
         return None
     adt = id_data.animation_data
-    if _no_effect(adt):
+    if adt is None or _no_effect(adt):
         return Curves(())
     if adt.drivers or adt.nla_tracks or adt.use_tweak_mode:
         return None
@@ -125,7 +132,7 @@ def plain_animation(id_data: Any) -> Curves | None:
 
 
 def basis_matrices(
-    curves: Curves, prefix: str, owner: Any, frames: np.ndarray
+    curves: Curves, prefix: str, owner: bpy.types.Object | bpy.types.PoseBone, frames: np.ndarray
 ) -> np.ndarray | None:
     """``T · R · S`` matrices ``(F, 4, 4)`` of an object or pose bone (``owner``) from its
     channels (data paths ``prefix + "location"`` …), or ``None`` if its rotation mode is
@@ -156,7 +163,7 @@ def basis_matrices(
 
 
 def object_matrices(
-    obj: Any, frames: np.ndarray, depsgraph: bpy.types.Depsgraph
+    obj: bpy.types.Object, frames: np.ndarray, depsgraph: bpy.types.Depsgraph
 ) -> np.ndarray | None:
     """World matrices ``(F, 4, 4)`` of ``obj`` at ``frames (F,)`` from its F-curves, or
     ``None`` when its transform depends on more than its own action (module docstring).
@@ -165,11 +172,12 @@ def object_matrices(
     """
     if obj.parent is not None or len(obj.constraints):
         return None
-    if any(obj.delta_location) or any(obj.delta_rotation_euler):
+    # (A mathutils slice is a tuple of the values.)
+    if any(obj.delta_location[:]) or any(obj.delta_rotation_euler[:]):
         return None
-    if tuple(obj.delta_rotation_quaternion) != (1.0, 0.0, 0.0, 0.0):
+    if obj.delta_rotation_quaternion[:] != (1.0, 0.0, 0.0, 0.0):
         return None
-    if tuple(obj.delta_scale) != (1.0, 1.0, 1.0):
+    if obj.delta_scale[:] != (1.0, 1.0, 1.0):
         return None
     curves = plain_animation(obj)
     if curves is None or any(p.startswith("delta_") for p in curves.paths):
@@ -198,7 +206,7 @@ def _plain_bone(obj: ArmatureObject, name: str) -> bool:
 
 
 def pose_matrices(
-    obj: Any, curves: Curves, names: Iterable[str], frames: np.ndarray
+    obj: ArmatureObject, curves: Curves, names: Iterable[str], frames: np.ndarray
 ) -> dict[str, np.ndarray] | None:
     """Posed matrices ``(F, 4, 4)`` (armature space) of ``names`` and every bone above them,
     from the armature's :class:`Curves`; ``None`` when one of them does not qualify or the

@@ -15,12 +15,13 @@ It costs a few property reads per chain, so the panels call it when they draw.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import bpy
+from mathutils import Vector
 
 from . import constraints, handlers
-from .blender_types import ArmatureObject
+from .blender_types import ArmatureObject, get_item
 
 #: A chain within reach (at full influence) whose shown effector is further than this
 #: fraction of its length (or its tolerance) from the target *missed* it: joint limits
@@ -51,16 +52,16 @@ class Shown(NamedTuple):
     warning: str
 
 
-def shown_effector(obj_eval: ArmatureObject, bones: tuple[str, ...]) -> Any:
+def shown_effector(obj_eval: ArmatureObject, bones: tuple[str, ...]) -> Vector:
     """World position (a mathutils vector) of the evaluated chain's effector: the tail of
     its last bone."""
     return obj_eval.matrix_world @ obj_eval.pose.bones[bones[-1]].tail
 
 
-def tolerances(obj: Any, tip: str, bones: tuple[str, ...]) -> tuple[float, float]:
+def tolerances(obj: ArmatureObject, tip: str, bones: tuple[str, ...]) -> tuple[float, float]:
     """How far (world metres) the shown effector may be from the solved one, and from the
     target before the chain counts as having missed it."""
-    scale = max(obj.matrix_world.to_scale())
+    scale = max(obj.matrix_world.to_scale().to_tuple())
     length = sum(obj.data.bones[name].length for name in bones) * scale
     set_tolerance = obj.pose.bones[tip].reach_ik.tolerance * scale
     return max(set_tolerance, ROUNDING * length), max(set_tolerance, MISS * length)
@@ -70,10 +71,12 @@ def shown_status(obj: ArmatureObject, tip: str, depsgraph: bpy.types.Depsgraph) 
     """The shown residual of the chain ending at ``tip`` of ``obj`` (original object), or
     ``None`` when its last live solve gave no pose (not solved yet, or a problem)."""
     st = handlers.status.get((obj.name, tip))
-    if st is None or st.error is None or not st.bones or st.target is None:
+    if st is None or st.error is None or not st.bones:
+        return None
+    if st.target is None or st.effector is None:
         return None
     obj_eval = obj.evaluated_get(depsgraph)
-    if obj_eval.pose is None or obj_eval.pose.bones.get(st.bones[-1]) is None:
+    if obj_eval.pose is None or get_item(obj_eval.pose.bones, st.bones[-1]) is None:
         return None
     effector = shown_effector(obj_eval, st.bones)
     error = (effector - st.target).length
@@ -89,7 +92,7 @@ def cause(obj: ArmatureObject, bones: tuple[str, ...]) -> str:
     """The first thing in the chain bones' constraint stacks that changes the solved pose,
     in a few words for the panel."""
     for name in bones:
-        pb = obj.pose.bones.get(name)
+        pb = get_item(obj.pose.bones, name)
         if pb is None:
             continue
         ours = constraints.find(pb)

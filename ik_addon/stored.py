@@ -42,6 +42,7 @@ from typing import Any
 
 import bpy
 
+from ..core import ReachIKError
 from . import evaluate
 from .blender_types import ArmatureObject
 from .live_state import live
@@ -71,7 +72,7 @@ def remember(obj: ArmatureObject, time: float, report: evaluate.SolveReport) -> 
     hit[1][time] = {s.tip: (report.inputs[s.tip], s) for s in report.solved}
 
 
-def forget(obj: Any = None) -> None:
+def forget(obj: bpy.types.Object | None = None) -> None:
     """Drop the record of ``obj`` (every armature when ``None``): its helpers changed, an
     undo step, a file loaded."""
     if obj is None:
@@ -89,22 +90,24 @@ def stored_times(obj: ArmatureObject) -> list[float]:
 
 
 # ----------------------------------------------------------------------------- keys
-def helper_fcurves(helper: bpy.types.Object) -> list[Any]:
+def helper_fcurves(helper: bpy.types.Object) -> list[bpy.types.FCurve]:
     """The helper's four ``rotation_quaternion`` F-curves (w, x, y, z), with its action
     created and assigned when missing."""
     return _fcurves(helper, "rotation_quaternion", 4)
 
 
-def scale_fcurves(helper: bpy.types.Object) -> list[Any]:
+def scale_fcurves(helper: bpy.types.Object) -> list[bpy.types.FCurve]:
     """The helper's three ``scale`` F-curves (x, y, z): a stretching chain's bone's scale
     factor (:mod:`.constraints`), keyed like the rotation."""
     return _fcurves(helper, "scale", 3)
 
 
-def _fcurves(helper: Any, path: str, count: int) -> list[Any]:
+def _fcurves(helper: bpy.types.Object, path: str, count: int) -> list[bpy.types.FCurve]:
     """The helper's F-curves of ``path`` (indices ``0 … count − 1``), with its action
     created and assigned when missing."""
     adt = helper.animation_data or helper.animation_data_create()
+    if adt is None:
+        raise ReachIKError(f"the helper '{helper.name}' cannot be animated")
     action = adt.action
     if action is None:
         action = bpy.data.actions.new(helper.name)
@@ -115,7 +118,8 @@ def _fcurves(helper: Any, path: str, count: int) -> list[Any]:
             slot = action.slots.new(id_type="OBJECT", name=helper.name)
             adt.action_slot = slot
         return [action.fcurve_ensure_for_datablock(helper, path, index=i) for i in range(count)]
-    curves = action.fcurves
+    legacy: Any = action  # Blender 4.2/4.3: Action.fcurves, not in the 5.0 stubs
+    curves = legacy.fcurves
     return [curves.find(path, index=i) or curves.new(path, index=i) for i in range(count)]
 
 
@@ -140,7 +144,7 @@ def _has_key(fcurve: bpy.types.FCurve, time: float) -> bool:
     return False
 
 
-def is_keyed(fcurves: Sequence[Any], time: float, q: Sequence[float]) -> bool:
+def is_keyed(fcurves: Sequence[bpy.types.FCurve], time: float, q: Sequence[float]) -> bool:
     """The helper's F-curves (w, x, y, z) hold a key at ``time`` equal to ``q`` (wxyz, either
     sign) within :data:`KEY_TOLERANCE`."""
     if not _has_key(fcurves[0], time):
@@ -152,7 +156,7 @@ def is_keyed(fcurves: Sequence[Any], time: float, q: Sequence[float]) -> bool:
 
 
 def key_rotation(
-    helper: bpy.types.Object, fcurves: Sequence[Any], time: float, q: Sequence[float]
+    helper: bpy.types.Object, fcurves: Sequence[bpy.types.FCurve], time: float, q: Sequence[float]
 ) -> None:
     """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
     its ``rotation_quaternion`` to it."""
@@ -166,11 +170,13 @@ def key_rotation(
     if flip:
         q = (-q[0], -q[1], -q[2], -q[3])
     for fc, value in zip(fcurves, q, strict=True):
-        fc.keyframe_points.insert(time, value, options={"FAST"}).interpolation = "LINEAR"
+        key = fc.keyframe_points.insert(time, value, options={"FAST"})
+        if key is not None:
+            key.interpolation = "LINEAR"
     helper.rotation_quaternion = q
 
 
-def is_scale_keyed(fcurves: Sequence[Any], time: float, scale: float) -> bool:
+def is_scale_keyed(fcurves: Sequence[bpy.types.FCurve], time: float, scale: float) -> bool:
     """The helper's scale F-curves hold a key at ``time`` equal to ``scale`` on every axis
     (within :data:`KEY_TOLERANCE` relative to the scale, float32 keys)."""
     if not _has_key(fcurves[0], time):
@@ -179,11 +185,15 @@ def is_scale_keyed(fcurves: Sequence[Any], time: float, scale: float) -> bool:
     return all(abs(fc.evaluate(time) - scale) <= bar for fc in fcurves)
 
 
-def key_scale(helper: bpy.types.Object, fcurves: Sequence[Any], time: float, scale: float) -> None:
+def key_scale(
+    helper: bpy.types.Object, fcurves: Sequence[bpy.types.FCurve], time: float, scale: float
+) -> None:
     """Key the uniform ``scale`` on ``helper`` at ``time`` (linear interpolation) and set
     its ``scale`` to it."""
     for fc in fcurves:
-        fc.keyframe_points.insert(time, scale, options={"FAST"}).interpolation = "LINEAR"
+        key = fc.keyframe_points.insert(time, scale, options={"FAST"})
+        if key is not None:
+            key.interpolation = "LINEAR"
     helper.scale = (scale, scale, scale)
 
 

@@ -57,7 +57,7 @@ def _random_walk(seed: int, count: int, step: float) -> np.ndarray:
 def test_euler_continuity_matches_blender(addon: Any, seed: int, order: str) -> None:
     Quaternion = _mathutils().Quaternion
     q = _random_walk(seed, 60, 0.9)
-    ours = addon.keying.euler_continuous(q, order)
+    ours = addon.rotation_continuity.euler_continuous(q, order)
     previous = None
     for i, quat in enumerate(q):
         m = Quaternion(quat).to_matrix()
@@ -73,7 +73,7 @@ def test_euler_continuity_matches_blender(addon: Any, seed: int, order: str) -> 
 def test_quaternion_continuity_matches_make_compatible(addon: Any, seed: int) -> None:
     Quaternion = _mathutils().Quaternion
     q = _random_walk(seed, 50, 1.5)
-    ours = addon.keying.quaternion_continuous(q)
+    ours = addon.rotation_continuity.quaternion_continuous(q)
     previous = Quaternion(ours[0])
     assert ours[0][0] >= 0.0
     for i in range(1, len(q)):
@@ -90,7 +90,7 @@ def test_axis_angle_is_continuous_and_the_same_rotation(addon: Any) -> None:
     axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
     q = np.array([[math.cos(a / 2), *(math.sin(a / 2) * axis)] for a in angles])
     q[1::3] *= -1.0
-    values = addon.keying.axis_angle_continuous(q)
+    values = addon.rotation_continuity.axis_angle_continuous(q)
     assert np.max(np.abs(np.diff(values[:, 0]))) < 0.2, "the angle must not jump"
     for want, (angle, *ax) in zip(q, values, strict=True):
         got = Quaternion(ax, angle)
@@ -100,9 +100,9 @@ def test_axis_angle_is_continuous_and_the_same_rotation(addon: Any) -> None:
 def test_continuity_joins_the_key_before_the_range(addon: Any) -> None:
     q = _random_walk(3, 10, 0.3)
     before = -q[0]
-    assert np.dot(addon.keying.channel_values("QUATERNION", q, before)[0], before) > 0
+    assert np.dot(addon.rotation_continuity.channel_values("QUATERNION", q, before)[0], before) > 0
     euler_before = np.array([2.0 * math.pi, 0.0, 0.0])
-    e = addon.keying.channel_values("XYZ", q[:1] * 0 + [1, 0, 0, 0], euler_before)
+    e = addon.rotation_continuity.channel_values("XYZ", q[:1] * 0 + [1, 0, 0, 0], euler_before)
     np.testing.assert_allclose(e[0], euler_before, atol=1e-9)
 
 
