@@ -155,9 +155,7 @@ def scan(scene: bpy.types.Scene, obj: ArmatureObject, tip: str, frames: Sequence
             frame_count=count,
         ),
     )
-    bases = affine.to_array(
-        affine.compose(world_rows, base_rows(rig, parent_rows, location)), count
-    )
+    bases = affine.to_array(base_rows(rig, world_rows, parent_rows, location), count)
     rotations, reachable = np.asarray(solved.rotations), np.asarray(solved.reachable)
     links = np.ones((count, len(names)))  # each link's stretch (1: none)
     if solved.scales is not None:

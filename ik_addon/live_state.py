@@ -21,7 +21,9 @@ Lifetime:
   :func:`.handlers.paused` block in progress sets it back itself).
 
 The panels' view of the last solve, :data:`.handlers.status`, is an output of live solving
-and stays in :mod:`.handlers` (cleared at the same two moments).
+and stays in :mod:`.handlers` (cleared at the same two moments). The prepared core solvers
+are memoised beside the function that makes them (:func:`.solve_frames._prepared`, at most
+256, keyed by the chain model and its settings): a solver never changes once made.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ does its maths in float64, on one frame or many, :mod:`.affine`):
 * **base frame** of a chain (the core's frame, see :mod:`core.chain`): its origin is the
   chain root's posed head, its axes are the posed axes of the root's parent bone (armature
   space axes when the root has no parent, or does not inherit rotation), and its unit is
-  the parent's posed scale. :func:`base_rows` below maps base-frame points to armature
+  the parent's posed scale. :func:`base_rows` below maps base-frame points to world
   space.
 
 A chain of ``n`` joints is the bones ``root … tip`` (root→tip). Blender composes a posed
@@ -267,30 +267,35 @@ def build_rig_chain(obj: ArmatureObject, tip: str, chain_length: int, use_tail: 
     )
 
 
-def base_rows(rig: RigChain, parent: Rows | None, root_location: Vec) -> list[list[Value]]:
-    """The chain's base frame in armature space, at one frame or many (:mod:`.affine`).
+def base_rows(
+    rig: RigChain, world: Rows, parent: Rows | None, root_location: Vec
+) -> list[list[Value]]:
+    """The chain's base frame in world space, at one frame or many (:mod:`.affine`).
 
     Args:
         rig: the chain.
+        world: the armature's world matrix.
         parent: the root parent's posed matrix (armature space), or ``None`` (no parent).
         root_location: the root's own location channels (``matrix_basis`` translation, in
             the root's rest frame, metres); ignored for a connected root, as Blender does.
 
     Returns:
-        Maps base-frame points (chain units) to armature space: origin at the root's posed
-        head, axes and scale of the parent's posed frame (see the module docstring).
+        Maps base-frame points (chain units) to world space: origin at the root's posed
+        head, axes and scale of the parent's posed frame (see the module docstring), both
+        mapped by ``world``.
     """
     rest = rig.root_rows
     if rig.root_connected:
         head: Vec = [rest[0][3], rest[1][3], rest[2][3]]
     else:
         head = affine.transform(rest, root_location)
-    if parent is None:
-        return [[1.0, 0.0, 0.0, head[0]], [0.0, 1.0, 0.0, head[1]], [0.0, 0.0, 1.0, head[2]]]
-    head = affine.transform(parent, head)
-    if rig.inherit_rotation:
-        return [[parent[r][0], parent[r][1], parent[r][2], head[r]] for r in range(3)]
-    return [[1.0, 0.0, 0.0, head[0]], [0.0, 1.0, 0.0, head[1]], [0.0, 0.0, 1.0, head[2]]]
+    if parent is not None:
+        head = affine.transform(parent, head)
+    origin = affine.transform(world, head)
+    if parent is not None and rig.inherit_rotation:
+        axes = affine.compose(world, parent)
+        return [[axes[r][0], axes[r][1], axes[r][2], origin[r]] for r in range(3)]
+    return [[world[r][0], world[r][1], world[r][2], origin[r]] for r in range(3)]
 
 
 def _rest_bend(

@@ -16,6 +16,7 @@ shows.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -25,7 +26,7 @@ from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
 from . import affine
 from .affine import Rows, Value, Vec
-from .chain_spec import _check_solver, _Fixed, _options
+from .chain_spec import Advanced, _check_solver, _Fixed, _options
 from .rig import RigChain, base_rows
 
 
@@ -88,7 +89,7 @@ class FrameSolution(NamedTuple):
     rotations: np.ndarray | list[list[float]]
     errors: Value
     reachable: bool | np.ndarray
-    effectors: np.ndarray | list[float]
+    effectors: np.ndarray | Vec
     distances: Value
     scales: np.ndarray | list[float] | None = None
 
@@ -144,18 +145,35 @@ def _goal_in_base(base: Rows, goal: Rows) -> np.ndarray:
 
 
 def _frame_solver(chain: Chain, fixed: _Fixed, pole_angle: float, weight: float) -> Solver:
-    """The core solver of a chain with its settings at a frame."""
-    options = _options(
+    """The core solver of a chain with its settings at a frame (:func:`_prepared`)."""
+    settings = (
         fixed.iterations,
         fixed.tolerance,
-        pole_angle,
-        weight,
         fixed.advanced,
         fixed.use_stretch,
         fixed.soft_reach,
         fixed.stretch_rule,
     )
-    return Solver(chain, fixed.solver, options)
+    return _prepared(chain, fixed.solver, settings, pole_angle, weight)
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared(
+    chain: Chain,
+    method: str,
+    settings: tuple[int, float, Advanced, bool, float, str],
+    pole_angle: float,
+    weight: float,
+) -> Solver:
+    """A :class:`core.Solver` prepared once per chain, method, settings (iterations,
+    tolerance, advanced, stretch, soft reach, stretch rule), pole angle and weight: it
+    checks them and plans the chain when made, and live solving asks for the same one on
+    every frame. A solver does not change once made, so the memo answers as a new one."""
+    iterations, tolerance, advanced, stretch, soft_reach, stretch_rule = settings
+    options = _options(
+        iterations, tolerance, pole_angle, weight, advanced, stretch, soft_reach, stretch_rule
+    )
+    return Solver(chain, method, options)
 
 
 def _blend(
@@ -264,7 +282,7 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     """Solve one chain at one frame or ``F`` frames: the one solve path of live solving and
     baking (module docstring).
 
-    Base frame (:func:`.rig.base_rows` mapped to world) → target, pole and goal rotation in
+    Base frame (:func:`.rig.base_rows`, world) → target, pole and goal rotation in
     it → the core from the rest pose (:class:`core.Solver`; the core removes the twist a
     goal without orientation leaves free) → ``slerp(q_FK, q_IK, influence)`` per bone (a
     link's stretch ``1 + influence · (s − 1)``).
@@ -281,7 +299,7 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     _check_solver(fixed.solver)
     chain = rig.chain
     count = frame.frame_count
-    base = affine.compose(frame.world, base_rows(rig, frame.parent, frame.root_location))
+    base = base_rows(rig, frame.world, frame.parent, frame.root_location)
     to_base = affine.inverse(base)
     target_b = affine.transform(to_base, frame.target)
     pole_b = None if frame.pole is None else affine.transform(to_base, frame.pole)
@@ -301,7 +319,7 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
             rotations=pose,
             errors=affine.length(miss),
             reachable=bool(reachable),
-            effectors=[float(e) for e in effector],
+            effectors=effector,
             distances=distance,
             scales=None if links is None else bone_scales(np.array(links)).tolist(),
         )

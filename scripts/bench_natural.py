@@ -374,7 +374,8 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         model = chain_spec.rig_chain(objs["reach_ik"], tip, n, True)
         spec = chain_spec.read_spec(objs["reach_ik"].pose.bones[tip])
         origin = [0.0, 0.0, 0.0]  # the armature sits at the world origin, unscaled
-        base = affine.to_array(rig_module.base_rows(model, None, origin), None)
+        eye = affine.rows_of(np.eye(4))
+        base = affine.to_array(rig_module.base_rows(model, eye, None, origin), None)
         bases = np.repeat(base[None], FRAMES, axis=0)
         ones, zeros = np.ones(FRAMES), np.zeros(FRAMES)
         batch = solve_frames.FrameInputs(
@@ -390,7 +391,6 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
             zeros,
             frame_count=FRAMES,
         )
-        eye = affine.rows_of(np.eye(4))
         check: dict[str, float] = {}
         for method in methods:
             fixed = chain_spec.spec_fixed(dataclasses.replace(spec, solver=method))

@@ -184,13 +184,11 @@ def bench_chain(
     chain = rig.chain
     state = pose_state._PoseState(rig_re.evaluated_get(dg))
     parent = state.parent_matrix(rig)
-    base_rows = affine.compose(
+    base_rows = rig_module.base_rows(
+        rig,
         affine.rows_of(rig_re.matrix_world),
-        rig_module.base_rows(
-            rig,
-            None if parent is None else affine.rows_of(parent),
-            rig_re.pose.bones[rig.bone_names[0]].location[:],
-        ),
+        None if parent is None else affine.rows_of(parent),
+        rig_re.pose.bones[rig.bone_names[0]].location[:],
     )
     base = Matrix(affine.to_array(base_rows, None).tolist())
     rng = np.random.default_rng(seed + 100 * bones + int(limited))

@@ -29,13 +29,20 @@ def _random_rotation(pb: Any, rng: np.random.Generator) -> None:
         pb.rotation_euler = rng.uniform(-3.5, 3.5, size=3)
 
 
-def _base(addon: Any, rig: Any, parent: np.ndarray, location: np.ndarray) -> np.ndarray:
-    """The chain's base frame ``(4, 4)`` (armature space) from rig.base_rows, on one frame
+def _base(
+    addon: Any, rig: Any, world: np.ndarray, parent: np.ndarray, location: np.ndarray
+) -> np.ndarray:
+    """The chain's base frame ``(4, 4)`` (world space) from rig.base_rows, on one frame
     (floats); the same frame given as a batch of three gives the same matrices."""
     affine = addon.affine
-    one = affine.to_array(addon.rig.base_rows(rig, affine.rows_of(parent), location), None)
-    parents = affine.rows_of(np.repeat(parent[None], 3, axis=0))
-    batch = addon.rig.base_rows(rig, parents, affine.vec_of(np.tile(location, (3, 1))))
+    one_frame = addon.rig.base_rows(rig, affine.rows_of(world), affine.rows_of(parent), location)
+    one = affine.to_array(one_frame, None)
+    batch = addon.rig.base_rows(
+        rig,
+        affine.rows_of(np.repeat(world[None], 3, axis=0)),
+        affine.rows_of(np.repeat(parent[None], 3, axis=0)),
+        affine.vec_of(np.tile(location, (3, 1))),
+    )
     assert all(np.array_equal(affine.to_array(batch, 3)[k], one) for k in range(3))
     return one
 
@@ -61,7 +68,7 @@ def test_chain_fk_matches_blender(clean_scene: Any, addon: Any, mode: str) -> No
         ob_eval = obj.evaluated_get(depsgraph)
         parent = np.array(ob_eval.pose.bones["shoulder"].matrix)
         root_loc = np.array(ob_eval.pose.bones["upper"].location)
-        base = np.array(obj.matrix_world) @ _base(addon, rig, parent, root_loc)
+        base = _base(addon, rig, np.array(obj.matrix_world), parent, root_loc)
         q = np.array(
             [
                 addon.rotation_modes.values_to_quaternion(
@@ -149,7 +156,7 @@ def test_connected_root_ignores_its_location(clean_scene: Any, addon: Any) -> No
     ob_eval = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
     parent = np.array(ob_eval.pose.bones["upper"].matrix)
     location = np.array(obj.pose.bones["fore"].location)
-    base = np.array(obj.matrix_world) @ _base(addon, rig, parent, location)
+    base = _base(addon, rig, np.array(obj.matrix_world), parent, location)
     ev = addon.rotation_modes
     q = np.array(
         [
