@@ -297,16 +297,20 @@ def _unit_or_zero(v: Vec, n: Num) -> Vec:
 def _perpendicular(v: Vec, hint: Vec) -> Vec:
     """Unit vectors perpendicular to ``v``, as :func:`core.rotations.perpendicular`."""
     u = _unit_or_zero(v, _norm(v))
-    ax, ay, az = np.abs(u[0]), np.abs(u[1]), np.abs(u[2])
-    pick_x = (ax <= ay) & (ax <= az)
-    pick_y = ~pick_x & (ay <= az)
-    least = (
-        np.where(pick_x, 1.0, 0.0),
-        np.where(pick_y, 1.0, 0.0),
-        np.where(pick_x | pick_y, 0.0, 1.0),
-    )
     h_perp = vsub(hint, vscale(u, vdot(hint, u)))
-    axis = _where(_norm(h_perp) > 1e-9, h_perp, least)
+    usable = _norm(h_perp) > 1e-9
+    axis = h_perp
+    if not np.all(usable):
+        # the coordinate axis least aligned with u, where the hint is (nearly) along u
+        ax, ay, az = np.abs(u[0]), np.abs(u[1]), np.abs(u[2])
+        pick_x = (ax <= ay) & (ax <= az)
+        pick_y = ~pick_x & (ay <= az)
+        least = (
+            np.where(pick_x, 1.0, 0.0),
+            np.where(pick_y, 1.0, 0.0),
+            np.where(pick_x | pick_y, 0.0, 1.0),
+        )
+        axis = _where(usable, h_perp, least)
     p = vsub(axis, vscale(u, vdot(axis, u)))
     return vscale(p, 1.0 / np.maximum(_norm(p), _SAFE))
 
