@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 from . import (
-    ccd_single,
     ccd_single_sweep,
     matrix9,
     triangulation,
@@ -31,6 +30,7 @@ from . import (
 from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate, vcross
+from .kinematics import chain_floats
 from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
@@ -159,7 +159,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
     otherwise. Returns the rotations (``n`` × 4 floats, ``w >= 0``) and their joint
     positions.
     """
-    rests, offsets = ccd_single._quat_facts(chain)
+    rests, offsets = chain_floats(chain)
     limits = chain.limits
     n = chain.n_joints
     world: Quat = (1.0, 0.0, 0.0, 0.0)

@@ -22,15 +22,15 @@ plane, result); the float sweeps and joint steps are :mod:`core.ccd_single_sweep
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from . import ccd, ccd_seed, ccd_setup, ccd_sweep, triangulation_plan, triangulation_single
+from . import ccd_seed, ccd_setup, ccd_sweep, triangulation_plan, triangulation_single
 from .ccd_single_sweep import _descend, _facts, _Goal, _score
 from .chain import Chain
-from .components import Quat, Vec, mapply, qmatrix, qmul, qmul_conj, qrotate
+from .components import Quat, Vec, mapply, qmatrix, qmul, qmul_conj
+from .kinematics import forward_kinematics_floats
 from .matrix9 import M9, _m9, _orthonormalize, quaternion_of
 from .problem import Problem
 from .result import Solution
@@ -54,7 +54,7 @@ def _start_score(
     s: ccd_setup._Setup, chain: Chain, goal: _Goal, rots: list[Quat]
 ) -> tuple[float, bool, list[Vec], list[Quat]]:
     """Objective and reached flag of a start pose, with its positions and frames."""
-    positions, frames = _fk(chain, rots)
+    positions, frames = forward_kinematics_floats(chain, rots)
     frame = None if goal.frame is None else qmatrix(frames[-1])
     g, reached = _score(s, positions[-1], frame, goal)
     return g, reached, positions, frames
@@ -122,29 +122,6 @@ def _iterate(
     return [_orthonormalize(q) for q in Q], iterations
 
 
-def _fk(chain: Chain, rots: list[Quat]) -> tuple[list[Vec], list[Quat]]:
-    """:func:`core.kinematics.forward_kinematics` of one pose in floats."""
-    f = _quat_facts(chain)
-    world: Quat = (1.0, 0.0, 0.0, 0.0)
-    p: Vec = (0.0, 0.0, 0.0)
-    positions = [p]
-    frames = []
-    for rest, offset, q in zip(f[0], f[1], rots, strict=True):
-        world = qmul(qmul(world, rest), q)
-        frames.append(world)
-        d = qrotate(world, offset)
-        p = (p[0] + d[0], p[1] + d[1], p[2] + d[2])
-        positions.append(p)
-    return positions, frames
-
-
-@functools.lru_cache(maxsize=64)
-def _quat_facts(chain: Chain) -> tuple[tuple[Quat, ...], tuple[Vec, ...]]:
-    rests = tuple(tuple(float(c) for c in q) for q in chain.rest_rotations)
-    offsets = tuple(tuple(float(c) for c in o) for o in chain.offsets)
-    return rests, offsets  # type: ignore[return-value]
-
-
 def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec]) -> None:
     """:func:`core.bend_plane.orient_bend` for one target in floats (triangulation's float
     bend turn, with the root's limits checked as :func:`core.bend_plane.apply_pole` does);
@@ -179,10 +156,10 @@ def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec
 
 
 def _clip_far(t: Vec, reach: float) -> Vec:
-    """:func:`core.ccd._clip_far` for one target (already finite and pulled in to
+    """:func:`core.ccd_setup._clip_far` for one target (already finite and pulled in to
     ``core.solve.FAR`` reaches, so its square cannot overflow)."""
     d = math.sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2])
-    limit = ccd._FAR * reach
+    limit = ccd_setup._FAR * reach
     if not d > limit:
         return t
     return t[0] / d * limit, t[1] / d * limit, t[2] / d * limit
@@ -200,7 +177,7 @@ def solve_one_target(problem: Problem) -> Solution:
         rots_s, pos_s = seeded
         frame = None
         if goal.frame is not None:
-            frame = qmatrix(_fk(chain, rots_s)[1][-1])  # type: ignore[arg-type]
+            frame = qmatrix(forward_kinematics_floats(chain, rots_s)[1][-1])  # type: ignore[arg-type]
         g_s, reached_s = _score(s, pos_s[-1], frame, goal)
         if reached_s or g_s <= goal.settled:
             return _solution(problem, rots_s, pos_s, 0)  # type: ignore[arg-type]
@@ -213,11 +190,11 @@ def solve_one_target(problem: Problem) -> Solution:
         Q, iterations = _iterate(s, problem, goal, [qmatrix(q) for q in rots], g)
         rots = [quaternion_of(m) for m in Q]
         if problem.target_rotations is None or problem.options.position_weight >= 1.0:
-            _orient(problem, t, rots, _fk(chain, rots)[0])
+            _orient(problem, t, rots, forward_kinematics_floats(chain, rots)[0])
             q0 = rots[0]
             if q0[0] < 0.0:
                 rots[0] = (-q0[0], -q0[1], -q0[2], -q0[3])
-        positions = _fk(chain, rots)[0]
+        positions = forward_kinematics_floats(chain, rots)[0]
     if pos_s is None:
         return _solution(problem, rots, positions, iterations)
     # As core.ccd.solve_batch: the seed where it is closer by more than the tolerance, then
@@ -235,7 +212,7 @@ def _solution(
 ) -> Solution:
     effector = None
     if problem.target_rotations is not None:
-        effector = np.array([_fk(problem.chain, rots)[1][-1]])
+        effector = np.array([forward_kinematics_floats(problem.chain, rots)[1][-1]])
     return Solution(
         rotations=np.array([rots]),
         positions=np.array([positions]),
