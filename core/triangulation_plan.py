@@ -315,25 +315,6 @@ def _perpendicular(v: Vec, hint: Vec) -> Vec:
     return vscale(p, 1.0 / np.maximum(_norm(p), _SAFE))
 
 
-def _perpendicular_float(v: Vec, hint: Vec) -> Vec:
-    """:func:`_perpendicular` for one vector, in floats (same arithmetic)."""
-    sqrt = math.sqrt
-    n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    inv = 1.0 / max(n, _SAFE) if n > 0.0 else 0.0
-    u = (v[0] * inv, v[1] * inv, v[2] * inv)
-    ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
-    if ax <= ay and ax <= az:
-        least = (1.0, 0.0, 0.0)
-    elif ay <= az:
-        least = (0.0, 1.0, 0.0)
-    else:
-        least = (0.0, 0.0, 1.0)
-    h = vsub(hint, vscale(u, vdot(hint, u)))
-    axis = h if sqrt(vdot(h, h)) > 1e-9 else least
-    p = vsub(axis, vscale(u, vdot(axis, u)))
-    return vscale(p, 1.0 / max(sqrt(vdot(p, p)), _SAFE))
-
-
 def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
     """Shortest rotations ``a → b`` on components: :func:`core.rotations.between`'s
     ``(1 + a·b, a × b)`` normalised, a half turn about a perpendicular where
