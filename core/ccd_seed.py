@@ -29,7 +29,7 @@ from . import (
 )
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate, vcross
+from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate, vcross, vperpendicular
 from .kinematics import chain_floats
 from .limits import FREE
 from .problem import Problem
@@ -110,9 +110,12 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     ):
         return None
     if _within_limits_first(problem):
-        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
-        if met[0]:
-            return q_tri[0].tolist(), p_tri[0].tolist()
+        one = triangulation_limits_single.meeting_one(problem)
+        if one is None:
+            q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+            one = (q_tri[0].tolist(), p_tri[0].tolist()), bool(met[0])
+        if one[1]:
+            return one[0][0], list(one[0][1])
     init = problem.initial[0].tolist()
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
         pole = None if problem.poles is None else problem.poles[0].tolist()
@@ -143,8 +146,19 @@ def _triad(l1: Vec, l2: Vec, w1: Vec, w2: Vec) -> Quat | None:
         return None
     t3, s3 = vcross(t1, t2), vcross(s1, s2)
     # R = [s1 s2 s3] · [t1 t2 t3]ᵀ, row-major
-    m = tuple(s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3))
-    return matrix9.quaternion_of(m)
+    return matrix9.quaternion_of(
+        (
+            s1[0] * t1[0] + s2[0] * t2[0] + s3[0] * t3[0],
+            s1[0] * t1[1] + s2[0] * t2[1] + s3[0] * t3[1],
+            s1[0] * t1[2] + s2[0] * t2[2] + s3[0] * t3[2],
+            s1[1] * t1[0] + s2[1] * t2[0] + s3[1] * t3[0],
+            s1[1] * t1[1] + s2[1] * t2[1] + s3[1] * t3[1],
+            s1[1] * t1[2] + s2[1] * t2[2] + s3[1] * t3[2],
+            s1[2] * t1[0] + s2[2] * t2[0] + s3[2] * t3[0],
+            s1[2] * t1[1] + s2[2] * t2[1] + s3[2] * t3[1],
+            s1[2] * t1[2] + s2[2] * t2[2] + s3[2] * t3[2],
+        )
+    )
 
 
 def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[Vec]]:
@@ -237,7 +251,7 @@ def _shortest(u: Vec, v: Vec) -> Quat:
         return (1.0, 0.0, 0.0, 0.0)
     dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
     if dot < -1.0 + 1e-12:
-        x, y, z = ccd_single_sweep._perpendicular(a, (1.0, 0.0, 0.0))
+        x, y, z = vperpendicular(a, (1.0, 0.0, 0.0))
         return (0.0, x, y, z)
     c = vcross(a, b)
     w = 1.0 + dot

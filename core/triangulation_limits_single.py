@@ -284,28 +284,37 @@ def solve_one(
     return None
 
 
+def meeting_one(problem: Problem) -> tuple[Pose, bool] | None:
+    """:func:`meeting` for a problem of one target in floats: the pose (``n`` rotations,
+    ``n + 1`` positions) and whether it meets the target; ``None`` where the numpy path
+    decides (a chain solved scaled, cone joints, a spin the closed form is refused)."""
+    if problem.size != 1 or _scale(problem.chain) != 1.0:
+        return None
+    chain = problem.chain
+    out = _closed_form(
+        _plan(chain),
+        chain,
+        _floats(problem.targets[0].tolist()),
+        problem.initial[0].tolist(),
+        problem.options,
+        None if problem.poles is None else _floats(problem.poles[0].tolist()),
+        True,
+        problem.tolerance,
+    )
+    return None if out is None else (out[0], out[1])
+
+
 def meeting(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
     """:func:`core.triangulation_limits.closed_form` (rotations, positions, met) for any
-    batch: in floats for one target where this module decides it, else in numpy. For the
-    methods whose start is triangulation's pose (:mod:`core.ccd_seed`,
-    :mod:`core.jacobian_seed`): on a limited chain that pose is their answer where it meets
-    the goal."""
-    if problem.size == 1 and _scale(problem.chain) == 1.0:
-        chain = problem.chain
-        out = _closed_form(
-            _plan(chain),
-            chain,
-            _floats(problem.targets[0].tolist()),
-            problem.initial[0].tolist(),
-            problem.options,
-            None if problem.poles is None else _floats(problem.poles[0].tolist()),
-            True,
-            problem.tolerance,
-        )
-        if out is not None:
-            (rots, pos), met, _ = out
-            return np.array([rots]), np.array([pos]), np.array([met])
+    batch: in floats for one target where this module decides it (:func:`meeting_one`),
+    else in numpy. For the methods whose start is triangulation's pose
+    (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): on a limited chain that pose is their
+    answer where it meets the goal."""
+    one = meeting_one(problem)
+    if one is not None:
+        (rots, pos), met = one
+        return np.array([rots]), np.array([pos]), np.array([met])
     return closed_form(problem)
 
 
-__all__ = ["meeting", "solve_one"]
+__all__ = ["meeting", "meeting_one", "solve_one"]
