@@ -29,7 +29,17 @@ from . import (
 )
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate, vcross, vperpendicular
+from .components import (
+    Quat,
+    Vec,
+    qconj,
+    qmul,
+    qmul_conj,
+    qrotate,
+    vcross,
+    vdot,
+    vperpendicular,
+)
 from .kinematics import chain_floats
 from .limits import FREE
 from .problem import Problem
@@ -218,9 +228,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                     dn, nn = _unit(d), _unit(d_next)
                     bend = 0.0
                     if dn is not None and nn is not None:
-                        bend = math.acos(
-                            max(-1.0, min(1.0, sum(x * y for x, y in zip(dn, nn, strict=True))))
-                        )
+                        bend = math.acos(max(-1.0, min(1.0, vdot(dn, nn))))
                     sign = 1.0
                     if angle_range is not None:
                         lo, hi = angle_range
