@@ -65,18 +65,24 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
         problem.target_rotations is not None and opts.position_weight < 1.0
     ):
         return None
+    q, p = _retargeted(problem)
+    if _within_limits_first(problem):
+        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+        q = np.where(met[:, None, None], q_tri, q)
+        p = np.where(met[:, None, None], p_tri, p)
+    return q, p
+
+
+def _retargeted(problem: Problem) -> tuple[FloatArray, FloatArray]:
+    """Triangulation's pass on the chain without its limits, carried onto its limits by
+    :func:`retarget` (:func:`seed` before triangulation within the limits is asked)."""
     chain = problem.chain
     free = unlimited(chain)
     sol = triangulation.solve_triangulation(dataclasses.replace(problem, chain=free))
     if chain.is_free:
         return rot.positive_w(sol.rotations), sol.positions
     poses = [retarget(chain, points) for points in sol.positions.tolist()]
-    q, p = np.array([q for q, _ in poses]), np.array([p for _, p in poses])
-    if _within_limits_first(problem):
-        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
-        q = np.where(met[:, None, None], q_tri, q)
-        p = np.where(met[:, None, None], p_tri, p)
-    return q, p
+    return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
 
 
 def _within_limits_first(problem: Problem) -> bool:
@@ -136,8 +142,10 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
                 return retarget(problem.chain, out[1])
             rots = [q if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]] for q in out[0]]
             return rots, out[1]
-    seeded = seed(problem)
-    return None if seeded is None else (seeded[0][0].tolist(), seeded[1][0].tolist())
+    # (triangulation within the limits, asked above, did not meet the goal: seed's own
+    # asking would change nothing)
+    q, p = _retargeted(problem)
+    return q[0].tolist(), p[0].tolist()
 
 
 def _unit(v: Vec) -> Vec | None:
