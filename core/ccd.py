@@ -109,18 +109,24 @@ import dataclasses
 
 import numpy as np
 
+from . import ccd_seed, ccd_single
 from . import rotations as rot
 from .bend_plane import orient_bend
-from .ccd_setup import _frames, _Goals, _orthonormalize, _score, _Setup, _setup
+from .ccd_setup import (
+    _clip_far,
+    _frames,
+    _Goals,
+    _orthonormalize,
+    _score,
+    _Setup,
+    _setup,
+)
 from .ccd_sweep import _STALLED, _coarse_sweep, _descend, _effector_score
 from .chain import Chain
 from .kinematics import forward_kinematics
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
-
-#: Targets are clipped to this many chain reaches from the root (keeps squares finite).
-_FAR = 1e6
 
 
 def _start_pose(chain: Chain, q: FloatArray) -> FloatArray:
@@ -130,21 +136,6 @@ def _start_pose(chain: Chain, q: FloatArray) -> FloatArray:
         if not lim.is_free:
             out[:, i] = lim.project(out[:, i])
     return rot.to_matrix(out)
-
-
-def _clip_far(targets: FloatArray, reach: float) -> FloatArray:
-    """Targets ``(N, 3)`` farther than ``_FAR × reach`` moved along their ray to that distance.
-
-    Distances are computed as ``max|t_k| · |t / max|t_k||`` so huge targets do not overflow.
-    """
-    big = np.max(np.abs(targets), axis=-1, keepdims=True)
-    unit = np.divide(targets, big, out=np.zeros_like(targets), where=big > 0.0)
-    length = np.linalg.norm(unit, axis=-1, keepdims=True)
-    far = big * length > _FAR * reach
-    if not np.any(far):
-        return targets
-    safe = np.where(far, length, 1.0)
-    return np.where(far, unit / safe * (_FAR * reach), targets)
 
 
 def _goals(problem: Problem, s: _Setup, targets: FloatArray) -> _Goals:
@@ -304,8 +295,3 @@ def _iterate_batch(problem: Problem) -> Solution:
         iterations=iterations,
         effector_rotation=None if problem.target_rotations is None else world[:, -1],
     )
-
-
-# The float path uses this module's reference code (solve_batch, the goals, the start pose,
-# target clipping); imported last (cycle).
-from . import ccd_seed, ccd_single  # noqa: E402

@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 from . import (
-    ccd_single,
     ccd_single_sweep,
     matrix9,
     triangulation,
@@ -30,7 +29,18 @@ from . import (
 )
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qconj, qmul, qmul_conj, qrotate, vcross
+from .components import (
+    Quat,
+    Vec,
+    qconj,
+    qmul,
+    qmul_conj,
+    qrotate,
+    vcross,
+    vdot,
+    vperpendicular,
+)
+from .kinematics import chain_floats
 from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
@@ -55,18 +65,24 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
         problem.target_rotations is not None and opts.position_weight < 1.0
     ):
         return None
+    q, p = _retargeted(problem)
+    if _within_limits_first(problem):
+        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+        q = np.where(met[:, None, None], q_tri, q)
+        p = np.where(met[:, None, None], p_tri, p)
+    return q, p
+
+
+def _retargeted(problem: Problem) -> tuple[FloatArray, FloatArray]:
+    """Triangulation's pass on the chain without its limits, carried onto its limits by
+    :func:`retarget` (:func:`seed` before triangulation within the limits is asked)."""
     chain = problem.chain
     free = unlimited(chain)
     sol = triangulation.solve_triangulation(dataclasses.replace(problem, chain=free))
     if chain.is_free:
         return rot.positive_w(sol.rotations), sol.positions
     poses = [retarget(chain, points) for points in sol.positions.tolist()]
-    q, p = np.array([q for q, _ in poses]), np.array([p for _, p in poses])
-    if _within_limits_first(problem):
-        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
-        q = np.where(met[:, None, None], q_tri, q)
-        p = np.where(met[:, None, None], p_tri, p)
-    return q, p
+    return np.array([q for q, _ in poses]), np.array([p for _, p in poses])
 
 
 def _within_limits_first(problem: Problem) -> bool:
@@ -110,9 +126,12 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     ):
         return None
     if _within_limits_first(problem):
-        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
-        if met[0]:
-            return q_tri[0].tolist(), p_tri[0].tolist()
+        one = triangulation_limits_single.meeting_one(problem)
+        if one is None:
+            q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+            one = (q_tri[0].tolist(), p_tri[0].tolist()), bool(met[0])
+        if one[1]:
+            return one[0][0], list(one[0][1])
     init = problem.initial[0].tolist()
     if problem.target_rotations is None and all(q == [1.0, 0.0, 0.0, 0.0] for q in init):
         pole = None if problem.poles is None else problem.poles[0].tolist()
@@ -123,8 +142,10 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
                 return retarget(problem.chain, out[1])
             rots = [q if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]] for q in out[0]]
             return rots, out[1]
-    seeded = seed(problem)
-    return None if seeded is None else (seeded[0][0].tolist(), seeded[1][0].tolist())
+    # (triangulation within the limits, asked above, did not meet the goal: seed's own
+    # asking would change nothing)
+    q, p = _retargeted(problem)
+    return q[0].tolist(), p[0].tolist()
 
 
 def _unit(v: Vec) -> Vec | None:
@@ -143,8 +164,19 @@ def _triad(l1: Vec, l2: Vec, w1: Vec, w2: Vec) -> Quat | None:
         return None
     t3, s3 = vcross(t1, t2), vcross(s1, s2)
     # R = [s1 s2 s3] · [t1 t2 t3]ᵀ, row-major
-    m = tuple(s1[r] * t1[c] + s2[r] * t2[c] + s3[r] * t3[c] for r in range(3) for c in range(3))
-    return matrix9.quaternion_of(m)
+    return matrix9.quaternion_of(
+        (
+            s1[0] * t1[0] + s2[0] * t2[0] + s3[0] * t3[0],
+            s1[0] * t1[1] + s2[0] * t2[1] + s3[0] * t3[1],
+            s1[0] * t1[2] + s2[0] * t2[2] + s3[0] * t3[2],
+            s1[1] * t1[0] + s2[1] * t2[0] + s3[1] * t3[0],
+            s1[1] * t1[1] + s2[1] * t2[1] + s3[1] * t3[1],
+            s1[1] * t1[2] + s2[1] * t2[2] + s3[1] * t3[2],
+            s1[2] * t1[0] + s2[2] * t2[0] + s3[2] * t3[0],
+            s1[2] * t1[1] + s2[2] * t2[1] + s3[2] * t3[1],
+            s1[2] * t1[2] + s2[2] * t2[2] + s3[2] * t3[2],
+        )
+    )
 
 
 def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[Vec]]:
@@ -159,7 +191,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
     otherwise. Returns the rotations (``n`` × 4 floats, ``w >= 0``) and their joint
     positions.
     """
-    rests, offsets = ccd_single._quat_facts(chain)
+    rests, offsets = chain_floats(chain)
     limits = chain.limits
     n = chain.n_joints
     world: Quat = (1.0, 0.0, 0.0, 0.0)
@@ -204,9 +236,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                     dn, nn = _unit(d), _unit(d_next)
                     bend = 0.0
                     if dn is not None and nn is not None:
-                        bend = math.acos(
-                            max(-1.0, min(1.0, sum(x * y for x, y in zip(dn, nn, strict=True))))
-                        )
+                        bend = math.acos(max(-1.0, min(1.0, vdot(dn, nn))))
                     sign = 1.0
                     if angle_range is not None:
                         lo, hi = angle_range
@@ -237,7 +267,7 @@ def _shortest(u: Vec, v: Vec) -> Quat:
         return (1.0, 0.0, 0.0, 0.0)
     dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
     if dot < -1.0 + 1e-12:
-        x, y, z = ccd_single_sweep._perpendicular(a, (1.0, 0.0, 0.0))
+        x, y, z = vperpendicular(a, (1.0, 0.0, 0.0))
         return (0.0, x, y, z)
     c = vcross(a, b)
     w = 1.0 + dot

@@ -4,10 +4,11 @@
 :func:`_setup` builds once per chain and options (cached) what every sweep reads: each
 joint's kind, hinge axis or limits and rest frame (:class:`_Joint`, :func:`_chain_facts`),
 the objective's weights (:class:`_Setup`); :class:`_Goals` holds a batch's targets and
-bounds. Beside them the matrix algebra of the batched sweeps: world frames of a pose
-(:func:`_frames`), the objective ``g`` (:func:`_score`), turns about an axis and the
-re-orthonormalisation of the rotation matrices (every ``_RENORMALIZE`` sweeps on chains of
-up to ``_SHORT`` joints, else every sweep).
+bounds, the targets clipped to ``_FAR`` reaches (:func:`_clip_far`; the float path clips
+with the same ``_FAR``). Beside them the matrix algebra of the batched sweeps: world
+frames of a pose (:func:`_frames`), the objective ``g`` (:func:`_score`), turns about an
+axis and the re-orthonormalisation of the rotation matrices (every ``_RENORMALIZE`` sweeps
+on chains of up to ``_SHORT`` joints, else every sweep).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 #: Joint→effector or joint→target shorter than this fraction of the reach skip the step.
 _DEGENERATE = 1e-12
+#: Targets are clipped to this many chain reaches from the root (keeps squares finite).
+_FAR = 1e6
 
 
 #: Sweeps between re-orthonormalisations of the rotation matrices on chains of up to
@@ -91,6 +94,21 @@ def _joint(index: int, limits: JointLimits) -> _Joint:
     return _Joint(
         index, limits, False, _I3[0], _skew(_I3[0]), None, weights, 1.0, stiff, exact, cone
     )
+
+
+def _clip_far(targets: FloatArray, reach: float) -> FloatArray:
+    """Targets ``(N, 3)`` farther than ``_FAR × reach`` moved along their ray to that distance.
+
+    Distances are computed as ``max|t_k| · |t / max|t_k||`` so huge targets do not overflow.
+    """
+    big = np.max(np.abs(targets), axis=-1, keepdims=True)
+    unit = np.divide(targets, big, out=np.zeros_like(targets), where=big > 0.0)
+    length = np.linalg.norm(unit, axis=-1, keepdims=True)
+    far = big * length > _FAR * reach
+    if not np.any(far):
+        return targets
+    safe = np.where(far, length, 1.0)
+    return np.where(far, unit / safe * (_FAR * reach), targets)
 
 
 def _turn_about(skew: FloatArray, angle: FloatArray) -> FloatArray:

@@ -27,20 +27,22 @@ import math
 
 import numpy as np
 
-from . import ccd, ccd_seed, ccd_setup, ccd_sweep, triangulation_plan, triangulation_single
+from . import ccd_seed, ccd_setup, ccd_sweep, triangulation_plan, triangulation_single
 from .ccd_single_sweep import _descend, _facts, _Goal, _score
 from .chain import Chain
-from .components import Quat, Vec, mapply, qmatrix, qmul, qmul_conj, qrotate
+from .components import Quat, Vec, mapply, qmatrix, qmul, qmul_conj
+from .kinematics import forward_kinematics_floats
 from .matrix9 import M9, _m9, _orthonormalize, quaternion_of
 from .problem import Problem
 from .result import Solution
+from .triangulation_limits import ends_in_hinge
 
 
-def _start(problem: Problem, pose: list[list[float]]) -> list[Quat]:
+def _start(chain: Chain, pose: list[list[float]]) -> list[Quat]:
     """:func:`core.ccd._start_pose` of one pose (``n`` × 4 floats): normalised and
     projected onto the limits, as quaternions."""
     out: list[Quat] = []
-    for lim, q in zip(problem.chain.limits, pose, strict=True):
+    for lim, q in zip(chain.limits, pose, strict=True):
         w, x, y, z = q
         n = math.sqrt(w * w + x * x + y * y + z * z)
         if w < 0.0:
@@ -50,14 +52,29 @@ def _start(problem: Problem, pose: list[list[float]]) -> list[Quat]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _rest_start(chain: Chain) -> tuple[tuple[Quat, ...], tuple[Vec, ...], tuple[Quat, ...]]:
+    """:func:`_start` of the rest pose with its joint positions and world rotations
+    (cached per chain: a live solver starts every frame there)."""
+    rots = _start(chain, [[1.0, 0.0, 0.0, 0.0]] * chain.n_joints)
+    positions, frames = forward_kinematics_floats(chain, rots)
+    return tuple(rots), tuple(positions), tuple(frames)
+
+
 def _start_score(
-    s: ccd_setup._Setup, chain: Chain, goal: _Goal, rots: list[Quat]
+    s: ccd_setup._Setup, chain: Chain, goal: _Goal, pose: list[list[float]]
 ) -> tuple[float, bool, list[Vec], list[Quat]]:
-    """Objective and reached flag of a start pose, with its positions and frames."""
-    positions, frames = _fk(chain, rots)
+    """The start pose ``pose`` (``n`` × 4 floats) as :func:`_start` makes it, with its
+    objective, reached flag and joint positions."""
+    if all(q == [1.0, 0.0, 0.0, 0.0] for q in pose):
+        start, at, frames = _rest_start(chain)
+        rots, positions = list(start), list(at)
+    else:
+        rots = _start(chain, pose)
+        positions, frames = forward_kinematics_floats(chain, rots)  # type: ignore[assignment]
     frame = None if goal.frame is None else qmatrix(frames[-1])
     g, reached = _score(s, positions[-1], frame, goal)
-    return g, reached, positions, frames
+    return g, reached, positions, rots
 
 
 def _as_goal(problem: Problem, s: ccd_setup._Setup, target: Vec) -> _Goal:
@@ -122,33 +139,10 @@ def _iterate(
     return [_orthonormalize(q) for q in Q], iterations
 
 
-def _fk(chain: Chain, rots: list[Quat]) -> tuple[list[Vec], list[Quat]]:
-    """:func:`core.kinematics.forward_kinematics` of one pose in floats."""
-    f = _quat_facts(chain)
-    world: Quat = (1.0, 0.0, 0.0, 0.0)
-    p: Vec = (0.0, 0.0, 0.0)
-    positions = [p]
-    frames = []
-    for rest, offset, q in zip(f[0], f[1], rots, strict=True):
-        world = qmul(qmul(world, rest), q)
-        frames.append(world)
-        d = qrotate(world, offset)
-        p = (p[0] + d[0], p[1] + d[1], p[2] + d[2])
-        positions.append(p)
-    return positions, frames
-
-
-@functools.lru_cache(maxsize=64)
-def _quat_facts(chain: Chain) -> tuple[tuple[Quat, ...], tuple[Vec, ...]]:
-    rests = tuple(tuple(float(c) for c in q) for q in chain.rest_rotations)
-    offsets = tuple(tuple(float(c) for c in o) for o in chain.offsets)
-    return rests, offsets  # type: ignore[return-value]
-
-
-def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec]) -> None:
+def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec]) -> bool:
     """:func:`core.bend_plane.orient_bend` for one target in floats (triangulation's float
     bend turn, with the root's limits checked as :func:`core.bend_plane.apply_pole` does);
-    updates ``rots[0]``."""
+    updates ``rots[0]`` and returns whether it turned (else the positions stay)."""
     chain = problem.chain
     plan = triangulation_plan._plan(chain)
     pole: Vec | None = None
@@ -168,21 +162,22 @@ def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec
         rest_pose,
     )
     if turn is None:
-        return
+        return False
     q0 = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), rots[0])
     limits = chain.limits[0]
     if not limits.is_free:
         d = qmul_conj(limits.project_one(q0), q0)
         if 2.0 * math.atan2(math.sqrt(d[1] ** 2 + d[2] ** 2 + d[3] ** 2), abs(d[0])) > 1e-9:
-            return
+            return False
     rots[0] = q0
+    return True
 
 
 def _clip_far(t: Vec, reach: float) -> Vec:
-    """:func:`core.ccd._clip_far` for one target (already finite and pulled in to
+    """:func:`core.ccd_setup._clip_far` for one target (already finite and pulled in to
     ``core.solve.FAR`` reaches, so its square cannot overflow)."""
     d = math.sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2])
-    limit = ccd._FAR * reach
+    limit = ccd_setup._FAR * reach
     if not d > limit:
         return t
     return t[0] / d * limit, t[1] / d * limit, t[2] / d * limit
@@ -200,34 +195,53 @@ def solve_one_target(problem: Problem) -> Solution:
         rots_s, pos_s = seeded
         frame = None
         if goal.frame is not None:
-            frame = qmatrix(_fk(chain, rots_s)[1][-1])  # type: ignore[arg-type]
+            frame = qmatrix(forward_kinematics_floats(chain, rots_s)[1][-1])  # type: ignore[arg-type]
         g_s, reached_s = _score(s, pos_s[-1], frame, goal)
         if reached_s or g_s <= goal.settled:
             return _solution(problem, rots_s, pos_s, 0)  # type: ignore[arg-type]
     else:
         pos_s = None
-    rots = _start(problem, problem.initial[0].tolist())
-    g, reached, positions, _ = _start_score(s, chain, goal, rots)
+    g, reached, positions, rots = _start_score(s, chain, goal, problem.initial[0].tolist())
     iterations = 0
     if not reached:
         Q, iterations = _iterate(s, problem, goal, [qmatrix(q) for q in rots], g)
         rots = [quaternion_of(m) for m in Q]
         if problem.target_rotations is None or problem.options.position_weight >= 1.0:
-            _orient(problem, t, rots, _fk(chain, rots)[0])
+            positions = forward_kinematics_floats(chain, rots)[0]
+            if _orient(problem, t, rots, positions):
+                positions = forward_kinematics_floats(chain, rots)[0]
             q0 = rots[0]
-            if q0[0] < 0.0:
+            if q0[0] < 0.0:  # (the same rotation: the positions stay, to the last bit)
                 rots[0] = (-q0[0], -q0[1], -q0[2], -q0[3])
-        positions = _fk(chain, rots)[0]
+        else:
+            positions = forward_kinematics_floats(chain, rots)[0]
     if pos_s is None:
         return _solution(problem, rots, positions, iterations)
     # As core.ccd.solve_batch: the seed where it is closer by more than the tolerance, then
     # triangulation within the limits where the target is still missed.
     if math.dist(pos_s[-1], (x, y, z)) < math.dist(positions[-1], (x, y, z)) - problem.tolerance:
         rots, positions, iterations = rots_s, pos_s, 0  # type: ignore[assignment]
-    if not chain.is_free:
+    if not chain.is_free and _may_fall_back(problem, positions[-1], (x, y, z)):
         q, p = ccd_seed.within_limits(problem, np.array([rots]), np.array([positions]))
         rots, positions = q[0].tolist(), p[0].tolist()
     return _solution(problem, rots, positions, iterations)
+
+
+def _may_fall_back(problem: Problem, effector: Vec, target: Vec) -> bool:
+    """False where :func:`core.ccd_seed.within_limits` keeps the answer for sure: the rule of
+    :func:`core.triangulation_fallback.triangulation_where_closer` (a target within the
+    chain's length missed by more than the tolerance, or one beyond the length of a chain
+    that ends in a hinge) decided in floats, the distances summed in numpy's order; a
+    distance within 1e-12 (relative) of its bound is left to the numpy rule."""
+    dx, dy, dz = effector[0] - target[0], effector[1] - target[1], effector[2] - target[2]
+    error = math.sqrt(dx * dx + dy * dy + dz * dz)
+    distance = math.sqrt(target[0] * target[0] + target[1] * target[1] + target[2] * target[2])
+    tol, reach = problem.tolerance, problem.chain.reach
+    if abs(error - tol) <= 1e-12 * tol or abs(distance - reach) <= 1e-12 * reach:
+        return True
+    return (error > tol and distance <= reach) or (
+        distance > reach and ends_in_hinge(problem.chain)
+    )
 
 
 def _solution(
@@ -235,7 +249,7 @@ def _solution(
 ) -> Solution:
     effector = None
     if problem.target_rotations is not None:
-        effector = np.array([_fk(problem.chain, rots)[1][-1]])
+        effector = np.array([forward_kinematics_floats(problem.chain, rots)[1][-1]])
     return Solution(
         rotations=np.array([rots]),
         positions=np.array([positions]),

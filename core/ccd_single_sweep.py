@@ -18,7 +18,7 @@ import numpy as np
 from . import ccd_setup, ccd_sweep
 from . import rotations as rot
 from .chain import Chain
-from .components import Vec, qmatrix
+from .components import Vec, mapply, qmatrix, qrotate, vperpendicular
 from .matrix9 import (
     _I9,
     M9,
@@ -29,7 +29,6 @@ from .matrix9 import (
     _mmt,
     _mtm,
     _mtv,
-    _mv,
     _orthonormalize,
     quaternion_of,
 )
@@ -138,18 +137,34 @@ def _best_in_range(phi: float, lo: float, hi: float) -> float:
 
 def _hinge_step(
     s: ccd_setup._Setup, j: _J, F: M9, Q: M9, u: Vec, v: Vec, E: M9 | None, goal: _Goal
-) -> tuple[M9, M9]:
-    """:func:`core.ccd_sweep._hinge_step` for one target: new local rotation and world turn."""
-    ul = _mtv(F, u)
-    vl = _mtv(F, v)
+) -> tuple[M9, Vec, float]:
+    """:func:`core.ccd_sweep._hinge_step` for one target: the new local rotation, and the
+    world turn as its unit axis and angle (the closed form of :mod:`core.ccd`, in the
+    joint's parent-side frame ``F``). ``Fᵀu``,
+    ``Fᵀv`` and ``F·axis`` are written out with :func:`core.matrix9._mtv`'s and
+    :func:`core.components.mapply`'s sums (this runs on every joint step)."""
+    f0, f1, f2, f3, f4, f5, f6, f7, f8 = F
+    u0, u1, u2 = u
+    v0, v1, v2 = v
+    ul0, ul1, ul2 = (
+        f0 * u0 + f3 * u1 + f6 * u2,
+        f1 * u0 + f4 * u1 + f7 * u2,
+        f2 * u0 + f5 * u1 + f8 * u2,
+    )
+    vl0, vl1, vl2 = (
+        f0 * v0 + f3 * v1 + f6 * v2,
+        f1 * v0 + f4 * v1 + f7 * v2,
+        f2 * v0 + f5 * v1 + f8 * v2,
+    )
     ax, ay, az = j.axis
-    au = ul[0] * ax + ul[1] * ay + ul[2] * az
-    av = vl[0] * ax + vl[1] * ay + vl[2] * az
-    A = s.c_pos * (ul[0] * vl[0] + ul[1] * vl[1] + ul[2] * vl[2] - au * av)
-    cx = ay * ul[2] - az * ul[1]
-    cy = az * ul[0] - ax * ul[2]
-    cz = ax * ul[1] - ay * ul[0]
-    B = s.c_pos * (cx * vl[0] + cy * vl[1] + cz * vl[2])
+    au = ul0 * ax + ul1 * ay + ul2 * az
+    av = vl0 * ax + vl1 * ay + vl2 * az
+    c_pos = s.c_pos
+    A = c_pos * (ul0 * vl0 + ul1 * vl1 + ul2 * vl2 - au * av)
+    cx = ay * ul2 - az * ul1
+    cy = az * ul0 - ax * ul2
+    cz = ax * ul1 - ay * ul0
+    B = c_pos * (cx * vl0 + cy * vl1 + cz * vl2)
     if E is not None and goal.frame is not None and s.c_rot > 0.0:
         Dl = _mtm(F, E)
         Vl = _mtm(F, goal.frame)
@@ -159,35 +174,15 @@ def _hinge_step(
         B = B + s.c_rot * _fdot(_mm(j.skew, Dl), Vl)
     phi0 = math.atan2(_fdot(j.skew, Q), Q[0] + Q[4] + Q[8] - 1.0)
     scale = (
-        s.c_pos
-        * math.sqrt(
-            (ul[0] * ul[0] + ul[1] * ul[1] + ul[2] * ul[2])
-            * (vl[0] * vl[0] + vl[1] * vl[1] + vl[2] * vl[2])
-        )
+        c_pos * math.sqrt((ul0 * ul0 + ul1 * ul1 + ul2 * ul2) * (vl0 * vl0 + vl1 * vl1 + vl2 * vl2))
         + 3.0 * s.c_rot
     )
     size = A * A + B * B
     noise = (ccd_sweep._NOISE * scale) ** 2
     phi = phi0 + j.hinge_weight * math.atan2(B, A) if size > noise else phi0
     phi = _wrap(phi) if j.angle_range is None else _best_in_range(phi, *j.angle_range)
-    return _axis_turn(j.axis, phi), _axis_turn(_mv(F, j.axis), phi - phi0)
-
-
-def _perpendicular(v: Vec, hint: Vec) -> Vec:
-    """:func:`core.rotations.perpendicular` for one unit-or-zero ``v``."""
-    nv = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    u = (v[0] / nv, v[1] / nv, v[2] / nv) if nv > 0.0 else (0.0, 0.0, 0.0)
-    hu = hint[0] * u[0] + hint[1] * u[1] + hint[2] * u[2]
-    h = (hint[0] - hu * u[0], hint[1] - hu * u[1], hint[2] - hu * u[2])
-    if math.sqrt(h[0] * h[0] + h[1] * h[1] + h[2] * h[2]) > 1e-9:
-        axis = h
-    else:
-        least = min(range(3), key=lambda k: abs(u[k]))
-        axis = tuple(1.0 if k == least else 0.0 for k in range(3))  # type: ignore[assignment]
-    au = axis[0] * u[0] + axis[1] * u[1] + axis[2] * u[2]
-    p = (axis[0] - au * u[0], axis[1] - au * u[1], axis[2] - au * u[2])
-    n = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
-    return p[0] / n, p[1] / n, p[2] / n
+    world = (f0 * ax + f1 * ay + f2 * az, f3 * ax + f4 * ay + f5 * az, f6 * ax + f7 * ay + f8 * az)
+    return _axis_turn(j.axis, phi), world, phi - phi0
 
 
 def _ball_turn(s: ccd_setup._Setup, W: M9, u: Vec, v: Vec, E: M9 | None, goal: _Goal) -> M9:
@@ -215,7 +210,7 @@ def _ball_turn(s: ccd_setup._Setup, W: M9, u: Vec, v: Vec, E: M9 | None, goal: _
     m = (a[0] + b[0], a[1] + b[1], a[2] + b[2])
     mm = m[0] * m[0] + m[1] * m[1] + m[2] * m[2]
     if mm < ccd_sweep._ANTIPARALLEL:
-        m = _perpendicular(a, (W[0], W[3], W[6]))
+        m = vperpendicular(a, (W[0], W[3], W[6]))
         mm = 1.0
     c = 2.0 / mm
     m0, m1, m2 = m
@@ -233,6 +228,55 @@ def _ball_turn(s: ccd_setup._Setup, W: M9, u: Vec, v: Vec, E: M9 | None, goal: _
         -cm2 * m1 + 2.0 * b2 * a1,
         1.0 - cm2 * m2 + 2.0 * b2 * a2,
     )
+
+
+def _exact_ball_step(s: ccd_setup._Setup, F: M9, Q: M9, W: M9, u: Vec, v: Vec) -> tuple[M9, Vec]:
+    """:func:`_ball_turn` and :func:`_ball_step` of a free ball joint under a position goal,
+    without building the turn: ``R = I − c m mᵀ + 2 b aᵀ`` (``a``, ``b`` the unit ``u``,
+    ``v``; ``m = a + b``, ``c = 2 / |m|²``: the shortest rotation taking ``a`` to ``b``, as a
+    product of two reflections) gives the new local rotation
+    ``FᵀRW = Q − c (Fᵀm)(mᵀW) + 2 (Fᵀb)(aᵀW)`` (``FᵀW = Q``) and the turned ``R u``.
+    Returns ``(Q_new, R u)``."""
+    eps2 = s.eps * s.eps
+    u0, u1, u2 = u
+    v0, v1, v2 = v
+    nu2 = u0 * u0 + u1 * u1 + u2 * u2
+    nv2 = v0 * v0 + v1 * v1 + v2 * v2
+    if nu2 <= eps2 or nv2 <= eps2:
+        return Q, u
+    ru = math.sqrt(nu2)
+    rv = math.sqrt(nv2)
+    a0, a1, a2 = u0 / ru, u1 / ru, u2 / ru
+    b0, b1, b2 = v0 / rv, v1 / rv, v2 / rv
+    m0, m1, m2 = a0 + b0, a1 + b1, a2 + b2
+    mm = m0 * m0 + m1 * m1 + m2 * m2
+    if mm < ccd_sweep._ANTIPARALLEL:
+        m0, m1, m2 = vperpendicular((a0, a1, a2), (W[0], W[3], W[6]))
+        mm = 1.0
+    c = 2.0 / mm
+    m = (m0, m1, m2)
+    # Fᵀm and Fᵀb (columns), mᵀW and aᵀW (rows)
+    l0, l1, l2 = _mtv(F, m)
+    k0, k1, k2 = _mtv(F, (b0, b1, b2))
+    l0, l1, l2, k0, k1, k2 = c * l0, c * l1, c * l2, 2.0 * k0, 2.0 * k1, 2.0 * k2
+    mw0, mw1, mw2 = _mtv(W, m)
+    aw0, aw1, aw2 = _mtv(W, (a0, a1, a2))
+    q0, q1, q2, q3, q4, q5, q6, q7, q8 = Q
+    q_new = (
+        q0 - l0 * mw0 + k0 * aw0,
+        q1 - l0 * mw1 + k0 * aw1,
+        q2 - l0 * mw2 + k0 * aw2,
+        q3 - l1 * mw0 + k1 * aw0,
+        q4 - l1 * mw1 + k1 * aw1,
+        q5 - l1 * mw2 + k1 * aw2,
+        q6 - l2 * mw0 + k2 * aw0,
+        q7 - l2 * mw1 + k2 * aw1,
+        q8 - l2 * mw2 + k2 * aw2,
+    )
+    # R u = u − c m (m·u) + 2 b (a·u)
+    cm = c * (m0 * u0 + m1 * u1 + m2 * u2)
+    ab = 2.0 * (a0 * u0 + a1 * u1 + a2 * u2)
+    return q_new, (u0 - cm * m0 + ab * b0, u1 - cm * m1 + ab * b1, u2 - cm * m2 + ab * b2)
 
 
 def _ball_step(j: _J, F: M9, Q: M9, W: M9, R: M9) -> tuple[M9, M9]:
@@ -262,23 +306,39 @@ def _sweep(
     positions, F, W = _frames(f, Q)
     e = positions[-1]
     E = W[-1] if goal.frame is not None else None
-    t = goal.target
+    tx, ty, tz = goal.target
+    c_pos, tol2, check = s.c_pos, s.tol2, s.check_position
     for j in f.joints:
         i = j.index
         if i == frozen:
             continue
-        p = positions[i]
-        u = (e[0] - p[0], e[1] - p[1], e[2] - p[2])
-        v = (t[0] - p[0], t[1] - p[1], t[2] - p[2])
+        px, py, pz = positions[i]
+        u = (e[0] - px, e[1] - py, e[2] - pz)
+        v = (tx - px, ty - py, tz - pz)
+        turn: M9 | None = None
         if j.hinge:
-            Q_new, turn = _hinge_step(s, j, F[i], Q[i], u, v, E, goal)
+            Q_new, k, dphi = _hinge_step(s, j, F[i], Q[i], u, v, E, goal)
+            if E is None:
+                half_s = math.sin(0.5 * dphi)
+                tu = qrotate((math.cos(0.5 * dphi), k[0] * half_s, k[1] * half_s, k[2] * half_s), u)
+            else:
+                turn = _axis_turn(k, dphi)
+        elif j.exact and E is None:
+            Q_new, tu = _exact_ball_step(s, F[i], Q[i], W[i], u, v)
         else:
             R = _ball_turn(s, W[i], u, v, E, goal)
             Q_new, turn = _ball_step(j, F[i], Q[i], W[i], R)
-        tu = _mv(turn, u)
-        e_new = (p[0] + tu[0], p[1] + tu[1], p[2] + tu[2])
-        E_new = None if E is None else _mm(turn, E)
-        g_new, reached = _score(s, e_new, E_new, goal)
+        if turn is not None:
+            tu = mapply(turn, u)
+        e_new = (px + tu[0], py + tu[1], pz + tu[2])
+        if E is None:  # (_score written out: every joint step)
+            dx, dy, dz = e_new[0] - tx, e_new[1] - ty, e_new[2] - tz
+            err2 = dx * dx + dy * dy + dz * dz
+            g_new, reached = c_pos * err2, err2 <= tol2 if check else True
+            E_new = None
+        else:
+            E_new = _mm(turn, E)  # type: ignore[arg-type]
+            g_new, reached = _score(s, e_new, E_new, goal)
         if j.exact or g_new <= g:
             Q[i], e, E, g = Q_new, e_new, E_new, g_new
             if reached:

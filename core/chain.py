@@ -245,9 +245,9 @@ class Chain:
         c = np.cumsum(self.lengths[::-1])[::-1]
         return np.append(c[1:], 0.0)
 
-    @property
+    @cached_property
     def is_free(self) -> bool:
-        """True when every joint is an unlimited ball joint."""
+        """True when every joint is an unlimited ball joint (computed once)."""
         return all(lim.is_free for lim in self.limits)
 
     def with_limits(self, limits: Sequence[JointLimits]) -> Chain:

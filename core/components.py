@@ -90,21 +90,30 @@ def qrotate(q: Quat, v: Vec) -> Vec:
     )
 
 
-def vperpendicular(v: Vec) -> Vec:
+def vperpendicular(v: Vec, hint: Vec | None = None) -> Vec:
     """A unit vector perpendicular to ``v`` (floats only), as
-    :func:`core.rotations.perpendicular` without a hint: the coordinate axis least aligned
-    with ``v`` made orthogonal to it."""
+    :func:`core.rotations.perpendicular`: ``hint`` made orthogonal to ``v`` where more than
+    1e-9 of it is left, else (and without a hint) the coordinate axis least aligned with
+    ``v`` made orthogonal to it. It multiplies by ``1 / |v|`` where that function divides
+    (the arithmetic of triangulation's batched pass, whose float twin calls this): the
+    same vector to rounding."""
     n = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
     inv = 1.0 / max(n, 1e-300) if n > 0.0 else 0.0
     u = (v[0] * inv, v[1] * inv, v[2] * inv)
-    ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
-    if ax <= ay and ax <= az:
-        least = (1.0, 0.0, 0.0)
-    elif ay <= az:
-        least = (0.0, 1.0, 0.0)
-    else:
-        least = (0.0, 0.0, 1.0)
-    p = vsub(least, vscale(u, vdot(least, u)))
+    axis: Vec | None = None
+    if hint is not None:
+        h = vsub(hint, vscale(u, vdot(hint, u)))
+        if math.sqrt(vdot(h, h)) > 1e-9:
+            axis = h
+    if axis is None:
+        ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
+        if ax <= ay and ax <= az:
+            axis = (1.0, 0.0, 0.0)
+        elif ay <= az:
+            axis = (0.0, 1.0, 0.0)
+        else:
+            axis = (0.0, 0.0, 1.0)
+    p = vsub(axis, vscale(u, vdot(axis, u)))
     return vscale(p, 1.0 / max(math.sqrt(vdot(p, p)), 1e-300))
 
 

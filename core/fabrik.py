@@ -167,7 +167,10 @@ def _fabrik(problem: Problem) -> Solution:
         target = tuple(np.ascontiguousarray(problem.targets.T))
     rots, pos, iterations = _iterate(ops, problem, plan, target, (rots, pos), signs, hints)
     r, p = stack(rots, pos, problem.size)
-    its = np.broadcast_to(np.asarray(iterations, dtype=np.int64), (problem.size,)).copy()
+    if problem.size == 1:
+        its = np.array([iterations], dtype=np.int64)
+    else:
+        its = np.broadcast_to(np.asarray(iterations, dtype=np.int64), (problem.size,)).copy()
     if problem.poles is not None:
         r, p = orient_bend(problem, r, p)
     elif np.any(its):  # the seed's plane is carried already; iterations may have left it

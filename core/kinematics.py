@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Forward kinematics of a :class:`~core.chain.Chain`, batched over poses."""
+"""Forward kinematics of a :class:`~core.chain.Chain`, batched over poses, and of one pose
+in plain floats (:func:`forward_kinematics_floats`, for the one-target fast paths)."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import rotations as rot
 from .chain import Chain
+from .components import Quat, Vec, qmul, qrotate
 from .errors import SolveInputError
 from .rotations import FloatArray
 
@@ -48,3 +52,35 @@ def forward_kinematics(
 def effector(chain: Chain, rotations: ArrayLike | None = None) -> FloatArray:
     """End-effector position ``(..., 3)`` in the base frame."""
     return forward_kinematics(chain, rotations)[0][..., -1, :]
+
+
+def forward_kinematics_floats(chain: Chain, rots: list[Quat]) -> tuple[list[Vec], list[Quat]]:
+    """:func:`forward_kinematics` of one pose in plain floats (the same operations per joint).
+
+    Args:
+        chain: the chain.
+        rots: ``n`` local rotations, 4 floats each (wxyz).
+
+    Returns:
+        ``n + 1`` joint positions (3 floats each, base frame) and ``n`` world rotations.
+    """
+    rests, offsets = chain_floats(chain)
+    world: Quat = (1.0, 0.0, 0.0, 0.0)
+    p: Vec = (0.0, 0.0, 0.0)
+    positions = [p]
+    frames = []
+    for rest, offset, q in zip(rests, offsets, rots, strict=True):
+        world = qmul(qmul(world, rest), q)
+        frames.append(world)
+        d = qrotate(world, offset)
+        p = (p[0] + d[0], p[1] + d[1], p[2] + d[2])
+        positions.append(p)
+    return positions, frames
+
+
+@functools.lru_cache(maxsize=64)
+def chain_floats(chain: Chain) -> tuple[tuple[Quat, ...], tuple[Vec, ...]]:
+    """The chain's rest rotations and link offsets as tuples of floats (cached per chain)."""
+    rests = tuple(tuple(float(c) for c in q) for q in chain.rest_rotations)
+    offsets = tuple(tuple(float(c) for c in o) for o in chain.offsets)
+    return rests, offsets  # type: ignore[return-value]

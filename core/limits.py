@@ -168,9 +168,10 @@ class JointLimits:
             _ = self.swing_region  # raises ChainError when the limits allow no swing
 
     # ------------------------------------------------------------------ derived model
-    @property
+    @cached_property
     def kind(self) -> JointKind:
-        """``"fixed"`` (no DOF), ``"hinge"`` (1 DOF) or ``"ball"`` (2–3 DOF)."""
+        """``"fixed"`` (no DOF), ``"hinge"`` (1 DOF) or ``"ball"`` (2–3 DOF) (computed once:
+        the one-target paths ask on every joint step)."""
         if self.hinge_axis is not None:
             return "hinge"
         free = 3 - sum(self.lock)
@@ -182,6 +183,12 @@ class JointLimits:
 
         A hinge from two locks about X or Z bends the bone, so a ``cone`` narrows its range.
         """
+        axis, limits = self._hinge
+        return axis.copy(), limits
+
+    @cached_property
+    def _hinge(self) -> tuple[FloatArray, tuple[float, float] | None]:
+        """:attr:`hinge`, computed once (its axis is copied out on every use)."""
         if self.hinge_axis is not None:
             return np.asarray(self.hinge_axis), self.hinge_range
         if self.kind != "hinge":
@@ -193,9 +200,10 @@ class JointLimits:
             limits = (min(max(lo, -self.cone), self.cone), max(min(hi, self.cone), -self.cone))
         return _AXES[k].copy(), limits
 
-    @property
+    @cached_property
     def is_free(self) -> bool:
-        """True for an unlimited ball joint, whose projection is the identity."""
+        """True for an unlimited ball joint, whose projection is the identity (computed
+        once)."""
         return (
             self.hinge_axis is None
             and not any(self.lock)

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """3×3 matrices as row-major 9-tuples of floats, for the one-target CCD path.
 
-Products ``A B``, ``Aᵀ B``, ``A Bᵀ``, ``A v``, ``Aᵀ v``, the Frobenius product, the turn
-about a unit axis, one Newton step of re-orthonormalisation and the quaternion (wxyz) of a
-rotation matrix; row-major as :func:`core.components.qmatrix`. The float twins of the
-matrix steps of :mod:`core.ccd_setup` and :mod:`core.ccd_sweep` (:mod:`core.ccd_single`).
+Products ``A B``, ``Aᵀ B``, ``A Bᵀ``, ``Aᵀ v`` (``A v`` is :func:`core.components.mapply`),
+the Frobenius product, the turn about a unit axis, one Newton step of re-orthonormalisation
+and the quaternion (wxyz) of a rotation matrix; row-major as :func:`core.components.qmatrix`.
+The float twins of the matrix steps of :mod:`core.ccd_setup` and :mod:`core.ccd_sweep`
+(:mod:`core.ccd_single`).
 """
 
 from __future__ import annotations
@@ -72,15 +73,6 @@ def _mmt(a: M9, b: M9) -> M9:
         a6 * b0 + a7 * b1 + a8 * b2,
         a6 * b3 + a7 * b4 + a8 * b5,
         a6 * b6 + a7 * b7 + a8 * b8,
-    )
-
-
-def _mv(m: M9, v: Vec) -> Vec:
-    x, y, z = v
-    return (
-        m[0] * x + m[1] * y + m[2] * z,
-        m[3] * x + m[4] * y + m[5] * z,
-        m[6] * x + m[7] * y + m[8] * z,
     )
 
 

@@ -303,7 +303,10 @@ def spread_pose(
 
 
 def stack(rots: list[Quat], pos: list[Vec], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Component lists as ``(N, n, 4)`` and ``(N, n + 1, 3)`` arrays."""
+    """Component lists as ``(N, n, 4)`` and ``(N, n + 1, 3)`` arrays (for one target, of
+    floats: one array call each)."""
+    if size == 1 and all(type(x) is float for q in rots for x in q):
+        return np.array([rots], dtype=np.float64), np.array([pos], dtype=np.float64)
     r = np.empty((size, len(rots), 4))
     p = np.empty((size, len(pos), 3))
     for i, q in enumerate(rots):

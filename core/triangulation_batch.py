@@ -30,7 +30,6 @@ from .component_rows import (
     ONE,
     QMUL,
     QMUL_CONJ,
-    TWO,
     ZERO,
     Rows,
     combine_into,
@@ -335,7 +334,8 @@ def _place_joint(
             kappa = np.arccos(np.clip(vdot(cone_axis, chat), -1.0, 1.0))
         cos_d, sin_d, now_formed = _constrained_rule(plan, i, c, c2, inv_c, kappa, delta90)
     else:
-        cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90)
+        rows = (work.t3, work.t4, work.rn, work.dot, work.t2)
+        cos_d, sin_d = _free_rule(plan, i, c, c2, inv_c, delta90, rows)
         b = plan.remaining[i]
         now_formed = np.greater_equal(c, const(abs(a - b))) & np.less_equal(c, const(a + b))
         # Beyond the rest of the chain by a margin no rounding closes: this link and every
@@ -412,10 +412,11 @@ def _finish_straight(
     for k in range(3):
         at, step = p[k], d[k]
         for j in range(i, plan.n):
-            at = at + step * plan.lengths[j]
             if rows is None:
-                joints[j + 1, k] = at
+                row = joints[j + 1, k]
+                at = np.add(at, np.multiply(step, plan.lengths[j], row), row)
             else:
+                at = at + step * plan.lengths[j]
                 joints[j + 1, k][rows] = at
     if rows is None:
         locals_[i:, 0] = 1.0
@@ -501,12 +502,10 @@ def solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
         mapply_into(matrix, tuple(inner.transpose(1, 0, 2)), turned, block[_ROWS + 3 * (n - 1) :])
         np.copyto(inner, turned.transpose(1, 0, 2))
     # w ≥ 0: −q where w < 0 (the same rotation)
-    sign = work.t1
     for q in locals_:
         flip = q[0] < 0.0
         if flip.any():
-            np.subtract(ONE, np.multiply(flip, TWO, sign), sign)
-            np.multiply(q, sign, q)
+            np.negative(q, out=q, where=flip)
     return _interleaved(locals_), _interleaved(joints)
 
 

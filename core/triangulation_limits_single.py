@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
-from .ccd_single import _fk, _quat_facts
 from .chain import Chain
 from .components import Quat, Vec, qbetween, qmul, qrotate, vcross, vdot
+from .kinematics import chain_floats, forward_kinematics_floats
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
@@ -74,7 +74,7 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
         return None
     longest = _hinge_reach(chain)
     assert longest is not None
-    rests, offsets = _quat_facts(chain)
+    rests, offsets = chain_floats(chain)
     axis = (float(h[0]), float(h[1]), float(h[2]))
     n = math.sqrt(vdot(offsets[-2], offsets[-2]))
     link = (offsets[-2][0] / n, offsets[-2][1] / n, offsets[-2][2] / n)
@@ -89,7 +89,7 @@ def _bend(chain: Chain, f: _Hinge, phi: float) -> float:
     """:func:`core.triangulation_limits._bend_about_hinge` at one angle ``phi``."""
     if not f.bent:
         return 0.0
-    rests, offsets = _quat_facts(chain)
+    rests, offsets = chain_floats(chain)
     d = qrotate(qmul(rests[-1], _axis_angle(f.axis, phi)), offsets[-1])
     n = math.sqrt(vdot(d, d))
     d = (d[0] / n, d[1] / n, d[2] / n)
@@ -118,10 +118,10 @@ def _hinge_last(
     n = chain.n_joints
     j = n - 2
     lim_j, last = chain.limits[j], chain.limits[-1]
-    rests, offsets = _quat_facts(chain)
+    rests, offsets = chain_floats(chain)
     o_j, o_h = offsets[j], offsets[-1]
     pose: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rots]
-    pos, world = _fk(chain, pose)
+    pos, world = forward_kinematics_floats(chain, pose)
     parent = rests[j] if j == 0 else qmul(world[j - 1], rests[j])
     inverse = (parent[0], -parent[1], -parent[2], -parent[3])
     p = pos[j]
@@ -239,7 +239,7 @@ def _closed_form(
     placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
     if placed is None:
         return None
-    at = _fk(chain, placed)[0]
+    at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want
     return (rots, pos), met, want
@@ -278,34 +278,43 @@ def solve_one(
     placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
     if placed is None:
         return None
-    at = _fk(chain, placed)[0]
+    at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) < error:
         return _positive(placed), at
     return None
 
 
+def meeting_one(problem: Problem) -> tuple[Pose, bool] | None:
+    """:func:`meeting` for a problem of one target in floats: the pose (``n`` rotations,
+    ``n + 1`` positions) and whether it meets the target; ``None`` where the numpy path
+    decides (a chain solved scaled, cone joints, a spin the closed form is refused)."""
+    if problem.size != 1 or _scale(problem.chain) != 1.0:
+        return None
+    chain = problem.chain
+    out = _closed_form(
+        _plan(chain),
+        chain,
+        _floats(problem.targets[0].tolist()),
+        problem.initial[0].tolist(),
+        problem.options,
+        None if problem.poles is None else _floats(problem.poles[0].tolist()),
+        True,
+        problem.tolerance,
+    )
+    return None if out is None else (out[0], out[1])
+
+
 def meeting(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
     """:func:`core.triangulation_limits.closed_form` (rotations, positions, met) for any
-    batch: in floats for one target where this module decides it, else in numpy. For the
-    methods whose start is triangulation's pose (:mod:`core.ccd_seed`,
-    :mod:`core.jacobian_seed`): on a limited chain that pose is their answer where it meets
-    the goal."""
-    if problem.size == 1 and _scale(problem.chain) == 1.0:
-        chain = problem.chain
-        out = _closed_form(
-            _plan(chain),
-            chain,
-            _floats(problem.targets[0].tolist()),
-            problem.initial[0].tolist(),
-            problem.options,
-            None if problem.poles is None else _floats(problem.poles[0].tolist()),
-            True,
-            problem.tolerance,
-        )
-        if out is not None:
-            (rots, pos), met, _ = out
-            return np.array([rots]), np.array([pos]), np.array([met])
+    batch: in floats for one target where this module decides it (:func:`meeting_one`),
+    else in numpy. For the methods whose start is triangulation's pose
+    (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): on a limited chain that pose is their
+    answer where it meets the goal."""
+    one = meeting_one(problem)
+    if one is not None:
+        (rots, pos), met = one
+        return np.array([rots]), np.array([pos]), np.array([met])
     return closed_form(problem)
 
 
-__all__ = ["meeting", "solve_one"]
+__all__ = ["meeting", "meeting_one", "solve_one"]

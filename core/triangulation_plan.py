@@ -295,39 +295,64 @@ def _unit_or_zero(v: Vec, n: Num) -> Vec:
 
 
 def _perpendicular(v: Vec, hint: Vec) -> Vec:
-    """Unit vectors perpendicular to ``v``, as :func:`core.rotations.perpendicular`."""
+    """Unit vectors perpendicular to ``v``, as :func:`core.rotations.perpendicular` (the
+    same arithmetic on floats or arrays: :func:`core.components.vperpendicular` for one
+    vector in floats); component arrays ``(m,)`` are worked on as one ``(3, m)`` block."""
+    if type(v[0]) is np.ndarray and v[0].ndim == 1:
+        return _perpendicular_block(np.array(v), hint)
     u = _unit_or_zero(v, _norm(v))
-    ax, ay, az = np.abs(u[0]), np.abs(u[1]), np.abs(u[2])
-    pick_x = (ax <= ay) & (ax <= az)
-    pick_y = ~pick_x & (ay <= az)
-    least = (
-        np.where(pick_x, 1.0, 0.0),
-        np.where(pick_y, 1.0, 0.0),
-        np.where(pick_x | pick_y, 0.0, 1.0),
-    )
     h_perp = vsub(hint, vscale(u, vdot(hint, u)))
-    axis = _where(_norm(h_perp) > 1e-9, h_perp, least)
+    return _finish_perpendicular(u, h_perp, _norm(h_perp) > 1e-9)
+
+
+def _perpendicular_block(v: FloatArray, hint: Vec) -> Vec:
+    """:func:`_perpendicular` of ``v (3, m)`` (overwritten), each sum in its order."""
+    t = v * v
+    n = np.add(t[0], t[1])
+    np.sqrt(np.add(n, t[2], n), n)
+    inv = np.where(n > 0.0, 1.0 / np.maximum(n, _SAFE), 0.0)
+    u = np.multiply(v, inv, v)
+    h = np.empty_like(u)
+    for k in range(3):
+        h[k] = hint[k]
+    np.multiply(h, u, t)
+    along = np.add(t[0], t[1])
+    np.add(along, t[2], along)
+    p = np.subtract(h, np.multiply(u, along, t), h)
+    np.multiply(p, p, t)
+    pn = np.add(t[0], t[1])
+    np.sqrt(np.add(pn, t[2], pn), pn)
+    usable = pn > 1e-9
+    if not usable.all():
+        return _finish_perpendicular(tuple(u), tuple(p), usable)
+    np.multiply(p, u, t)
+    np.add(t[0], t[1], along)
+    np.add(along, t[2], along)
+    np.subtract(p, np.multiply(u, along, t), p)
+    np.multiply(p, p, t)
+    np.add(t[0], t[1], pn)
+    np.sqrt(np.add(pn, t[2], pn), pn)
+    np.multiply(p, 1.0 / np.maximum(pn, _SAFE), p)
+    return (p[0], p[1], p[2])
+
+
+def _finish_perpendicular(u: Vec, h_perp: Vec, usable: Any) -> Vec:
+    """The end of :func:`_perpendicular`: ``h_perp`` where ``usable``, else the coordinate
+    axis least aligned with ``u``, made orthogonal to ``u`` and normalised."""
+    axis = h_perp
+    if not np.all(usable):
+        # the coordinate axis least aligned with u, where the hint is (nearly) along u
+        ax, ay, az = np.abs(u[0]), np.abs(u[1]), np.abs(u[2])
+        pick_x = (ax <= ay) & (ax <= az)
+        pick_y = ~pick_x & (ay <= az)
+        least = (
+            np.where(pick_x, 1.0, 0.0),
+            np.where(pick_y, 1.0, 0.0),
+            np.where(pick_x | pick_y, 0.0, 1.0),
+        )
+        axis = _where(usable, h_perp, least)
     p = vsub(axis, vscale(u, vdot(axis, u)))
     return vscale(p, 1.0 / np.maximum(_norm(p), _SAFE))
-
-
-def _perpendicular_float(v: Vec, hint: Vec) -> Vec:
-    """:func:`_perpendicular` for one vector, in floats (same arithmetic)."""
-    sqrt = math.sqrt
-    n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    inv = 1.0 / max(n, _SAFE) if n > 0.0 else 0.0
-    u = (v[0] * inv, v[1] * inv, v[2] * inv)
-    ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
-    if ax <= ay and ax <= az:
-        least = (1.0, 0.0, 0.0)
-    elif ay <= az:
-        least = (0.0, 1.0, 0.0)
-    else:
-        least = (0.0, 0.0, 1.0)
-    h = vsub(hint, vscale(u, vdot(hint, u)))
-    axis = h if sqrt(vdot(h, h)) > 1e-9 else least
-    p = vsub(axis, vscale(u, vdot(axis, u)))
-    return vscale(p, 1.0 / max(sqrt(vdot(p, p)), _SAFE))
 
 
 def _between(a: Vec, b: Vec, hint: Vec) -> Quat:

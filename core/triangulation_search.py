@@ -44,24 +44,50 @@ from .triangulation_plan import (
 
 
 # --------------------------------------------------------------------------- batch pass
-def _triangle(a: float, b: Num, c: Num, c2: Num, inv_c: Num) -> tuple[Num, Num]:
+def _triangle(
+    a: float, b: Num, c: Num, c2: Num, inv_c: Num, out: tuple[Any, ...] | None = None
+) -> tuple[Num, Num]:
     """``cos δ`` (eq. 5, clipped to ``[−1, 1]``) and ``sin δ`` of the angle at ``a``–``c``.
 
     ``sin δ = √((c + b − a)(a + b − c)(a + c − b)(a + b + c)) / (2ac)`` (Heron's factors),
     zero outside the triangle inequality: accurate near a degenerate triangle, where
     ``√(1 − cos²δ)`` would turn a rounding error of ``1e-16`` into an angle of ``1e-8``.
-    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``.
+    ``c2 = c²`` and ``inv_c = 1 / max(c, near)``. ``out``: five rows ``(N,)`` shaped like
+    ``c`` — ``cos δ``, ``sin δ`` and three scratch rows — that the results are written
+    into (the batched pass's scratch block; the same operations in the same order), or
+    ``None`` (new arrays, ``b`` may be an array broadcasting against ``c``).
     """
-    scale = inv_c * (0.5 / a)
-    cos_d = np.clip((a * a - b * b + c2) * scale, -1.0, 1.0)
-    heron = (c + b - a) * (a + b - c) * (a + c - b) * (a + b + c)
-    return cos_d, np.sqrt(np.maximum(heron, 0.0)) * scale
+    if out is None:
+        shape = np.broadcast(b, c).shape
+        out = tuple(np.empty(shape) for _ in range(5))
+    cos_d, sin_d, scale, f, g = out
+    np.multiply(inv_c, 0.5 / a, scale)
+    np.add(a * a - b * b, c2, cos_d)
+    np.multiply(cos_d, scale, cos_d)
+    np.minimum(np.maximum(cos_d, -1.0, cos_d), 1.0, cos_d)
+    # heron = (c + b − a)(a + b − c)(a + c − b)(a + b + c), multiplied left to right
+    np.subtract(np.add(c, b, f), a, f)
+    np.multiply(f, np.subtract(a + b, c, g), f)
+    np.multiply(f, np.subtract(np.add(c, a, g), b, g), f)
+    np.multiply(f, np.add(c, a + b, g), f)
+    np.sqrt(np.maximum(f, 0.0, f), sin_d)
+    np.multiply(sin_d, scale, sin_d)
+    return cos_d, sin_d
 
 
-def _free_rule(plan: _Plan, i: int, c: Num, c2: Num, inv_c: Num, delta90: bool) -> tuple[Num, Num]:
-    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant)."""
+def _free_rule(
+    plan: _Plan,
+    i: int,
+    c: Num,
+    c2: Num,
+    inv_c: Num,
+    delta90: bool,
+    out: tuple[Any, ...] | None = None,
+) -> tuple[Num, Num]:
+    """``(cos δ, sin δ)`` of the free rule at joint ``i`` (eqs. 5, 8; δb = 90° variant);
+    ``out`` as :func:`_triangle`'s."""
     a, b = plan.lengths[i], plan.remaining[i]
-    cos_d, sin_d = _triangle(a, b, c, c2, inv_c)
+    cos_d, sin_d = _triangle(a, b, c, c2, inv_c, out)
     if delta90 and b > a:
         r = plan.inner[i]
         guard = (a * a - r * r + c2) * inv_c * (0.5 / a)

@@ -27,6 +27,7 @@ from .components import (
     qmul,
     qmul_conj,
     qrotate,
+    vperpendicular,
 )
 from .options import SolveOptions
 from .problem import Problem
@@ -40,7 +41,6 @@ from .triangulation_plan import (
     _SAFE,
     _X,
     _floats,
-    _perpendicular_float,
     _Plan,
     _plan,
     _scale,
@@ -186,7 +186,7 @@ def _two_links(
         if rn > _PARALLEL:
             ax, ay, az = rx / rn, ry / rn, rz / rn
         else:
-            ax, ay, az = _perpendicular_float((hx, hy, hz), plan.rest_x0)
+            ax, ay, az = vperpendicular((hx, hy, hz), plan.rest_x0)
         sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
         cos_d, sin_d = _free_rule_float(plan, 0, c, c2, inv_c, options.delta_b_deg == 90.0)
         jx = a * (cos_d * hx + sin_d * sx)
@@ -268,7 +268,7 @@ def _points_pass(plan: _Plan, target: Vec, options: SolveOptions) -> list[Vec] |
             inv = 1.0 / rn
             ax, ay, az = rx_ * inv, ry_ * inv, rz_ * inv
         else:
-            ax, ay, az = _perpendicular_float((hx, hy, hz), (ax, ay, az) if i else plan.rest_x0)
+            ax, ay, az = vperpendicular((hx, hy, hz), (ax, ay, az) if i else plan.rest_x0)
         sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
         cos_d, sin_d = _free_rule_float(plan, i, c, c2, inv_c, delta90)
         formed = abs(a - b) <= c <= a + b and c > near
@@ -320,7 +320,7 @@ def _turn_float(u: Vec, d: Vec, axis: Vec) -> Quat:
             hint = (ex * inv, ey * inv, ez * inv)
         else:
             hint = axis
-        return _turn_over(u, d, _perpendicular_float(u, hint), sqrt)
+        return _turn_over(u, d, vperpendicular(u, hint), sqrt)
     ew = 1.0 + dot
     inv = 1.0 / sqrt(ew * ew + ex * ex + ey * ey + ez * ez)
     return ew * inv, ex * inv, ey * inv, ez * inv
@@ -407,7 +407,7 @@ def _single_pass(
                 hint: Vec = (ax, ay, az)
             else:
                 hint = qrotate((gw, gx, gy, gz), _X)
-            ax, ay, az = _perpendicular_float((hx, hy, hz), hint)
+            ax, ay, az = vperpendicular((hx, hy, hz), hint)
         have_prev = True
         sx, sy, sz = hy * az - hz * ay, hz * ax - hx * az, hx * ay - hy * ax
         if formed:

@@ -18,8 +18,6 @@ from limited_chains import admissible_poses, random_limits
 from core import (
     Chain,
     SolveOptions,
-    ccd_seed,
-    jacobian_seed,
     kinematics,
     solve,
     triangulation_plan,
@@ -217,14 +215,15 @@ def test_stiffness_and_posture_keep_the_seeded_methods_off_triangulation_within_
     """Triangulation ignores stiffness and a posture bias, so with either the seeded
     methods do not ask it for their answer (as on free chains)."""
     calls: list[int] = []
-    real = tls.meeting
+    real = tls.meeting_one
 
     def spy(problem: Problem) -> object:
         calls.append(problem.size)
         return real(problem)
 
-    monkeypatch.setattr(ccd_seed.triangulation_limits_single, "meeting", spy)
-    monkeypatch.setattr(jacobian_seed, "meeting", spy)
+    # (every one-target route asks meeting_one: CCD's seed directly, the others through
+    # meeting)
+    monkeypatch.setattr(tls, "meeting_one", spy)
     chain = _knee((0.45, 0.42), 0.1, JointLimits())
     stiff = chain.with_limits([JointLimits(stiffness=(0.5, 0.0, 0.0)), KNEE])
     target = kinematics.effector(chain, admissible_poses(np.random.default_rng(2), chain, 1))[0]
