@@ -81,12 +81,24 @@ def goal_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
     return out
 
 
-def moved_bones(armature: ArmatureObject, bones: Iterable[str]) -> set[BoneKey]:
-    """The chain's bones and every bone below them."""
+def children_of(armature: ArmatureObject) -> dict[str, list[str]]:
+    """Each bone's children by name (bones without children are left out)."""
     children: dict[str, list[str]] = {}
     for bone in armature.data.bones:
         if bone.parent is not None:
             children.setdefault(bone.parent.name, []).append(bone.name)
+    return children
+
+
+def moved_bones(
+    armature: ArmatureObject,
+    bones: Iterable[str],
+    children: dict[str, list[str]] | None = None,
+) -> set[BoneKey]:
+    """The chain's bones and every bone below them; ``children`` is the armature's
+    :func:`children_of` when the caller has it (one walk over the bones for all chains)."""
+    if children is None:
+        children = children_of(armature)
     out: set[BoneKey] = set()
     stack = [name for name in bones if name in armature.data.bones]
     while stack:
@@ -141,7 +153,13 @@ def problems(chains: Sequence[ChainGoals]) -> dict[ChainKey, str]:
 
 def analyse(chains: Sequence[ChainGoals]) -> Analysis:
     """Refused chains and the order of the others (see :class:`Analysis`)."""
-    moved = {(c.armature.name, c.tip): moved_bones(c.armature, c.bones) for c in chains}
+    children: dict[str, dict[str, list[str]]] = {}  # per armature, walked once
+    moved = {}
+    for c in chains:
+        tree = children.get(c.armature.name)
+        if tree is None:
+            tree = children[c.armature.name] = children_of(c.armature)
+        moved[(c.armature.name, c.tip)] = moved_bones(c.armature, c.bones, tree)
     out: dict[tuple[str, str], str] = {}
     needs: dict[tuple[str, str], set[BoneKey]] = {}
     for c in chains:
