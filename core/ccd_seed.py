@@ -250,7 +250,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                 turned = qmul(_shortest(u, d), parent)
             q = qmul_conj(parent, turned)
             if not lim.is_free:
-                q = lim.project_one(q)
+                q = lim.project_floats(q)
         world = qmul(parent, q)
         step = qrotate(world, link)
         p = (p[0] + step[0], p[1] + step[1], p[2] + step[2])

@@ -10,10 +10,9 @@ random chains, limits and orientation goals (``tests/core/test_ccd_single.py``).
 Representation: a rotation matrix is a row-major 9-tuple (as :func:`core.components.qmatrix`),
 a vector a 3-tuple. Steps that are rare or have no cheap scalar form stay numpy calls, on the
 reference's own functions: the weighted Wahba step of a ball joint with an orientation goal
-(one 3×3 SVD), stiffness on ball joints (a rotation-vector round trip), limits of ball joints
-other than a bend cone (:meth:`core.limits.JointLimits.project_one` falls back to
-:meth:`~core.limits.JointLimits.project`), and the coarse sweep itself, which runs the
-reference's batched code on its candidates (only targets that stall get there).
+(one 3×3 SVD), stiffness on ball joints (a rotation-vector round trip) and the coarse sweep
+itself, which runs the reference's batched code on its candidates (only targets that stall
+get there). Limits are projected in floats (:meth:`core.limits.JointLimits.project_floats`).
 
 This module holds the entry point :func:`solve_one_target` (start pose, iteration, bend
 plane, result); the float sweeps and joint steps are :mod:`core.ccd_single_sweep`, the
@@ -48,7 +47,7 @@ def _start(chain: Chain, pose: list[list[float]]) -> list[Quat]:
         if w < 0.0:
             n = -n
         quat = (w / n, x / n, y / n, z / n)
-        out.append(quat if lim.is_free else lim.project_one(quat))
+        out.append(quat if lim.is_free else lim.project_floats(quat))
     return out
 
 
@@ -166,7 +165,7 @@ def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec
     q0 = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), rots[0])
     limits = chain.limits[0]
     if not limits.is_free:
-        d = qmul_conj(limits.project_one(q0), q0)
+        d = qmul_conj(limits.project_floats(q0), q0)
         if 2.0 * math.atan2(math.sqrt(d[1] ** 2 + d[2] ** 2 + d[3] ** 2), abs(d[0])) > 1e-9:
             return False
     rots[0] = q0

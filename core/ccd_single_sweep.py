@@ -290,7 +290,7 @@ def _ball_step(j: _J, F: M9, Q: M9, W: M9, R: M9) -> tuple[M9, M9]:
     if j.free:
         Q_new = _mm(step, Q)
     else:
-        Q_new = qmatrix(j.ref.limits.project_one(quaternion_of(_mm(step, Q))))
+        Q_new = qmatrix(j.ref.limits.project_floats(quaternion_of(_mm(step, Q))))
     return Q_new, _mmt(_mm(F, Q_new), W)
 
 

@@ -297,7 +297,7 @@ def _project(plan: _Plan, q: list[Quat]) -> list[Quat]:
     out = list(q)
     for i, lim in enumerate(plan.limits):
         if lim is not None:
-            out[i] = lim.project_floats(q[i])  # type: ignore[assignment]
+            out[i] = lim.project_floats(q[i])
     return out
 
 

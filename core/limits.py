@@ -55,6 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import rotations as rot
+from .components import qmul, qrotate
 from .errors import ChainError
 from .rotations import FloatArray
 from .swing_region import SwingRegion
@@ -261,61 +262,9 @@ class JointLimits:
             swing[outside] = np.stack((w, x, np.zeros_like(x), z), axis=-1)
         return rot.positive_w(rot.multiply(swing, rot.from_axis_angle(_Y, psi)))
 
-    def project_one(
+    def project_floats(
         self, q: tuple[float, float, float, float]
     ) -> tuple[float, float, float, float]:
-        """:meth:`project` for one unit rotation ``q`` (4 floats, wxyz), in plain floats.
-
-        The same rules with the same formulas for free joints, hinges and joints limited
-        only by a bend ``cone`` (a single-target solver's per-step case); other limits go
-        through :meth:`project` (tested to agree to rounding).
-        """
-        w, x, y, z = q
-        if w < 0.0:
-            w, x, y, z = -w, -x, -y, -z
-        if self.is_free:
-            return w, x, y, z
-        kind = self.kind
-        if kind == "hinge":
-            axis, limits = self.hinge
-            ax, ay, az = (float(c) for c in axis)
-            phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
-            if limits is not None:
-                phi = _clamp_one(phi, limits[0], limits[1])
-            s = math.sin(0.5 * phi)
-            out = (math.cos(0.5 * phi), s * ax, s * ay, s * az)
-            return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
-        t = math.sqrt(w * w + y * y)
-        if (
-            kind != "ball"
-            or any(self.lock)
-            or any(r is not None for r in self.ranges)
-            or self.cone is None
-            or t < 1e-12
-        ):
-            return tuple(float(c) for c in self.project(np.array((w, x, y, z))))  # type: ignore[return-value]
-        # swing · twist about Y: twist = (w, 0, y, 0)/t, swing = q · conj(twist)
-        tw, ty = w / t, y / t
-        sw, sx, sz = w * tw + y * ty, x * tw + z * ty, z * tw - x * ty
-        psi = _wrap_one(2.0 * math.atan2(y, w))
-        if sw < 0.0:
-            sw, sx, sz = -sw, -sx, -sz
-        norm = math.hypot(sx, sz)
-        theta = math.atan2(norm, sw)
-        factor = 1.0 + theta * theta / 6.0 if theta < rot.SMALL_ANGLE else theta / norm
-        vx, vz = 2.0 * factor * sx, 2.0 * factor * sz
-        bend = math.hypot(vx, vz)
-        if bend > self.cone:
-            vx, vz = vx * self.cone / bend, vz * self.cone / bend
-        half = 0.5 * math.hypot(vx, vz)
-        sinc = 1.0 - half * half / 6.0 if half < rot.SMALL_ANGLE else math.sin(half) / half
-        cw, cx, cz = math.cos(half), sinc * 0.5 * vx, sinc * 0.5 * vz
-        pw, py = math.cos(0.5 * psi), math.sin(0.5 * psi)
-        # (cw, cx, 0, cz) · (pw, 0, py, 0)
-        out = (cw * pw, cx * pw - cz * py, cw * py, cz * pw + cx * py)
-        return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
-
-    def project_floats(self, q: tuple[float, float, float, float]) -> tuple[float, ...]:
         """:meth:`project` for one rotation in plain floats (wxyz in, wxyz out).
 
         The same rules and the same arithmetic, without numpy's per-call cost: for the
@@ -339,8 +288,8 @@ class JointLimits:
             s = math.sin(0.5 * phi)
             return (math.cos(0.5 * phi), s * (ax / norm), s * (ay / norm), s * (az / norm))
         if any(self.lock[k] or self.ranges[k] is not None for k in (0, 2)):
-            # X/Z limits: the nearest swing within Blender's ellipse (project).
-            return tuple(float(c) for c in self.project(np.array((w, x, y, z))))
+            # X/Z limits: the nearest swing within Blender's ellipse, as project.
+            return self._swing_in_region((w, x, y, z), nearest=True)
         # swing–twist about +Y: twist = normalize(w, 0, y, 0), swing = q · twist*
         tn = math.sqrt(w * w + y * y)
         tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
@@ -376,6 +325,42 @@ class JointLimits:
         if rw < 0.0:
             return (-rw, -rx, -ry, -rz)
         return (rw, rx, ry, rz)
+
+    def retract_floats(
+        self, q: tuple[float, float, float, float]
+    ) -> tuple[float, float, float, float]:
+        """:meth:`retract` for one rotation in plain floats (wxyz in, wxyz out; tested
+        against :meth:`retract`)."""
+        if self.is_free or self.kind != "ball":
+            return self.project_floats(q)
+        w, x, y, z = q
+        return self._swing_in_region((-w, -x, -y, -z) if w < 0.0 else q, nearest=False)
+
+    def _swing_in_region(
+        self, q: tuple[float, float, float, float], nearest: bool
+    ) -> tuple[float, float, float, float]:
+        """A ball joint's rotation ``q`` (``w ≥ 0``) with its twist clamped and its swing
+        moved into :attr:`swing_region` where outside: to the nearest allowed swing
+        (:meth:`project`) or toward the region's centre (:meth:`retract`), in floats."""
+        w, x, y, z = q
+        # swing–twist about +Y: twist = normalize(w, 0, y, 0), swing = q · twist*
+        tn = math.sqrt(w * w + y * y)
+        tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+        sw, sx, sy, sz = w * tw + y * ty, x * tw + z * ty, y * tw - w * ty, z * tw - x * ty
+        psi = _wrap_one(2.0 * math.atan2(y, w))
+        if self.lock[1]:
+            psi = 0.0
+        elif self.ranges[1] is not None:
+            psi = _clamp_one(psi, *self.ranges[1])
+        region = self.swing_region
+        if not region.contains_one(sx, sz):
+            if nearest:
+                sx, sz = region.nearest_one(qrotate(q, (0.0, 1.0, 0.0)))
+            else:
+                sx, sz = region.toward_centre_one(sx, sz)
+            sw, sy = math.sqrt(max(0.0, 1.0 - sx * sx - sz * sz)), 0.0
+        out = qmul((sw, sx, sy, sz), (math.cos(0.5 * psi), 0.0, math.sin(0.5 * psi), 0.0))
+        return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
 
     def allows(self, q: ArrayLike, eps: float = 1e-12) -> FloatArray:
         """Whether rotations ``q (..., 4)`` are allowed (to ``eps`` in quaternion components

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,11 +52,51 @@ _ROOT_STEPS = 40
 #: A curve sample only wins over the exact candidates when better by more than this (it
 #: is there for directions where ``f`` is constant along a curve and has no root).
 _SAMPLE_HANDICAP = 1e-12
+#: A bracket is searched unless its bound on ``f`` is below the best candidate by this
+#: much (the bound's own rounding, ~1e-16, and a root's move onto the disc).
+_BOUND_SLACK = 1e-12
 
 
 def half_sin(angle: float) -> float:
     """``sin(angle/2)``: a quaternion component of a rotation by ``angle``."""
     return math.sin(0.5 * angle)
+
+
+class _Candidates(NamedTuple):
+    """What :meth:`SwingRegion.nearest` compares, computed once per region: ``f`` and its
+    slope along a curve are linear in the direction ``v``, so each candidate is a row.
+
+    Attributes:
+        x, z: ``(M,)`` the meeting points (:attr:`SwingRegion._corners`), then from index
+            ``first`` the curves' ``S`` samples (:attr:`SwingRegion._samples`).
+        rows: ``(M + S, 3)``: the candidates' bone axes ``d`` (``f = d·v``,
+            :func:`_axis_dot`), then the samples' slope rows (``∂f/∂s = g·v``,
+            :func:`_axis_gradient` along the tangent).
+        penalty: ``(M,)`` subtracted from ``f``: 0 at the meeting points, ``∞`` at samples
+            outside the region, ``_SAMPLE_HANDICAP`` at the others (a sample only wins over
+            the exact candidates when better by more than that: it is there for directions
+            where ``f`` is constant along a curve, which then has no root).
+        brackets: ``(S − 1,)`` the pairs of samples (each and the next) that may enclose an
+            allowed root: on the same curve, and not both outside the region on a line or
+            a quadrant with an allowed sample (such a curve meets the convex region in one
+            interval of ``s``; a root outside it moved onto the disc is no better than the
+            circle's own candidates).
+        rise: ``(S − 1,)`` how far ``f`` can rise above the mean of its values at the two
+            samples: along a curve ``|∂f/∂s| ≤ |∂d/∂s| ≤ 2|∂q/∂s|`` (``q`` the swing), so
+            ``f ≤ (f₀ + f₁)/2 + speed·Δs`` between samples ``Δs`` apart (:func:`_speed`);
+            infinite where a sample was moved onto the cone's disc.
+        s, params: ``(S,)`` the samples' curve parameters, as an array and as floats.
+    """
+
+    x: FloatArray
+    z: FloatArray
+    first: int
+    rows: FloatArray
+    penalty: FloatArray
+    brackets: Mask
+    rise: FloatArray
+    s: FloatArray
+    params: list[float]
 
 
 @dataclass(frozen=True)
@@ -317,6 +357,28 @@ class SwingRegion:
         scale = np.where(n2 > r * r, r / np.sqrt(np.maximum(n2, r * r)), 1.0)
         return x * scale, z * scale
 
+    @cached_property
+    def _candidates(self) -> _Candidates:
+        """The candidates of :meth:`nearest` (:class:`_Candidates`), once per region."""
+        s, px, pz, tx, tz, allowed, pair = self._samples
+        cx, cz = self._corners
+        xs, zs = np.concatenate((cx, px)), np.concatenate((cz, pz))
+        eye = np.eye(3)[:, None, :]  # v = each base axis in turn gives the rows' columns
+        gx, gz = _axis_gradient(px, pz, eye)
+        rows = np.concatenate((_axis_dot(xs, zs, eye).T, (gx * tx + gz * tz).T))
+        penalty = np.concatenate((np.zeros(len(cx)), np.where(allowed, _SAMPLE_HANDICAP, np.inf)))
+        curves = np.repeat(self._curves, _CURVE_SAMPLES + 1, axis=0)
+        ox, oz = _curve(curves, s)[:2]
+        on_curve = (ox == px) & (oz == pz)  # not moved onto the cone's disc
+        inside = allowed & on_curve
+        per_curve = inside.reshape(len(self._curves), -1).any(axis=1)
+        interval = self._curves[:, 1] - self._curves[:, 0] < 2.0 * math.pi  # not the circle
+        met = np.repeat(per_curve & interval, _CURVE_SAMPLES + 1)
+        brackets = pair[:-1] & ~(met[:-1] & ~inside[:-1] & ~inside[1:])
+        speed = np.repeat([_speed(row) for row in self._curves], _CURVE_SAMPLES + 1)[:-1]
+        rise = np.where(on_curve[:-1] & on_curve[1:], speed * (s[1:] - s[:-1]), np.inf)
+        return _Candidates(xs, zs, len(cx), rows, penalty, brackets, rise, s, s.tolist())
+
     def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
         angle) to unit ``direction (K, 3)`` (module docstring: the best allowed point among
@@ -332,26 +394,22 @@ class SwingRegion:
             scale = np.divide(r, length, out=np.zeros_like(length), where=ok)
             return np.where(ok, ax * scale, r), az * scale
         k = v.shape[0]
-        s, px, pz, tx, tz, allowed, pair = self._samples
-        vv = v[:, None, :]
-        # Candidates: the meeting points, and the samples handicapped (they only matter
-        # where f is constant along a curve, which has no root then).
-        cx, cz = self._corners
-        fx, fz = _axis_gradient(px, pz, vv)
-        slope = fx * tx + fz * tz  # (K, M)
-        f = np.where(allowed, _axis_dot(px, pz, vv) - _SAMPLE_HANDICAP, -np.inf)
-        xs = np.concatenate((cx, px))
-        zs = np.concatenate((cz, pz))
-        fs = np.concatenate((_axis_dot(cx, cz, vv), f), axis=1)
+        c = self._candidates
+        fd = v @ c.rows.T  # (K, M + S): f at the candidates, the slope at the samples
+        f, slope = fd[:, : len(c.x)], fd[:, len(c.x) :]
+        fs = f - c.penalty
         pick = np.argmax(fs, axis=1)
         best_f = fs[np.arange(k), pick]
-        best_x, best_z = xs[pick], zs[pick]
-        # Stationary maxima along a curve: the slope turns from positive to not positive.
-        rows, cols = np.nonzero((slope[:, :-1] > 0.0) & (slope[:, 1:] <= 0.0) & pair[:-1])
+        best_x, best_z = c.x[pick], c.z[pick]
+        # Stationary maxima along a curve: the slope turns from positive to not positive,
+        # in a bracket where f can rise above the best candidate (_Candidates.rise).
+        fc = f[:, c.first :]
+        rises = 0.5 * (fc[:, :-1] + fc[:, 1:]) + c.rise > best_f[:, None] - _BOUND_SLACK
+        rows, cols = np.nonzero((slope[:, :-1] > 0.0) & (slope[:, 1:] <= 0.0) & c.brackets & rises)
         if rows.size:
             curve = self._curves[cols // (_CURVE_SAMPLES + 1)]
             root = _illinois(
-                curve, v[rows], s[cols], s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
+                curve, v[rows], c.s[cols], c.s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
             )
             rx, rz, _, _ = _curve(curve, root)
             rx, rz = self._in_disc(rx, rz)
@@ -363,6 +421,192 @@ class SwingRegion:
             best_x[rows[better]] = rx[better]
             best_z[rows[better]] = rz[better]
         return best_x, best_z
+
+    def nearest_one(self, v: tuple[float, float, float]) -> tuple[float, float]:
+        """:meth:`nearest` for one unit direction ``v`` (3 floats): the same candidates,
+        the same regula falsi steps in plain floats (one-target solvers call it once per
+        limited joint and step; tested against :meth:`nearest` to 1e-12)."""
+        r = self.radius
+        if self.semi is None and self.lo == (-r, -r) and self.hi == (r, r):
+            ax, az = v[2], -v[0]
+            length = math.hypot(ax, az)
+            return (ax * (r / length), az * (r / length)) if length > 0.0 else (r, 0.0)
+        c = self._candidates
+        fd = c.rows @ np.array(v)
+        f, slope = fd[: len(c.x)], fd[len(c.x) :]
+        fs = f - c.penalty
+        pick = int(np.argmax(fs))
+        best_f, best = float(fs[pick]), (float(c.x[pick]), float(c.z[pick]))
+        roots = np.flatnonzero((slope[:-1] > 0.0) & (slope[1:] <= 0.0) & c.brackets).tolist()
+        if not roots:
+            return best
+        fc = f[c.first :]
+        bound = [0.5 * float(fc[i] + fc[i + 1]) + float(c.rise[i]) for i in roots]
+        # The brackets by their bound, highest first: one that cannot beat the best so far
+        # ends the search (the same answer as searching them all, but for exact ties).
+        found = best_f
+        for top, col in sorted(zip(bound, roots, strict=True), key=lambda bc: -bc[0]):
+            if top <= found - _BOUND_SLACK:
+                break
+            curve = self._curve_rows[col // (_CURVE_SAMPLES + 1)]
+            lo, hi = c.params[col], c.params[col + 1]
+            root = _illinois_one(curve, v, lo, hi, float(slope[col]), float(slope[col + 1]))
+            rx, rz = self._in_disc_one(*_curve_one(curve, root)[:2])
+            if self.contains_one(rx, rz):
+                fr = _axis_dot_one(rx, rz, v)
+                if fr > found:
+                    found, best = fr, (rx, rz)
+        return best
+
+    @cached_property
+    def _curve_rows(self) -> list[tuple[float, ...]]:
+        """:attr:`_curves` as tuples of floats."""
+        return [tuple(row) for row in self._curves.tolist()]
+
+    def contains_one(self, x: float, z: float, eps: float = INSIDE_EPS) -> bool:
+        """:meth:`contains` for one swing."""
+        if not (self.lo[0] - eps <= x <= self.hi[0] + eps):
+            return False
+        if not (self.lo[1] - eps <= z <= self.hi[1] + eps):
+            return False
+        if x * x + z * z > self.radius * self.radius + eps:
+            return False
+        if self.semi is None:
+            return True
+        ap, an, bp, bn = self.semi
+        a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
+        return not (a > 0.0 and b > 0.0) or (x / a) ** 2 + (z / b) ** 2 <= 1.0 + eps
+
+    def toward_centre_one(self, x: float, z: float) -> tuple[float, float]:
+        """:meth:`toward_centre` for one swing outside the region, in floats (the same
+        steps: :meth:`_exit`, then :meth:`_inside`'s bisection where rounding left the
+        point outside)."""
+        if self.centre is None:
+            (x0, z0), (x1, z1) = self.segment()
+            dx, dz = x1 - x0, z1 - z0
+            span = dx * dx + dz * dz
+            t = min(max(((x - x0) * dx + (z - z0) * dz) / span, 0.0), 1.0) if span else 0.0
+            return x0 + t * dx, z0 + t * dz
+        cx, cz = self.centre
+        ux, uz = x - cx, z - cz
+        rho = math.inf
+        for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
+            if u != 0.0:
+                rho = min(rho, ((hi if u > 0.0 else lo) - c) / u)
+        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
+        room = math.sqrt(max(0.0, cu * cu - uu * (cx * cx + cz * cz - self.radius**2)))
+        rho = min(rho, (room - cu) / uu)
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            exit_ = 0.0
+            for sx, a in ((1.0, ap), (-1.0, an)):
+                for sz, b in ((1.0, bp), (-1.0, bn)):
+                    if not (a > 0.0 and b > 0.0):
+                        continue
+                    qa = (ux / a) ** 2 + (uz / b) ** 2
+                    qb = 2.0 * (cx * ux / (a * a) + cz * uz / (b * b))
+                    qc = (cx / a) ** 2 + (cz / b) ** 2 - 1.0
+                    root = (-qb + math.sqrt(max(0.0, qb * qb - 4.0 * qa * qc))) / (2.0 * qa)
+                    if (cx + root * ux) * sx >= -1e-12 and (cz + root * uz) * sz >= -1e-12:
+                        exit_ = max(exit_, root)
+            if exit_ > 0.0:
+                rho = min(rho, exit_)
+        px, pz = cx + rho * ux, cz + rho * uz
+        if self.contains_one(px, pz, 0.0):
+            return px, pz
+        lo_, hi_ = 0.0, 1.0
+        for _ in range(60):
+            s = 0.5 * (lo_ + hi_)
+            if self.contains_one(cx + s * (px - cx), cz + s * (pz - cz), 0.0):
+                lo_ = s
+            else:
+                hi_ = s
+        return cx + lo_ * (px - cx), cz + lo_ * (pz - cz)
+
+    def _in_disc_one(self, x: float, z: float) -> tuple[float, float]:
+        """:meth:`_in_disc` for one point."""
+        r = self.radius
+        n2 = x * x + z * z
+        if n2 > r * r:
+            scale = r / math.sqrt(n2)
+            return x * scale, z * scale
+        return x, z
+
+
+def _speed(curve: FloatArray) -> float:
+    """The largest ``|∂q/∂s|`` along a curve (a row of :attr:`SwingRegion._curves`), ``q =
+    (w, x, 0, z)`` its swings: ``h`` on a line ``(c, h sin s)`` (``w = h cos s``), and on a
+    quadrant ``(a cos s, b sin s)`` with ``m = max(a, b)``, from ``|∂q/∂s|² = a² sin² s +
+    b² cos² s + ((a² − b²) sin s cos s / w)²`` and ``w² ≥ 1 − m²``:
+    ``√(m² + ((a² − b²)/2)²/(1 − m²))`` (``r`` on the cone's circle)."""
+    _, _, _, x1, x2, _, z1, z2 = (float(c) for c in curve)
+    if x1 == x2 == 0.0 or z1 == z2 == 0.0:  # a line
+        return max(abs(x2), abs(z1), abs(z2), abs(x1))
+    a, b = abs(x1), abs(z2)
+    m = max(a, b)
+    if m >= 1.0:
+        return math.inf
+    return math.sqrt(m * m + (0.5 * (a * a - b * b)) ** 2 / (1.0 - m * m))
+
+
+def _curve_one(curve: tuple[float, ...], s: float) -> tuple[float, float, float, float]:
+    """:func:`_curve` for one curve (a row of 8 floats) and parameter."""
+    _, _, x0, x1, x2, z0, z1, z2 = curve
+    cos, sin = math.cos(s), math.sin(s)
+    return (
+        x0 + x1 * cos + x2 * sin,
+        z0 + z1 * cos + z2 * sin,
+        x2 * cos - x1 * sin,
+        z2 * cos - z1 * sin,
+    )
+
+
+def _illinois_one(
+    curve: tuple[float, ...],
+    v: tuple[float, float, float],
+    lo: float,
+    hi: float,
+    f_lo: float,
+    f_hi: float,
+) -> float:
+    """:func:`_illinois` for one bracket, in plain floats."""
+    side = 0
+    for _ in range(_ROOT_STEPS):
+        if not (hi - lo > 4.0 * math.ulp(abs(hi) + 1.0) and f_lo > 0.0 and f_hi < 0.0):
+            break
+        t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        if not lo < t < hi:
+            t = 0.5 * (lo + hi)
+        px, pz, tx, tz = _curve_one(curve, t)
+        gx, gz = _axis_gradient_one(px, pz, v)
+        ft = gx * tx + gz * tz
+        if ft > 0.0:
+            lo, f_lo = t, ft
+            if side == 1:
+                f_hi = 0.5 * f_hi
+            side = 1
+        else:
+            hi, f_hi = t, ft
+            if side == -1:
+                f_lo = 0.5 * f_lo
+            side = -1
+    return lo if abs(f_lo) <= abs(f_hi) else hi
+
+
+def _axis_dot_one(x: float, z: float, v: tuple[float, float, float]) -> float:
+    """:func:`_axis_dot` for one swing."""
+    r2 = x * x + z * z
+    w = math.sqrt(max(0.0, 1.0 - r2))
+    return -2.0 * w * z * v[0] + (1.0 - 2.0 * r2) * v[1] + 2.0 * w * x * v[2]
+
+
+def _axis_gradient_one(x: float, z: float, v: tuple[float, float, float]) -> tuple[float, float]:
+    """:func:`_axis_gradient` for one swing."""
+    w = math.sqrt(max(0.0, 1.0 - x * x - z * z))
+    v0, v1, v2 = v
+    gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
+    gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
+    return gx, gz
 
 
 def _curve(

@@ -153,7 +153,7 @@ def _hinge_last(
         if not (f.lo - slack <= phi <= f.hi + slack):
             continue
         qh = last.project_floats(_axis_angle(f.axis, min(max(phi, f.lo), f.hi)))
-        v = qrotate(qmul(rests[-1], qh), o_h)  # type: ignore[arg-type]
+        v = qrotate(qmul(rests[-1], qh), o_h)
         aim = qbetween((o_j[0] + v[0], o_j[1] + v[1], o_j[2] + v[2]), c)
         bend = _bend(chain, f, phi)
         bend_sign = (
@@ -168,8 +168,8 @@ def _hinge_last(
             return None
         chosen = abs(phi) + (4.0 * math.pi if f.rest_bend * bend < 0.0 else 0.0)
         if chosen < best_cost:
-            pose[j] = lim_j.project_floats(pick)  # type: ignore[assignment]
-            pose[-1] = qh  # type: ignore[assignment]
+            pose[j] = lim_j.project_floats(pick)
+            pose[-1] = qh
             best_cost = chosen
     return pose
 

@@ -467,7 +467,7 @@ def _orient_single(
     turned = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root)
     limits0 = chain.limits[0]
     if not limits0.is_free:  # (as the batch: no turn where the root's limits refuse it)
-        allowed = qmul_conj(limits0.project_floats(turned), turned)  # type: ignore[arg-type]
+        allowed = qmul_conj(limits0.project_floats(turned), turned)
         if 2.0 * math.atan2(math.hypot(*allowed[1:]), abs(allowed[0])) > 1e-9:
             return
     rots[0] = list(turned)

@@ -159,14 +159,14 @@ def test_solve_one_takes_the_float_path(limited: bool) -> None:
 
 @given(seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=60, deadline=None, derandomize=True)
-def test_project_one_is_project(seed: int) -> None:
+def test_project_floats_is_project(seed: int) -> None:
     """The float projection equals ``JointLimits.project`` on every kind of limit."""
     rng = np.random.default_rng(seed)
     limits = [random_limits(rng) for _ in range(6)] + [JointLimits(cone=math.pi)]
     for lim in limits:
         for q in rot.normalize(rng.normal(size=(20, 4))):
             ref = lim.project(q)
-            got = np.array(lim.project_one(tuple(q.tolist())))
+            got = np.array(lim.project_floats(tuple(q.tolist())))
             assert got[0] >= 0.0
             assert np.allclose(got, ref, atol=1e-12) or np.allclose(got, -ref, atol=1e-12)
 

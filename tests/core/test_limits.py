@@ -23,6 +23,7 @@ from scipy.spatial.transform import Rotation
 from core import rotations as rot
 from core.errors import ChainError
 from core.limits import FREE, JointLimits, cone_limits
+from core.swing_region import _CURVE_SAMPLES
 
 FAST = settings(max_examples=60, deadline=None)
 Y = np.array([0.0, 1.0, 0.0])
@@ -536,3 +537,50 @@ def test_ball_projection_is_exact_under_rounding(lim: JointLimits, seed: int) ->
     a, b = lim.project(nudged), lim.project(q)
     apart = np.minimum(np.abs(a - b).max(axis=-1), np.abs(a + b).max(axis=-1))
     assert apart.max() <= 1e-12
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
+@example(lim=JointLimits(ranges=((0.1, 2.5), None, (-0.5, 0.5))), seed=0)  # excludes the rest
+@example(lim=JointLimits(ranges=((-1.0, 1.4), None, (-0.3, 2.9)), cone=1.2), seed=0)
+def test_one_rotation_projects_as_the_batch(lim: JointLimits, seed: int) -> None:
+    """:meth:`JointLimits.project_floats` (plain floats, :meth:`SwingRegion.nearest_one`
+    for X/Z limits) gives :meth:`JointLimits.project`'s rotation, as rotations to 1e-12
+    (the nearest swing is solved to machine precision on both paths), and
+    :meth:`JointLimits.retract_floats` :meth:`JointLimits.retract`'s."""
+    q = _random_quats(seed, 48)
+    for batched, one_by_one in (
+        (lim.project, lim.project_floats),
+        (lim.retract, lim.retract_floats),
+    ):
+        batch = batched(q)
+        one = np.array([one_by_one(tuple(v)) for v in q.tolist()])
+        apart = np.minimum(np.abs(one - batch).max(axis=-1), np.abs(one + batch).max(axis=-1))
+        assert apart.max() <= 1e-12, one_by_one.__name__
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
+@example(lim=JointLimits(ranges=((-1.0, 1.4), None, (-0.3, 2.9)), cone=1.2), seed=0)
+def test_nearest_searches_only_brackets_that_can_win(lim: JointLimits, seed: int) -> None:
+    """The nearest swing skips brackets that cannot hold a better allowed root (their
+    bound on ``f``, or a line or quadrant known to leave the region there): the same
+    swings as searching every bracket of every curve."""
+    region = lim.swing_region
+    v = rot.rotate(_random_quats(seed, 64), np.array([0.0, 1.0, 0.0]))
+    pruned = region.nearest(v)
+    one = np.array([region.nearest_one(tuple(d)) for d in v.tolist()])
+    c = region._candidates
+    every = c._replace(
+        brackets=np.diff(np.arange(len(c.s)) // (_CURVE_SAMPLES + 1)) == 0,
+        rise=np.full(len(c.rise), np.inf),
+    )
+    object.__setattr__(region, "_candidates", every)  # a cached property: the instance's
+    try:
+        full = region.nearest(v)
+    finally:
+        object.__setattr__(region, "_candidates", c)
+    np.testing.assert_allclose(np.stack(pruned), np.stack(full), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(one, np.stack(full).T, rtol=0, atol=1e-12)
