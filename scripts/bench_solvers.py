@@ -10,12 +10,14 @@ It installs the extension zip (built with ``make extension`` when not given) int
 temporary Blender user folder, as a user's *Install from Disk* does, then:
 
 1. **Per method and chain** — straight-ish chains of 2, 3, 5 and 10 bones (1 m in all, a
-   slight bend toward the hinge's allowed side), **free** (no limits) and **limited** like
-   a Blender arm or leg (root free; every other bone a hinge: Lock IK Y and Z, X limited to
-   the one-sided range 0°–150°). Two armatures per chain in separate scenes: one with a
-   Reach IK chain (the *Add Reach IK* operator, the method under test), one with Blender's
-   IK constraint (Standard solver, same chain length). Targets: forward kinematics of random
-   admissible poses (reachable by construction). For each target, interleaved: Blender's IK
+   slight bend toward the hinge's allowed side), **free** (no limits), **hinge** like a
+   Blender arm or leg (root free; every other bone a hinge: Lock IK Y and Z, X limited to
+   the one-sided range 0°–150°) and **ball** (the hinges, and the other bones limited like a
+   shoulder or hip: X in −60°–80°, Z in −40°–40°, Blender's *Limit X*/*Limit Z*). Two
+   armatures per chain in separate scenes: one with a Reach IK chain (the *Add Reach IK*
+   operator, the method under test), one with Blender's IK constraint (Standard solver,
+   same chain length). Targets: forward kinematics of random admissible poses (reachable
+   by construction). For each target, interleaved: Blender's IK
    (set the target empty's location + ``view_layer.update()``), the add-on's live solve of
    the chain (``ik_addon.evaluate.solve_chains``, what the frame handler calls, with the
    target already evaluated), and ``core.Solver(chain, method).pose`` (what the live solve
@@ -55,6 +57,8 @@ from reach_ik_tools.extension_install import EXTENSION, default_zip, install_ext
 
 BONES = (2, 3, 5, 10)
 KNEE_RANGE_DEG = (0.0, 150.0)
+BALL_X_DEG, BALL_Z_DEG = (-60.0, 80.0), (-40.0, 40.0)
+LIMITS = ("free", "hinge", "ball")
 BEND = 0.1
 """Rest bend (radians) between consecutive bones, toward the hinges' allowed side."""
 REACHED = 1e-3
@@ -76,9 +80,10 @@ def _context(scene: Any, obj: Any) -> Any:
     )
 
 
-def add_chain(scene: Any, name: str, bones: int, limited: bool) -> Any:
+def add_chain(scene: Any, name: str, bones: int, limits: str) -> Any:
     """An armature of ``bones`` connected bones (1 m in all) rising along +Z and bending
-    gently toward −Y (positive X rotations, the hinges' allowed side)."""
+    gently toward −Y (positive X rotations, the hinges' allowed side), with ``limits`` (one
+    of :data:`LIMITS`, module docstring)."""
     bpy = blender_module()
     arm = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, arm)
@@ -100,10 +105,14 @@ def add_chain(scene: Any, name: str, bones: int, limited: bool) -> Any:
         bpy.ops.object.mode_set(mode="POSE")
     for i, pb in enumerate(obj.pose.bones):
         pb.rotation_mode = "QUATERNION"
-        if limited and i % 2 == 1:
+        if limits != "free" and i % 2 == 1:
             pb.lock_ik_y = pb.lock_ik_z = True
             pb.use_ik_limit_x = True
             pb.ik_min_x, pb.ik_max_x = (math.radians(a) for a in KNEE_RANGE_DEG)
+        elif limits == "ball":
+            pb.use_ik_limit_x = pb.use_ik_limit_z = True
+            pb.ik_min_x, pb.ik_max_x = (math.radians(a) for a in BALL_X_DEG)
+            pb.ik_min_z, pb.ik_max_z = (math.radians(a) for a in BALL_Z_DEG)
     return obj
 
 
@@ -151,7 +160,7 @@ def _median_us(values: list[float]) -> float:
 
 
 def bench_chain(
-    bones: int, limited: bool, methods: list[str], count: int, rounds: int, seed: int
+    bones: int, limits: str, methods: list[str], count: int, rounds: int, seed: int
 ) -> list[dict[str, Any]]:
     """Rows of part 1 for one chain shape, one per method (see module docstring)."""
     bpy = blender_module()
@@ -168,8 +177,8 @@ def bench_chain(
     scene_re = bpy.context.scene  # (the operator needs the context's scene)
     scene_re.name = "reach_ik"
     scene_bl = bpy.data.scenes.new("blender_ik")
-    rig_bl = add_chain(scene_bl, "rig_blender", bones, limited)
-    rig_re = add_chain(scene_re, "rig_reach", bones, limited)
+    rig_bl = add_chain(scene_bl, "rig_blender", bones, limits)
+    rig_re = add_chain(scene_re, "rig_reach", bones, limits)
     target_bl = add_empty(scene_bl, "target_blender")
     target_re = add_empty(scene_re, "target_reach")
     tip = f"b{bones - 1}"
@@ -191,7 +200,7 @@ def bench_chain(
         rig_re.pose.bones[rig.bone_names[0]].location[:],
     )
     base = Matrix(affine.to_array(base_rows, None).tolist())
-    rng = np.random.default_rng(seed + 100 * bones + int(limited))
+    rng = np.random.default_rng(seed + 100 * bones + LIMITS.index(limits))
     local = targets_for(chain, core, count, rng)
     world = [base @ Vector(t.tolist()) for t in local]
     rows = []
@@ -230,7 +239,7 @@ def bench_chain(
         med = {k: _median_us(v) for k, v in times.items()}
         row = {
             "bones": bones,
-            "limited": limited,
+            "limits": limits,
             "method": method,
             "median_us": med,
             "ratio_live_vs_blender": med["live"] / med["blender"],
@@ -243,7 +252,7 @@ def bench_chain(
         }
         rows.append(row)
         print(
-            f"{bones} {'limited' if limited else 'free'} {method}: live {med['live']:.0f} µs, "
+            f"{bones} {limits} {method}: live {med['live']:.0f} µs, "
             f"core pose {med['core_pose']:.0f} µs, Blender {med['blender']:.0f} µs",
             flush=True,
         )
@@ -306,7 +315,7 @@ def markdown(report: dict[str, Any]) -> str:
     for row in report["rows"]:
         med, reached, err = row["median_us"], row["reached_pct"], row["median_error"]
         lines.append(
-            f"| {row['bones']} | {'limited' if row['limited'] else 'free'} | {row['method']} "
+            f"| {row['bones']} | {row['limits']} | {row['method']} "
             f"| {med['blender']:.0f} | {med['live']:.0f} | {med['core_pose']:.0f} "
             f"| **{row['ratio_live_vs_blender']:.2f}×** | {row['ratio_core_pose_vs_blender']:.2f}× "
             f"| {reached['blender']:.0f} / {reached['live']:.0f} / {reached['core_pose']:.0f} "
@@ -343,7 +352,7 @@ def figure(report: dict[str, Any]) -> Any:
 
         rows = report["rows"]
         methods = list(dict.fromkeys(r["method"] for r in rows))
-        shapes = list(dict.fromkeys((r["bones"], r["limited"]) for r in rows))
+        shapes = list(dict.fromkeys((r["bones"], r["limits"]) for r in rows))
         fig, ax = plt.subplots(figsize=(11, 4.5))
         width = 0.8 / len(methods)
         for k, method in enumerate(methods):
@@ -351,7 +360,7 @@ def figure(report: dict[str, Any]) -> Any:
                 next(
                     r["ratio_live_vs_blender"]
                     for r in rows
-                    if (r["bones"], r["limited"]) == s and r["method"] == method
+                    if (r["bones"], r["limits"]) == s and r["method"] == method
                 )
                 for s in shapes
             ]
@@ -359,7 +368,7 @@ def figure(report: dict[str, Any]) -> Any:
         ax.axhline(BAR_BLENDER, color="k", linestyle="--", linewidth=1)
         ax.set_yscale("log")
         ax.set_xticks(np.arange(len(shapes)) + 0.4 - width / 2)
-        ax.set_xticklabels([f"{b} {'lim' if lim else 'free'}" for b, lim in shapes])
+        ax.set_xticklabels([f"{b} {lim}" for b, lim in shapes], fontsize=7)
         ax.set_ylabel("live solve / Blender's IK")
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -381,8 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     count, rounds = (8, 1) if args.quick else (20, 2)
     rows: list[dict[str, Any]] = []
     for bones in BONES:
-        for limited in (False, True):
-            rows += bench_chain(bones, limited, methods, count, rounds, args.seed)
+        for limits in LIMITS:
+            rows += bench_chain(bones, limits, methods, count, rounds, args.seed)
     batch_methods = [m for m in ("triangulation", "ccd", "jacobian_dls") if m in methods]
     report = {
         "blender": blender_module().app.version_string,
