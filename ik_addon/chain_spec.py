@@ -324,7 +324,7 @@ def _options(
 
 
 def _check_solver(solver: str) -> None:
-    if solver not in available_methods():
+    if solver not in METHODS:  # (available_methods: the same names, ordered for the UI)
         raise ReachIKError(
             f"solver '{solver}' is not available; choose one of {', '.join(available_methods())}"
         )

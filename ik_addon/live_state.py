@@ -21,9 +21,12 @@ Lifetime:
   :func:`.handlers.paused` block in progress sets it back itself).
 
 The panels' view of the last solve, :data:`.handlers.status`, is an output of live solving
-and stays in :mod:`.handlers` (cleared at the same two moments). The prepared core solvers
-are memoised beside the function that makes them (:func:`.solve_frames._prepared`, at most
-256, keyed by the chain model and its settings): a solver never changes once made.
+and stays in :mod:`.handlers` (cleared at the same two moments). Two pure functions of
+their arguments are memoised beside their definitions, at most 256 entries each: the
+prepared core solvers (:func:`.solve_frames._prepared`, keyed by the chain model and its
+settings: a solver never changes once made) and one frame's base frame and its inverse
+(:func:`.solve_frames._frame_base`, keyed by the chain model and the exact matrices and
+location it is computed from).
 """
 
 from __future__ import annotations

@@ -176,6 +176,21 @@ def _prepared(
     return Solver(chain, method, options)
 
 
+@functools.lru_cache(maxsize=256)
+def _frame_base(
+    rig: RigChain,
+    world: tuple[tuple[float, ...], ...],
+    parent: tuple[tuple[float, ...], ...] | None,
+    root_location: tuple[float, ...],
+) -> tuple[Rows, Rows]:
+    """One frame's base frame (:func:`.rig.base_rows`) and its inverse, memoised on the
+    exact inputs: while only a target moves (the rig, its parent and the root's location
+    channels stay), live solving asks for the same frame on every update. A pure function
+    of its arguments, so the memo answers as a new computation."""
+    base = base_rows(rig, world, parent, root_location)
+    return base, affine.inverse(base)
+
+
 def _blend(
     chain: Chain,
     ik: np.ndarray,
@@ -299,8 +314,16 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     _check_solver(fixed.solver)
     chain = rig.chain
     count = frame.frame_count
-    base = base_rows(rig, frame.world, frame.parent, frame.root_location)
-    to_base = affine.inverse(base)
+    if count is None:
+        base, to_base = _frame_base(
+            rig,
+            tuple(map(tuple, frame.world)),
+            None if frame.parent is None else tuple(map(tuple, frame.parent)),
+            tuple(frame.root_location),
+        )
+    else:
+        base = base_rows(rig, frame.world, frame.parent, frame.root_location)
+        to_base = affine.inverse(base)
     target_b = affine.transform(to_base, frame.target)
     pole_b = None if frame.pole is None else affine.transform(to_base, frame.pole)
     goal = None
