@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import rotations as rot
 from .component_rows import (
     MATRIX_IDENTITY,
     QMUL,
@@ -32,7 +33,6 @@ from .triangulation_plan import (
     _BEND_TINY,
     _IDENTITY,
     _SAFE,
-    _between,
     _is_identity,
     _stack,
     _start_frame,
@@ -57,7 +57,11 @@ def rest_poles(
     else:
         start_axis, bend = _start_frame(problem.chain, initial)
         if not all(type(x) is float for q in initial for x in q):
-            return qrotate(_between(start_axis, targets, bend), bend)
+            n = problem.size
+            carry = rot.between(
+                _stack(start_axis, n), _stack(targets, n), fallback_axis=_stack(bend, n)
+            )
+            return qrotate((carry[:, 0], carry[:, 1], carry[:, 2], carry[:, 3]), bend)
         start_axis, bend = _floats(start_axis), _floats(bend)
     return _carried(start_axis, bend, targets, work)
 

@@ -6,7 +6,7 @@ reads: link lengths, the length of the chain beyond each link, each joint's kind
 axes and limits, the uniform planar collapses :class:`_Family` of the constrained rule
 (:mod:`core.triangulation_search`), the rest directions and start frame. Beside it: the
 module's tolerances, the component-array helpers (``_where``, ``_norm``, ``_perpendicular``,
-``_between``, ``_start_frame``, …) used by the numpy pass (:mod:`core.triangulation_batch`)
+``_start_frame``, …) used by the numpy pass (:mod:`core.triangulation_batch`)
 and the bend-plane step (:mod:`core.triangulation_bend`), and :func:`_scale` (chains
 outside ``1e±60`` are solved scaled to a reach of 1).
 
@@ -353,25 +353,6 @@ def _finish_perpendicular(u: Vec, h_perp: Vec, usable: Any) -> Vec:
         axis = _where(usable, h_perp, least)
     p = vsub(axis, vscale(u, vdot(axis, u)))
     return vscale(p, 1.0 / np.maximum(_norm(p), _SAFE))
-
-
-def _between(a: Vec, b: Vec, hint: Vec) -> Quat:
-    """Shortest rotations ``a → b`` on components: :func:`core.rotations.between`'s
-    ``(1 + a·b, a × b)`` normalised, a half turn about a perpendicular where
-    ``a·b < −1 + 1e-12``, but without its rewriting of ``1 + a·b`` for obtuse angles (so the pass's
-    numbers stay those its tests pin)."""
-    na, nb = _norm(a), _norm(b)
-    ua, ub = _unit_or_zero(a, na), _unit_or_zero(b, nb)
-    dot = vdot(ua, ub)
-    x = vcross(ua, ub)
-    q: Quat = (1.0 + dot, x[0], x[1], x[2])
-    degenerate = (dot < -1.0 + 1e-12) & (na > 0.0) & (nb > 0.0)
-    if np.any(degenerate):
-        axis = _perpendicular(ua, hint)
-        q = _where(degenerate, (0.0, *axis), q)
-    norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    inv = np.where(norm > 0.0, 1.0 / np.maximum(norm, _SAFE), 0.0)
-    return (np.where(norm > 0.0, q[0] * inv, 1.0), q[1] * inv, q[2] * inv, q[3] * inv)
 
 
 def _turn_over(u: Vec, d: Vec, p: Vec, sqrt: Any) -> Quat:
