@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .components import ARRAY_OPS, FLOAT_OPS, Ops
 from .errors import ChainError
 from .rotations import FloatArray
 
@@ -307,7 +308,7 @@ class SwingRegion:
         curves = self._curves
         u = np.linspace(0.0, 1.0, _CURVE_SAMPLES + 1)
         s = curves[:, :1] + (curves[:, 1:2] - curves[:, :1]) * u  # (C, S+1)
-        px, pz, tx, tz = _curve(np.repeat(curves, u.size, axis=0), s.ravel())
+        px, pz, tx, tz = _curve(np.repeat(curves, u.size, axis=0).T, s.ravel())
         px, pz = self._in_disc(px, pz)
         pair = np.ones(s.shape, dtype=bool)
         pair[:, -1] = False
@@ -363,12 +364,12 @@ class SwingRegion:
         s, px, pz, tx, tz, allowed, pair = self._samples
         cx, cz = self._corners
         xs, zs = np.concatenate((cx, px)), np.concatenate((cz, pz))
-        eye = np.eye(3)[:, None, :]  # v = each base axis in turn gives the rows' columns
+        eye = np.eye(3)[:, :, None]  # v = each base axis in turn gives the rows' columns
         gx, gz = _axis_gradient(px, pz, eye)
         rows = np.concatenate((_axis_dot(xs, zs, eye).T, (gx * tx + gz * tz).T))
         penalty = np.concatenate((np.zeros(len(cx)), np.where(allowed, _SAMPLE_HANDICAP, np.inf)))
         curves = np.repeat(self._curves, _CURVE_SAMPLES + 1, axis=0)
-        ox, oz = _curve(curves, s)[:2]
+        ox, oz = _curve(curves.T, s)[:2]
         on_curve = (ox == px) & (oz == pz)  # not moved onto the cone's disc
         inside = allowed & on_curve
         per_curve = inside.reshape(len(self._curves), -1).any(axis=1)
@@ -411,9 +412,9 @@ class SwingRegion:
             root = _illinois(
                 curve, v[rows], c.s[cols], c.s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
             )
-            rx, rz, _, _ = _curve(curve, root)
+            rx, rz, _, _ = _curve(curve.T, root)
             rx, rz = self._in_disc(rx, rz)
-            fr = np.where(self.contains(rx, rz), _axis_dot(rx, rz, v[rows]), -np.inf)
+            fr = np.where(self.contains(rx, rz), _axis_dot(rx, rz, v[rows].T), -np.inf)
             order = np.argsort(fr, kind="stable")  # the best root of a row written last
             rows, fr, rx, rz = rows[order], fr[order], rx[order], rz[order]
             better = fr > best_f[rows]
@@ -451,9 +452,9 @@ class SwingRegion:
             curve = self._curve_rows[col // (_CURVE_SAMPLES + 1)]
             lo, hi = c.params[col], c.params[col + 1]
             root = _illinois_one(curve, v, lo, hi, float(slope[col]), float(slope[col + 1]))
-            rx, rz = self._in_disc_one(*_curve_one(curve, root)[:2])
+            rx, rz = self._in_disc_one(*_curve(curve, root, FLOAT_OPS)[:2])
             if self.contains_one(rx, rz):
-                fr = _axis_dot_one(rx, rz, v)
+                fr = _axis_dot(rx, rz, v, FLOAT_OPS)
                 if fr > found:
                     found, best = fr, (rx, rz)
         return best
@@ -549,18 +550,6 @@ def _speed(curve: FloatArray) -> float:
     return math.sqrt(m * m + (0.5 * (a * a - b * b)) ** 2 / (1.0 - m * m))
 
 
-def _curve_one(curve: tuple[float, ...], s: float) -> tuple[float, float, float, float]:
-    """:func:`_curve` for one curve (a row of 8 floats) and parameter."""
-    _, _, x0, x1, x2, z0, z1, z2 = curve
-    cos, sin = math.cos(s), math.sin(s)
-    return (
-        x0 + x1 * cos + x2 * sin,
-        z0 + z1 * cos + z2 * sin,
-        x2 * cos - x1 * sin,
-        z2 * cos - z1 * sin,
-    )
-
-
 def _illinois_one(
     curve: tuple[float, ...],
     v: tuple[float, float, float],
@@ -577,8 +566,8 @@ def _illinois_one(
         t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
         if not lo < t < hi:
             t = 0.5 * (lo + hi)
-        px, pz, tx, tz = _curve_one(curve, t)
-        gx, gz = _axis_gradient_one(px, pz, v)
+        px, pz, tx, tz = _curve(curve, t, FLOAT_OPS)
+        gx, gz = _axis_gradient(px, pz, v, FLOAT_OPS)
         ft = gx * tx + gz * tz
         if ft > 0.0:
             lo, f_lo = t, ft
@@ -593,30 +582,13 @@ def _illinois_one(
     return lo if abs(f_lo) <= abs(f_hi) else hi
 
 
-def _axis_dot_one(x: float, z: float, v: tuple[float, float, float]) -> float:
-    """:func:`_axis_dot` for one swing."""
-    r2 = x * x + z * z
-    w = math.sqrt(max(0.0, 1.0 - r2))
-    return -2.0 * w * z * v[0] + (1.0 - 2.0 * r2) * v[1] + 2.0 * w * x * v[2]
-
-
-def _axis_gradient_one(x: float, z: float, v: tuple[float, float, float]) -> tuple[float, float]:
-    """:func:`_axis_gradient` for one swing."""
-    w = math.sqrt(max(0.0, 1.0 - x * x - z * z))
-    v0, v1, v2 = v
-    gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
-    gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
-    return gx, gz
-
-
-def _curve(
-    curves: FloatArray, s: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+def _curve(curve: Any, s: Any, ops: Ops = ARRAY_OPS) -> tuple[Any, Any, Any, Any]:
     """Points ``x, z`` and tangents ``tx, tz`` (along increasing ``s``, of positive
-    length but for a line's ends) of the curves ``(M, 8)`` (rows as
-    :attr:`SwingRegion._curves`) at parameters ``s (M,)``."""
-    cos, sin = np.cos(s), np.sin(s)
-    x0, x1, x2, z0, z1, z2 = (curves[:, i] for i in range(2, 8))
+    length but for a line's ends) of a curve at ``s``: a row of :attr:`SwingRegion._curves`
+    (8 floats, ``ops`` :data:`~core.components.FLOAT_OPS`) or its 8 columns for ``M``
+    curves (``(M,)`` arrays each, ``s (M,)``)."""
+    _, _, x0, x1, x2, z0, z1, z2 = curve
+    cos, sin = ops.cos(s), ops.sin(s)
     return (
         x0 + x1 * cos + x2 * sin,
         z0 + z1 * cos + z2 * sin,
@@ -636,14 +608,15 @@ def _illinois(
     """Roots ``(M,)`` of the slope of ``f`` along ``curves (M, 8)`` in brackets ``[lo, hi]``
     where it falls from ``f_lo > 0`` to ``f_hi <= 0`` (regula falsi, Illinois variant)."""
     side = np.zeros(lo.shape, dtype=int)
+    columns, along = curves.T, v.T
     for _ in range(_ROOT_STEPS):
         open_ = (hi - lo > 4.0 * np.spacing(np.abs(hi) + 1.0)) & (f_lo > 0.0) & (f_hi < 0.0)
         if not np.any(open_):
             break
         t = (lo * f_hi - hi * f_lo) / np.where(open_, f_hi - f_lo, -1.0)
         t = np.where((t > lo) & (t < hi), t, 0.5 * (lo + hi))
-        px, pz, tx, tz = _curve(curves, t)
-        gx, gz = _axis_gradient(px, pz, v)
+        px, pz, tx, tz = _curve(columns, t)
+        gx, gz = _axis_gradient(px, pz, along)
         ft = gx * tx + gz * tz
         up = open_ & (ft > 0.0)
         down = open_ & ~up
@@ -657,19 +630,21 @@ def _illinois(
     return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
 
 
-def _axis_dot(x: FloatArray, z: FloatArray, v: FloatArray) -> FloatArray:
-    """``v · d``, ``d = (−2wz, 1 − 2(x² + z²), 2wx)`` the bone axis of swings ``(w, x, 0, z)``."""
+def _axis_dot(x: Any, z: Any, v: Any, ops: Ops = ARRAY_OPS) -> Any:
+    """``v · d``, ``d = (−2wz, 1 − 2(x² + z²), 2wx)`` the bone axis of swings ``(w, x, 0, z)``
+    (floats with :data:`~core.components.FLOAT_OPS`, or arrays; ``v`` its 3 components)."""
     r2 = x * x + z * z
-    w = np.sqrt(np.maximum(0.0, 1.0 - r2))
-    return -2.0 * w * z * v[..., 0] + (1.0 - 2.0 * r2) * v[..., 1] + 2.0 * w * x * v[..., 2]
+    w = ops.sqrt(ops.where(r2 < 1.0, 1.0 - r2, 0.0))
+    return -2.0 * w * z * v[0] + (1.0 - 2.0 * r2) * v[1] + 2.0 * w * x * v[2]
 
 
-def _axis_gradient(x: FloatArray, z: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _axis_gradient(x: Any, z: Any, v: Any, ops: Ops = ARRAY_OPS) -> tuple[Any, Any]:
     """``w·∇(v · d)`` with respect to ``x, z`` (the gradient scaled by ``w ≥ 0``, finite at
     a half turn): ``∂d/∂x = (2xz, −4xw, 2(w² − x²))/w``, ``∂d/∂z = (−2(w² − z²), −4zw,
-    −2xz)/w``."""
-    w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
-    v0, v1, v2 = v[..., 0], v[..., 1], v[..., 2]
+    −2xz)/w`` (as :func:`_axis_dot`)."""
+    r2 = x * x + z * z
+    w = ops.sqrt(ops.where(r2 < 1.0, 1.0 - r2, 0.0))
+    v0, v1, v2 = v
     gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
     gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
     return gx, gz
