@@ -32,13 +32,13 @@ from .chain import Chain
 from .components import (
     Quat,
     Vec,
+    qbetween,
     qconj,
     qmul,
     qmul_conj,
     qrotate,
     vcross,
     vdot,
-    vperpendicular,
 )
 from .kinematics import chain_floats
 from .limits import FREE
@@ -247,7 +247,7 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
                     turned = _triad(link, h_local, d, w2)
             if turned is None:
                 u = qrotate(parent, link)
-                turned = qmul(_shortest(u, d), parent)
+                turned = qmul(qbetween(u, d), parent)
             q = qmul_conj(parent, turned)
             if not lim.is_free:
                 q = lim.project_floats(q)
@@ -257,19 +257,3 @@ def retarget(chain: Chain, points: list[Vec]) -> tuple[list[list[float]], list[V
         positions.append(p)
         out.append([q[0], q[1], q[2], q[3]] if q[0] >= 0.0 else [-q[0], -q[1], -q[2], -q[3]])
     return out, positions
-
-
-def _shortest(u: Vec, v: Vec) -> Quat:
-    """The shortest rotation taking the direction of ``u`` to that of ``v`` (identity when
-    either is zero; a half turn about a normal axis when they are opposite)."""
-    a, b = _unit(u), _unit(v)
-    if a is None or b is None:
-        return (1.0, 0.0, 0.0, 0.0)
-    dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-    if dot < -1.0 + 1e-12:
-        x, y, z = vperpendicular(a, (1.0, 0.0, 0.0))
-        return (0.0, x, y, z)
-    c = vcross(a, b)
-    w = 1.0 + dot
-    n = math.sqrt(w * w + c[0] ** 2 + c[1] ** 2 + c[2] ** 2)
-    return w / n, c[0] / n, c[1] / n, c[2] / n
