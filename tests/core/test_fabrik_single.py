@@ -142,6 +142,7 @@ def test_fabrik_one_target_equals_the_batch(limited: bool) -> None:
             one = solve_fabrik(_problem(chain, targets[k : k + 1], start, pole, bend_plane=plane))
             one_error = np.linalg.norm(one.positions[0, -1] - targets[k])
             assert abs(one_error - error[k]) <= 1e-4 * chain.reach
+            assert np.all(one.rotations[0, :, 0] >= 0.0)  # canonical, as the batch's
             fk = forward_kinematics(chain, one.rotations)[0][0]
             np.testing.assert_allclose(fk, one.positions[0], rtol=0, atol=TOL * chain.reach)
             its = batch.iterations[k]
