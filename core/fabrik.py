@@ -54,14 +54,17 @@ check that both give the same numbers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from .bend_plane import orient_bend
 from .ccd import solve_ccd
+from .chain import Chain
 from .components import Vec
 from .fabrik_single import fabrik_floats, iterate
+from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .spread import spread_pose, stack
@@ -146,9 +149,42 @@ def _fabrik_one(problem: Problem) -> Solution:
     )
     r, p = stack(rots, pos, 1)  # type: ignore[arg-type]
     iterations = np.array([its], dtype=np.int64)
-    if not problem.chain.is_free:
+    if _polishes(problem.chain, target, pos[-1], problem.tolerance):
         r, p, iterations = _polish(problem, r, p, iterations)
     return Solution(r, p, iterations)
+
+
+def _polishes(chain: Chain, target: Vec, effector: Vec, tolerance: float) -> bool:
+    """Whether :func:`_polish` has a target to work on (one target, in floats): a chain
+    with limits that misses a target within its length, or ends in a hinge and the target
+    lies beyond its length; elsewhere it gives the pose back unchanged."""
+    if chain.is_free:
+        return False
+    distance = math.hypot(*target)
+    if abs(distance - chain.reach) <= 1e-12 * chain.reach:
+        return True  # (at the length, rounding of the distance decides: let _polish)
+    if distance > chain.reach:
+        return ends_in_hinge(chain)
+    return math.dist(effector, target) > tolerance
+
+
+def solve_floats(
+    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions, points_only: bool = False
+) -> tuple[list[list[float]] | None, list[Vec]] | None:
+    """:func:`solve_fabrik` for one target from the rest pose without an orientation goal,
+    in and out as plain floats (:func:`core.fabrik_single.fabrik_floats`), or ``None`` where
+    numpy must decide: a two-bone limb ending in a hinge (:func:`_two_bone_limb`), and a
+    target :func:`_polish` works on (:func:`_polishes`). ``target`` and ``pole`` are 3
+    floats in the base frame, checked and pulled in; returns the ``n`` local rotations
+    (wxyz; ``None`` under ``points_only`` where the positions came without them) and the
+    ``n + 1`` joint positions."""
+    if chain.n_joints == 2 and ends_in_hinge(chain):
+        return None
+    tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
+    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, None, True, points_only)
+    if _polishes(chain, target, pos[-1], tolerance):
+        return None
+    return None if rots is None else [list(q) for q in rots], pos
 
 
 def _two_bone_limb(problem: Problem) -> Solution:
@@ -220,4 +256,4 @@ def _polish(
     return r, p, its
 
 
-__all__ = ["solve_fabrik"]
+__all__ = ["solve_fabrik", "solve_floats"]

@@ -19,6 +19,7 @@ the batch path (the same pose to rounding).
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -113,6 +114,18 @@ def iterate(
     return rots, pos, iterations
 
 
+_REST_SIGNS: weakref.WeakKeyDictionary[Chain, list[Any]] = weakref.WeakKeyDictionary()
+
+
+def _rest_signs(chain: Chain, plan: AimPlan) -> list[Any]:
+    """:func:`core.aim.hinge_signs` for the rest pose (cached per chain)."""
+    signs = _REST_SIGNS.get(chain)
+    if signs is None:
+        signs = hinge_signs(FLOAT_OPS, plan, chain, [(1.0, 0.0, 0.0, 0.0)] * plan.n)
+        _REST_SIGNS[chain] = signs
+    return signs
+
+
 def fabrik_floats(
     chain: Chain,
     target: Vec,
@@ -162,8 +175,10 @@ def fabrik_floats(
         n = plan.n
         if plan.all_free:
             signs: list[Any] = [0.0] * n
+        elif start is None:
+            signs = _rest_signs(chain, plan)
         else:
-            signs = hinge_signs(FLOAT_OPS, plan, chain, start or [(1.0, 0.0, 0.0, 0.0)] * n)
+            signs = hinge_signs(FLOAT_OPS, plan, chain, start)
         seed = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
         rots, pos, its = iterate(
             FLOAT_OPS,

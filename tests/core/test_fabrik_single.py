@@ -216,3 +216,33 @@ def test_spread_floats_far_and_folded_targets() -> None:
     root, _ = spread_points_floats(fam, (0.0, 0.0, 0.0), True)
     ref, _ = spread_points(ARRAY_OPS, fam, (np.zeros(1),) * 3, True)
     np.testing.assert_allclose(root, [[c[0] for c in p] for p in ref], atol=1e-12)
+
+
+def test_solver_fabrik_under_limits_equals_the_batch() -> None:
+    """:meth:`Solver.pose` and :meth:`Solver.solve_points` with FABRIK on chains with limits
+    (the float path, numpy's polish only where it has a target to work on): the batch's
+    final poses — to 1e-9 where the seed is the answer, 1e-7 where the rounds ran (see
+    :func:`test_fabrik_one_target_equals_the_batch`), the distance left elsewhere."""
+    rng = np.random.default_rng(59)
+    polished = 0
+    for _ in range(10):
+        chain = _chain(rng, limited=True)
+        targets = _targets(rng, chain, 6)
+        solver = Solver(chain, "fabrik")
+        batch = solver.poses(targets)
+        for k, t in enumerate(targets):
+            pose = solver.pose(t)
+            points = solver.solve_points(t)
+            error = math.dist(pose.points[-1], t)
+            assert abs(error - float(batch.error[k])) <= 1e-4 * chain.reach
+            its = batch.iterations[k]
+            if its > solver.options.max_iterations or not batch.converged[k]:
+                polished += 1
+                continue
+            tol = TOL if its == 0 else 1e-7
+            np.testing.assert_allclose(
+                pose.points, batch.positions[k], rtol=0, atol=tol * chain.reach
+            )
+            np.testing.assert_allclose(points, batch.positions[k], rtol=0, atol=tol * chain.reach)
+            _assert_same_rotations(pose.rotations, batch.rotations[k], tol)
+    assert polished > 0
