@@ -43,7 +43,6 @@ from .components import (
 from .options import SolveOptions
 from .spread import rest_shape, shape, spread_points_floats
 from .triangulation_plan import _plan
-from .triangulation_single import _bend_turn
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
 _STALL = 1e-13
@@ -193,6 +192,8 @@ def fabrik_floats(
             hints,
         )
     if orient and (pole is not None or (its and options.bend_plane == "rest")):
+        from .triangulation_single import _bend_turn  # (that module's even route is this)
+
         init = None if start is None else [list(q) for q in start]
         turn = _bend_turn(chain, _plan(chain), options, target, pole, pos, init, start is None)
         if turn is not None:

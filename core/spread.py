@@ -100,6 +100,8 @@ class Shape:
         psi_ref: the chord's in-plane angle that the ``"rest"`` bend plane carries to the
             target: the start pose's (``λ = 1``), or ``0`` (link 0) for a straight start.
         table: ``(λ_j, |E(λ_j)|)`` on ``[0, lam_max]``, the chord decreasing.
+        rising: the table's chords in reverse (increasing), to bisect.
+        links: ``(L_k, B_k)`` pairs.
     """
 
     lengths: tuple[float, ...]
@@ -111,6 +113,8 @@ class Shape:
     psi_ref: float
     bend_signs: tuple[float, ...]
     table: tuple[tuple[float, ...], tuple[float, ...]]
+    rising: tuple[float, ...]
+    links: tuple[tuple[float, float], ...]
 
     @property
     def keeps_lengths(self) -> bool:
@@ -176,6 +180,8 @@ def shape(chain: Chain, start: np.ndarray) -> Shape:
         psi_ref=psi_ref,
         bend_signs=tuple(-1.0 if b < 0.0 else 1.0 for b in bends),
         table=(tuple(grid[: last + 1].tolist()), tuple(chords[: last + 1].tolist())),
+        rising=tuple(chords[last::-1].tolist()),
+        links=tuple(zip(lengths.tolist(), turns.tolist(), strict=True)),
     )
     if rest:
         _SHAPES[chain] = out
@@ -187,7 +193,7 @@ def _bracket(fam: Shape, c: Any) -> tuple[Any, Any]:
     lams, chords = fam.table
     if isinstance(c, float):
         # chords decrease: the first index whose chord is below c
-        k = len(chords) - bisect.bisect_left(chords[::-1], c)
+        k = len(chords) - bisect.bisect_left(fam.rising, c)
         k = min(max(k, 1), len(chords) - 1)
         return lams[k - 1], lams[k]
     k = len(chords) - np.searchsorted(np.asarray(chords[::-1]), c)
@@ -304,7 +310,7 @@ def spread_points_floats(fam: Shape, target: Vec, carry_start: bool) -> tuple[li
     sqrt, cos, sin = math.sqrt, math.cos, math.sin
     tx, ty, tz = target
     c = sqrt(tx * tx + ty * ty + tz * tz)
-    lengths, turns = fam.lengths, fam.turns
+    links = fam.links
     lams, chords = fam.table
     if c <= chords[-1]:
         lam = fam.lam_max
@@ -312,7 +318,7 @@ def spread_points_floats(fam: Shape, target: Vec, carry_start: bool) -> tuple[li
         lam = 0.0
     else:
         # chords decrease: the first index whose chord is below c (as _bracket)
-        k = len(chords) - bisect.bisect_left(chords[::-1], c)
+        k = len(chords) - bisect.bisect_left(fam.rising, c)
         k = min(max(k, 1), len(chords) - 1)
         lo, hi = lams[k - 1], lams[k]
         span = chords[k - 1] - chords[k]
@@ -320,7 +326,7 @@ def spread_points_floats(fam: Shape, target: Vec, carry_start: bool) -> tuple[li
         close = _CLOSE * lams[-1]
         for _ in range(_NEWTON):
             ex = ey = dx = dy = 0.0
-            for length, b in zip(lengths, turns, strict=True):
+            for length, b in links:
                 ca, sa = cos(lam * b), sin(lam * b)
                 ex, ey = ex + length * ca, ey + length * sa
                 dx, dy = dx - length * b * sa, dy + length * b * ca
@@ -339,7 +345,7 @@ def spread_points_floats(fam: Shape, target: Vec, carry_start: bool) -> tuple[li
     x = y = 0.0
     xs = [x]
     ys = [y]
-    for length, b in zip(lengths, turns, strict=True):
+    for length, b in links:
         x, y = x + length * cos(lam * b), y + length * sin(lam * b)
         xs.append(x)
         ys.append(y)

@@ -29,6 +29,7 @@ from .components import (
     qrotate,
     vperpendicular,
 )
+from .fabrik_single import fabrik_floats
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
@@ -122,8 +123,6 @@ def _spread(
     """The ``"even"`` distribution on a chain without limits, in floats: FABRIK from its
     spread seed (:func:`core.fabrik_single.fabrik_floats`), as
     :func:`core.triangulation.solve_triangulation` answers it."""
-    from .fabrik_single import fabrik_floats  # (it builds on this module's bend turn)
-
     tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
     rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, None, True, points_only)
     return None if rots is None else [list(q) for q in rots], pos
