@@ -393,19 +393,17 @@ def _rest(n: int) -> np.ndarray:
 def spread_pose(
     problem: Problem,
 ) -> tuple[list[Quat], list[Vec], Ops, AimPlan, list[Any], list[Vec | None]]:
-    """The spread pose for every target (one shared start pose), before the bend plane:
-    rotations and positions on components (floats for one target), the ops and aim plan
-    used, the hinges' preferred bend signs and the bend-plane hints."""
+    """The spread pose for every target of a batch (one shared start pose), before the
+    bend plane: rotations and positions on ``(N,)`` component arrays, the ops and aim plan
+    used, the hinges' preferred bend signs and the bend-plane hints. (One target takes
+    :func:`spread_points_floats` through :func:`core.fabrik_single.fabrik_floats`.)"""
     plan = aim_plan(problem.chain)
     fam = shape(problem.chain, problem.initial[0])
-    if problem.size == 1:
-        ops: Ops = FLOAT_OPS
-        target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
-        start: list[Quat] = [tuple(q) for q in problem.initial[0].tolist()]
-    else:
-        ops = ARRAY_OPS
-        target = tuple(np.ascontiguousarray(problem.targets.T))
-        start = [tuple(np.ascontiguousarray(problem.initial[:, i, :].T)) for i in range(plan.n)]
+    ops: Ops = ARRAY_OPS
+    target: Vec = tuple(np.ascontiguousarray(problem.targets.T))
+    start: list[Quat] = [
+        tuple(np.ascontiguousarray(problem.initial[:, i, :].T)) for i in range(plan.n)
+    ]
     wants, hints = spread_points(ops, fam, target, problem.options.bend_plane == "rest")
     signs = hinge_signs(ops, plan, problem.chain, start)
     rots, pos = aim(ops, plan, problem.chain, wants, signs, problem.size, hints)
