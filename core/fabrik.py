@@ -169,22 +169,21 @@ def _polishes(chain: Chain, target: Vec, effector: Vec, tolerance: float) -> boo
 
 
 def solve_floats(
-    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions, points_only: bool = False
-) -> tuple[list[list[float]] | None, list[Vec]] | None:
+    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions
+) -> tuple[list[list[float]], list[Vec]] | None:
     """:func:`solve_fabrik` for one target from the rest pose without an orientation goal,
     in and out as plain floats (:func:`core.fabrik_single.fabrik_floats`), or ``None`` where
     numpy must decide: a two-bone limb ending in a hinge (:func:`_two_bone_limb`), and a
     target :func:`_polish` works on (:func:`_polishes`). ``target`` and ``pole`` are 3
     floats in the base frame, checked and pulled in; returns the ``n`` local rotations
-    (wxyz; ``None`` under ``points_only`` where the positions came without them) and the
-    ``n + 1`` joint positions."""
+    (wxyz) and the ``n + 1`` joint positions."""
     if chain.n_joints == 2 and ends_in_hinge(chain):
         return None
     tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
-    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, None, True, points_only)
-    if _polishes(chain, target, pos[-1], tolerance):
+    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance)
+    if rots is None or _polishes(chain, target, pos[-1], tolerance):
         return None
-    return None if rots is None else [list(q) for q in rots], pos
+    return [list(q) for q in rots], pos
 
 
 def _two_bone_limb(problem: Problem) -> Solution:

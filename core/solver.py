@@ -188,7 +188,7 @@ def _floats(
     if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
         fab = fabrik.solve_floats(chain, *_single_inputs(chain, target, pole), opts)
         if fab is not None:
-            return fab  # type: ignore[return-value]
+            return fab
     sol = _one(chain, impl, opts, target, pole, None)
     return sol.rotations[0].tolist(), sol.positions[0].tolist()
 
@@ -241,10 +241,6 @@ def _points(
         out = triangulation_single.solve_single_points(chain, t, p, opts)
         if out is not None and (not seeded or _meets(out[-1], t, chain, opts)):
             return out
-    if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
-        fab = fabrik.solve_floats(chain, *_single_inputs(chain, target, pole), opts, True)
-        if fab is not None:
-            return fab[1]
     return _floats(chain, method, impl, opts, target, pole)[1]
 
 
