@@ -179,10 +179,11 @@ def turn(ops: Ops, u: Vec, v: Vec, half: Vec) -> Quat:
 
 
 def project(chain: Chain, i: int, q: Quat, size: int) -> Quat:
-    """Joint ``i``'s limits applied to ``q`` (:meth:`JointLimits.project`)."""
+    """Joint ``i``'s limits applied to ``q`` (:meth:`JointLimits.project`; for one
+    rotation in floats its float twin :meth:`JointLimits.project_floats`)."""
     if isinstance(q[0], float):
-        out = chain.limits[i].project(np.array(q))
-        return float(out[0]), float(out[1]), float(out[2]), float(out[3])
+        w, x, y, z = chain.limits[i].project_floats(q)
+        return w, x, y, z
     stacked = np.stack([np.broadcast_to(c, (size,)) for c in q], axis=-1)
     out = chain.limits[i].project(stacked)
     return out[:, 0], out[:, 1], out[:, 2], out[:, 3]

@@ -45,95 +45,32 @@ chain straightens). Positions are therefore always the forward kinematics of the
 
 Orientation goals are not pursued (position only).
 
-Two paths, one pass: the arithmetic is written once on components
-(:mod:`core.components`) and runs on plain floats for one target (``problem.size == 1``)
-and on ``(N,)`` arrays for a batch; tests check that both give the same numbers.
+Two paths, one pass: the rounds are written once on components (:mod:`core.components`;
+:func:`core.fabrik_single.iterate`) and run on ``(N,)`` arrays for a batch and on plain
+floats for one target (``problem.size == 1``: :func:`core.fabrik_single.fabrik_floats`,
+whose seed is the spread's float twin :func:`core.spread.spread_points_floats`); tests
+check that both give the same numbers.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
-from .aim import AimPlan, aim
 from .bend_plane import orient_bend
 from .ccd import solve_ccd
-from .components import Ops, Quat, Vec, pick, vadd, vdot, vscale, vsub
+from .chain import Chain
+from .components import Vec
+from .fabrik_single import fabrik_floats, iterate
+from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .spread import spread_pose, stack
 from .triangulation_fallback import triangulation_where_closer
 from .triangulation_limits import ends_in_hinge
 from .triangulation_limits_single import meeting
-
-#: The effector moved less than this fraction of the reach in an iteration: stop.
-_STALL = 1e-13
-#: Lengths below this fraction of the reach count as zero (directions undefined).
-_TINY = 1e-12
-#: Floor for divisors whose result is discarded where they vanish.
-_SAFE = 1e-300
-
-
-def _forward(ops: Ops, plan: AimPlan, pos: list[Vec], target: Vec) -> list[Vec]:
-    """Stage 1 (tip to root): ``p_n ← t``, each joint pulled onto the line to the next at
-    its link's length, ``p_i ← (1 − λ_i) p_{i+1} + λ_i p_i``; a joint on its successor
-    keeps its link's current direction."""
-    n = plan.n
-    out: list[Vec] = [target] * (n + 1)
-    nxt = target
-    tiny = _TINY * plan.reach
-    for i in range(n - 1, -1, -1):
-        v = vsub(pos[i], nxt)
-        r = ops.sqrt(vdot(v, v))
-        old = vsub(pos[i], pos[i + 1])
-        r_old = ops.sqrt(vdot(old, old))
-        use = r > tiny
-        v = pick(ops, use, v, old)
-        r = ops.where(use, r, r_old)
-        lam = plan.lengths[i] / ops.where(r > _SAFE, r, 1.0)
-        nxt = vadd(nxt, vscale(v, lam))
-        out[i] = nxt
-    return out
-
-
-def _iterate(
-    ops: Ops,
-    problem: Problem,
-    plan: AimPlan,
-    target: Vec,
-    seed: tuple[list[Quat], list[Vec]],
-    signs: list[Any],
-    hints: list[Vec | None],
-) -> tuple[list[Quat], list[Vec], Any]:
-    """Algorithm 1's loop from the seed; returns rotations, positions and iterations.
-
-    Stage 2 is :func:`core.aim.aim` toward stage 1's positions (root back in place, each
-    joint turned toward the next within its limits); a target is dropped from the loop
-    once reached or when its effector stops moving."""
-    chain = problem.chain
-    size = problem.size
-    rots, pos = seed
-    miss = vsub(pos[-1], target)
-    active = ops.sqrt(vdot(miss, miss)) > problem.tolerance
-    iterations: Any = ops.where(active, 0, 0)
-    for _ in range(problem.options.max_iterations):
-        if not ops.any(active):
-            break
-        wants = _forward(ops, plan, pos, target)
-        new_rots, new_pos = aim(ops, plan, chain, wants, signs, size, hints)
-        moved = vsub(new_pos[-1], pos[-1])
-        rots = [pick(ops, active, a, b) for a, b in zip(new_rots, rots, strict=True)]
-        pos = [pick(ops, active, a, b) for a, b in zip(new_pos, pos, strict=True)]
-        iterations = iterations + ops.where(active, 1, 0)
-        miss = vsub(pos[-1], target)
-        active = (
-            active
-            & (ops.sqrt(vdot(miss, miss)) > problem.tolerance)
-            & (ops.sqrt(vdot(moved, moved)) > _STALL * plan.reach)
-        )
-    return rots, pos, iterations
 
 
 def solve_fabrik(problem: Problem) -> Solution:
@@ -159,18 +96,26 @@ def solve_fabrik(problem: Problem) -> Solution:
 
 
 def _fabrik(problem: Problem) -> Solution:
-    """:func:`solve_fabrik` for targets that share a start pose: the rounds from the spread."""
+    """:func:`solve_fabrik` for targets that share a start pose: the rounds from the spread
+    (one target: :func:`core.fabrik_single.fabrik_floats`, in floats)."""
+    if problem.size == 1:
+        return _fabrik_one(problem)
     rots, pos, ops, plan, signs, hints = spread_pose(problem)
-    if problem.size == 1:
-        target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
-    else:
-        target = tuple(np.ascontiguousarray(problem.targets.T))
-    rots, pos, iterations = _iterate(ops, problem, plan, target, (rots, pos), signs, hints)
+    target = tuple(np.ascontiguousarray(problem.targets.T))
+    rots, pos, iterations = iterate(
+        ops,
+        problem.chain,
+        problem.tolerance,
+        problem.options.max_iterations,
+        problem.size,
+        plan,
+        target,
+        (rots, pos),
+        signs,
+        hints,
+    )
     r, p = stack(rots, pos, problem.size)
-    if problem.size == 1:
-        its = np.array([iterations], dtype=np.int64)
-    else:
-        its = np.broadcast_to(np.asarray(iterations, dtype=np.int64), (problem.size,)).copy()
+    its = np.broadcast_to(np.asarray(iterations, dtype=np.int64), (problem.size,)).copy()
     if problem.poles is not None:
         r, p = orient_bend(problem, r, p)
     elif np.any(its):  # the seed's plane is carried already; iterations may have left it
@@ -181,6 +126,64 @@ def _fabrik(problem: Problem) -> Solution:
     if not plan.all_free:
         r, p, its = _polish(problem, r, p, its)
     return Solution(r, p, its)
+
+
+def _fabrik_one(problem: Problem) -> Solution:
+    """:func:`_fabrik` for one target: :func:`core.fabrik_single.fabrik_floats` (the same
+    steps in floats), then :func:`_polish` on a chain with limits."""
+    opts = problem.options
+    target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
+    pole: Vec | None = None
+    if problem.poles is not None:
+        pole = tuple(float(x) for x in problem.poles[0])  # type: ignore[assignment]
+    initial = problem.initial[0]
+    rest = not np.any(initial - (1.0, 0.0, 0.0, 0.0))
+    rots, pos, its = fabrik_floats(
+        problem.chain,
+        target,
+        pole,
+        opts,
+        problem.tolerance,
+        None if rest else [tuple(q) for q in initial.tolist()],
+        problem.target_rotations is None or opts.position_weight >= 1.0,
+    )
+    r, p = stack(rots, pos, 1)  # type: ignore[arg-type]
+    iterations = np.array([its], dtype=np.int64)
+    if _polishes(problem.chain, target, pos[-1], problem.tolerance):
+        r, p, iterations = _polish(problem, r, p, iterations)
+    return Solution(r, p, iterations)
+
+
+def _polishes(chain: Chain, target: Vec, effector: Vec, tolerance: float) -> bool:
+    """Whether :func:`_polish` has a target to work on (one target, in floats): a chain
+    with limits that misses a target within its length, or ends in a hinge and the target
+    lies beyond its length; elsewhere it gives the pose back unchanged."""
+    if chain.is_free:
+        return False
+    distance = math.hypot(*target)
+    if abs(distance - chain.reach) <= 1e-12 * chain.reach:
+        return True  # (at the length, rounding of the distance decides: let _polish)
+    if distance > chain.reach:
+        return ends_in_hinge(chain)
+    return math.dist(effector, target) > tolerance
+
+
+def solve_floats(
+    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions
+) -> tuple[list[list[float]], list[Vec]] | None:
+    """:func:`solve_fabrik` for one target from the rest pose without an orientation goal,
+    in and out as plain floats (:func:`core.fabrik_single.fabrik_floats`), or ``None`` where
+    numpy must decide: a two-bone limb ending in a hinge (:func:`_two_bone_limb`), and a
+    target :func:`_polish` works on (:func:`_polishes`). ``target`` and ``pole`` are 3
+    floats in the base frame, checked and pulled in; returns the ``n`` local rotations
+    (wxyz) and the ``n + 1`` joint positions."""
+    if chain.n_joints == 2 and ends_in_hinge(chain):
+        return None
+    tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
+    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance)
+    if rots is None or _polishes(chain, target, pos[-1], tolerance):
+        return None
+    return [list(q) for q in rots], pos
 
 
 def _two_bone_limb(problem: Problem) -> Solution:
@@ -252,4 +255,4 @@ def _polish(
     return r, p, its
 
 
-__all__ = ["solve_fabrik"]
+__all__ = ["solve_fabrik", "solve_floats"]

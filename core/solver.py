@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from numpy.typing import ArrayLike
 
-from . import stretch, triangulation_single
+from . import fabrik, stretch, triangulation_single
 from .chain import Chain
 from .errors import SolveInputError
 from .options import SolveOptions
@@ -185,6 +185,10 @@ def _floats(
         out = triangulation_single.solve_single(chain, *_single_inputs(chain, target, pole), opts)
         if out is not None:
             return out
+    if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
+        fab = fabrik.solve_floats(chain, *_single_inputs(chain, target, pole), opts)
+        if fab is not None:
+            return fab
     sol = _one(chain, impl, opts, target, pole, None)
     return sol.rotations[0].tolist(), sol.positions[0].tolist()
 

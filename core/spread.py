@@ -42,7 +42,8 @@ projected by :func:`core.aim.aim` (limits hold, the target may be missed — FAB
 iterates from there).
 
 Arithmetic written once on components: plain floats for one target, ``(N,)`` arrays for a
-batch (:mod:`core.components`).
+batch (:mod:`core.components`); :func:`spread_points_floats` is the one-target path in
+plain floats (FABRIK's, :mod:`core.fabrik_single`), the same pose to rounding (tested).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ from .components import (
     Vec,
     pick,
     qrotate,
+    vcombine,
+    vcross,
     vdot,
     vscale,
 )
@@ -76,6 +79,8 @@ from .problem import Problem
 #: Size of the table of chords the scale is bracketed on, and Newton steps after it.
 _TABLE = 129
 _NEWTON = 6
+#: The float path's Newton rounds stop at a step below this fraction of the table's range.
+_CLOSE = 1e-9
 #: Bends below this (radians) count as straight.
 _STRAIGHT = 1e-6
 _SAFE = 1e-300
@@ -95,6 +100,8 @@ class Shape:
         psi_ref: the chord's in-plane angle that the ``"rest"`` bend plane carries to the
             target: the start pose's (``λ = 1``), or ``0`` (link 0) for a straight start.
         table: ``(λ_j, |E(λ_j)|)`` on ``[0, lam_max]``, the chord decreasing.
+        rising: the table's chords in reverse (increasing), to bisect.
+        links: ``(L_k, B_k)`` pairs.
     """
 
     lengths: tuple[float, ...]
@@ -106,6 +113,15 @@ class Shape:
     psi_ref: float
     bend_signs: tuple[float, ...]
     table: tuple[tuple[float, ...], tuple[float, ...]]
+    rising: tuple[float, ...]
+    links: tuple[tuple[float, float], ...]
+
+    @property
+    def keeps_lengths(self) -> bool:
+        """Its members' joints lie at the links' lengths from each other: ``d0 ⟂ N`` (a
+        start pose bent in one plane, or straight). Otherwise ``d0, m0`` are not orthonormal
+        and :func:`core.aim.aim` moves the joints (by up to ~1e-6 of the reach)."""
+        return abs(vdot(self.normal, self.d0)) <= 1e-12
 
 
 _SHAPES: weakref.WeakKeyDictionary[Chain, Shape] = weakref.WeakKeyDictionary()
@@ -164,6 +180,8 @@ def shape(chain: Chain, start: np.ndarray) -> Shape:
         psi_ref=psi_ref,
         bend_signs=tuple(-1.0 if b < 0.0 else 1.0 for b in bends),
         table=(tuple(grid[: last + 1].tolist()), tuple(chords[: last + 1].tolist())),
+        rising=tuple(chords[last::-1].tolist()),
+        links=tuple(zip(lengths.tolist(), turns.tolist(), strict=True)),
     )
     if rest:
         _SHAPES[chain] = out
@@ -175,7 +193,7 @@ def _bracket(fam: Shape, c: Any) -> tuple[Any, Any]:
     lams, chords = fam.table
     if isinstance(c, float):
         # chords decrease: the first index whose chord is below c
-        k = len(chords) - bisect.bisect_left(chords[::-1], c)
+        k = len(chords) - bisect.bisect_left(fam.rising, c)
         k = min(max(k, 1), len(chords) - 1)
         return lams[k - 1], lams[k]
     k = len(chords) - np.searchsorted(np.asarray(chords[::-1]), c)
@@ -280,22 +298,112 @@ def spread_points(
     return [qrotate(q, p) for p in pts], hints
 
 
+def spread_points_floats(fam: Shape, target: Vec, carry_start: bool) -> tuple[list[Vec], Vec]:
+    """:func:`spread_points` for one target in plain floats: the ``n + 1`` joints and the
+    bend normal ``N`` carried to the target (the hints are ``sign(β_k)`` times it).
+
+    The same steps to rounding, fewer of them: the Newton rounds for ``λ`` start from the
+    secant of the bracketing table entries instead of their midpoint and stop once a step
+    is below ``1e-9`` of the family's range (quadratic convergence: the next would move
+    ``λ`` by rounding); the in-plane carry, the plane's axes and the turn onto the target
+    are composed into two vectors ``A, B``, each joint ``x_k A + y_k B``."""
+    sqrt, cos, sin = math.sqrt, math.cos, math.sin
+    tx, ty, tz = target
+    c = sqrt(tx * tx + ty * ty + tz * tz)
+    links = fam.links
+    lams, chords = fam.table
+    if c <= chords[-1]:
+        lam = fam.lam_max
+    elif c >= chords[0]:
+        lam = 0.0
+    else:
+        # chords decrease: the first index whose chord is below c (as _bracket)
+        k = len(chords) - bisect.bisect_left(fam.rising, c)
+        k = min(max(k, 1), len(chords) - 1)
+        lo, hi = lams[k - 1], lams[k]
+        span = chords[k - 1] - chords[k]
+        lam = lo + (hi - lo) * ((chords[k - 1] - c) / span if span > 0.0 else 0.5)
+        close = _CLOSE * lams[-1]
+        for _ in range(_NEWTON):
+            ex = ey = dx = dy = 0.0
+            for length, b in links:
+                ca, sa = cos(lam * b), sin(lam * b)
+                ex, ey = ex + length * ca, ey + length * sa
+                dx, dy = dx - length * b * sa, dy + length * b * ca
+            chord = sqrt(ex * ex + ey * ey)
+            slope = (ex * dx + ey * dy) / (chord if chord > _SAFE else 1.0)
+            if chord > c:
+                lo = lam
+            else:
+                hi = lam
+            step = lam - (chord - c) / (slope if slope < -_SAFE else -1.0)
+            step = step if lo <= step <= hi else 0.5 * (lo + hi)
+            done = abs(step - lam) <= close
+            lam = step
+            if done:
+                break
+    x = y = 0.0
+    xs = [x]
+    ys = [y]
+    for length, b in links:
+        x, y = x + length * cos(lam * b), y + length * sin(lam * b)
+        xs.append(x)
+        ys.append(y)
+    d0, m0 = fam.d0, fam.m0
+    if carry_start:  # turned in its plane so the chord lies at psi_ref
+        psi = math.atan2(y, x)
+        cr, sr = cos(fam.psi_ref - psi), sin(fam.psi_ref - psi)
+        d0, m0 = vcombine(cr, d0, sr, m0), vcombine(-sr, d0, cr, m0)
+    e = vcombine(x, d0, y, m0)
+    # shortest rotation taking the chord e to the target's direction (about N if opposite)
+    ne = sqrt(vdot(e, e))
+    ue = vscale(e, 1.0 / (ne if ne > _SAFE else 1.0))
+    ut = vscale(target, 1.0 / (c if c > _SAFE else 1.0))
+    dot = vdot(ue, ut)
+    cx, cy, cz = vcross(ue, ut)
+    cross2 = cx * cx + cy * cy + cz * cz
+    normal = fam.normal
+    if c > _SAFE:
+        if dot < 0.0 and cross2 < 1e-24:
+            w, (cx, cy, cz) = 0.0, normal
+        else:
+            w = cross2 / (1.0 - dot) if dot < 0.0 else 1.0 + dot
+        norm = sqrt(w * w + cx * cx + cy * cy + cz * cz)
+        q: Quat = (w / norm, cx / norm, cy / norm, cz / norm)
+        d0, m0, normal = qrotate(q, d0), qrotate(q, m0), qrotate(q, normal)
+    (ax, ay, az), (bx, by, bz) = d0, m0
+    pts: list[Vec] = [
+        (a * ax + b * bx, a * ay + b * by, a * az + b * bz) for a, b in zip(xs, ys, strict=True)
+    ]
+    return pts, normal
+
+
+def rest_shape(chain: Chain) -> Shape:
+    """:func:`shape` about the rest pose (cached per chain)."""
+    hit = _SHAPES.get(chain)
+    return hit if hit is not None else shape(chain, _rest(chain.n_joints))
+
+
+def _rest(n: int) -> np.ndarray:
+    out = np.zeros((n, 4))
+    out[:, 0] = 1.0
+    return out
+
+
 def spread_pose(
     problem: Problem,
 ) -> tuple[list[Quat], list[Vec], Ops, AimPlan, list[Any], list[Vec | None]]:
-    """The spread pose for every target (one shared start pose), before the bend plane:
-    rotations and positions on components (floats for one target), the ops and aim plan
-    used, the hinges' preferred bend signs and the bend-plane hints."""
+    """The spread pose for every target of a batch (one shared start pose), before the
+    bend plane: rotations and positions on ``(N,)`` component arrays, the ops and aim plan
+    used, the hinges' preferred bend signs and the bend-plane hints. (One target takes
+    :func:`spread_points_floats` through :func:`core.fabrik_single.fabrik_floats`.)"""
     plan = aim_plan(problem.chain)
     fam = shape(problem.chain, problem.initial[0])
-    if problem.size == 1:
-        ops: Ops = FLOAT_OPS
-        target: Vec = tuple(float(x) for x in problem.targets[0])  # type: ignore[assignment]
-        start: list[Quat] = [tuple(q) for q in problem.initial[0].tolist()]
-    else:
-        ops = ARRAY_OPS
-        target = tuple(np.ascontiguousarray(problem.targets.T))
-        start = [tuple(np.ascontiguousarray(problem.initial[:, i, :].T)) for i in range(plan.n)]
+    ops: Ops = ARRAY_OPS
+    target: Vec = tuple(np.ascontiguousarray(problem.targets.T))
+    start: list[Quat] = [
+        tuple(np.ascontiguousarray(problem.initial[:, i, :].T)) for i in range(plan.n)
+    ]
     wants, hints = spread_points(ops, fam, target, problem.options.bend_plane == "rest")
     signs = hinge_signs(ops, plan, problem.chain, start)
     rots, pos = aim(ops, plan, problem.chain, wants, signs, problem.size, hints)
@@ -318,4 +426,12 @@ def stack(rots: list[Quat], pos: list[Vec], size: int) -> tuple[np.ndarray, np.n
     return r, p
 
 
-__all__ = ["Shape", "shape", "spread_points", "spread_pose", "stack"]
+__all__ = [
+    "Shape",
+    "rest_shape",
+    "shape",
+    "spread_points",
+    "spread_points_floats",
+    "spread_pose",
+    "stack",
+]

@@ -29,6 +29,7 @@ from .components import (
     qrotate,
     vperpendicular,
 )
+from .fabrik_single import fabrik_floats
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
@@ -93,7 +94,8 @@ def solve_single(
     """The pass for one target from the rest pose, in and out as plain floats, or ``None``
     where the numpy path must decide: on a limited chain, triangulation within the limits
     in floats (:func:`core.triangulation_limits_single.solve_one`, which declines where
-    the numpy path searches); exact cone chains and the ``"even"`` distribution decline.
+    the numpy path searches); exact cone chains decline. The ``"even"`` distribution is
+    FABRIK from the spread in floats (:func:`_spread`).
 
     The numbers are :func:`core.triangulation.solve_triangulation`'s for the same (checked) problem
     without an orientation goal: ``target`` and ``pole`` as 3 floats in the base frame (``pole`` may
@@ -108,9 +110,22 @@ def solve_single(
 
         tolerance = options.tolerance if options.tolerance is not None else 1e-6 * plan.reach
         return solve_one(plan, chain, target, None, options, pole, True, tolerance)
-    if not plan.all_free or _spreads(plan, options):
+    if not plan.all_free:
         return None
+    if _spreads(plan, options):
+        return _spread(chain, target, pole, options, False)  # type: ignore[return-value]
     return _single_pass(plan, chain, target, None, options, pole, True)
+
+
+def _spread(
+    chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions, points_only: bool
+) -> tuple[list[list[float]] | None, list[Vec]]:
+    """The ``"even"`` distribution on a chain without limits, in floats: FABRIK from its
+    spread seed (:func:`core.fabrik_single.fabrik_floats`), as
+    :func:`core.triangulation.solve_triangulation` answers it."""
+    tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
+    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, None, True, points_only)
+    return None if rots is None else [list(q) for q in rots], pos
 
 
 def solve_single_points(
@@ -138,8 +153,10 @@ def solve_single_points(
         The ``n + 1`` joint positions (3 floats each, base frame), root first.
     """
     plan = _plan(chain)
-    if not plan.all_free or _spreads(plan, options) or _scale(chain) != 1.0:
+    if not plan.all_free or _scale(chain) != 1.0:
         return None
+    if _spreads(plan, options):
+        return _spread(chain, target, pole, options, True)[1]
     if plan.n == 2:
         pos = _two_links(plan, target, options, pole)
         if pos is not None:
