@@ -93,8 +93,9 @@ Two implementations of the same algorithm: :func:`_solve_batch` (numpy, componen
 modules) and :func:`core.triangulation_single._solve_single` (plain Python floats, one
 target on a free chain or one whose limited joints are projected, for interactive single
 solves, :mod:`core.triangulation_single`; on limited chains
-:mod:`core.triangulation_limits_single` adds the closed form of a last hinge in floats);
-tests check they agree to rounding.
+:mod:`core.triangulation_limits_single` adds the closed form of a last hinge and
+:mod:`core.triangulation_refine_single` the search in floats); tests check they agree to
+rounding (the search: where it reaches; docs/triangulation.md).
 """
 
 from __future__ import annotations
