@@ -19,12 +19,13 @@ limited other than by the paper's cones (every limited joint is projected by the
    and chosen, with the restarts (:func:`core.triangulation_refine_single.search`, the float
    twin of :mod:`core.triangulation_refine`).
 
-Where the joint before the hinge refuses the spin the closed form asks for, that one
-placement is the numpy reference's on a batch of one (it samples 1024 spins:
-:func:`_placed`). Chains with the paper's cone joints, and a target beyond the chain's
-length whose hinge cannot be placed at all (the reference then weighs the pass's pose
-against itself, a tie rounding decides), return ``None``: the caller runs the numpy
-reference.
+Where the joint before the hinge refuses the spin the closed form asks for on the pass's
+pose, chains with the paper's cone joints, and a target beyond the chain's length whose
+hinge cannot be placed at all (the reference then weighs the pass's pose against itself, a
+tie rounding decides) return ``None``: the caller runs the numpy reference. Where the spin
+is refused for another candidate of the search (the bend-side pose, the hinge aimed beyond
+the chain's length), that one placement is the numpy reference's on a batch of one (it
+samples 1024 spins: :func:`_placed`).
 """
 
 from __future__ import annotations
@@ -231,9 +232,10 @@ def _closed_form(
     """The first steps of :func:`core.triangulation_limits.reach_within_limits` for one
     target: the pass's pose, replaced by the pose with a last hinge placed in closed form
     where that reaches; whether it meets the target; the wanted bend (:func:`_want`).
-    ``None`` where that is decided by the numpy path (cone joints); where the joint before
-    the hinge refuses the spin its closed form asks for, the reference's placement
-    (:func:`_placed`)."""
+    ``None`` where that is decided by the numpy path (cone joints, or the joint before the
+    hinge refuses the spin its closed form asks for: the float pass's pose, ~1e-12 from the
+    batch pass's, would then be placed by the sampled spins, which magnify that; the
+    methods seeded from this pose compare it with the batch's to 1e-9)."""
     if "cone" in plan.kinds:
         return None
     rots, pos = _single_pass(plan, chain, target, init, options, pole, orient)
@@ -245,7 +247,9 @@ def _closed_form(
     toward = (
         None if want is None else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
     )
-    placed = _placed(chain, facts, rots, target, toward, tolerance)
+    placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
+    if placed is None:
+        return None
     at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want
@@ -286,19 +290,24 @@ def solve_one(
     pole: Vec | None,
     orient: bool,
     tolerance: float,
+    search_in_floats: bool = True,
 ) -> Pose | None:
     """Triangulation within limits for one target (module docstring): the ``n`` local
     rotations (wxyz, ``w ≥ 0`` where the closed form or the search placed them; the pass's
     own where it reaches or nothing comes closer) and ``n + 1`` joint positions, or ``None``
     where the numpy reference decides (cone joints; a far target whose hinge cannot be
     placed). ``init``, ``pole``, ``orient`` as for the pass
-    (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's."""
+    (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's.
+    ``search_in_floats=False``: ``None`` where the search would run (steps 3–4 beyond the
+    closed forms), so the numpy path searches."""
     out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
     if out is None:
         return None
     (rots, pos), met, want = out
     if met:
         return rots, pos
+    if not search_in_floats:
+        return _closed_beyond(plan, chain, target, rots, pos, want, tolerance)
     n = plan.n
     start: list[Quat] = (
         [(1.0, 0.0, 0.0, 0.0)] * n if init is None else [(q[0], q[1], q[2], q[3]) for q in init]
@@ -339,6 +348,35 @@ def solve_one(
         for base in (passed[0], side_pose(chain, passed[0])):
             closed.append(_placed(chain, facts, base, target, facing, tolerance))
     return _answer(search(chain, target, start, passed, closed, tolerance))
+
+
+def _closed_beyond(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    rots: list[list[float]],
+    pos: list[Vec],
+    want: Vec | None,
+    tolerance: float,
+) -> Pose | None:
+    """Beyond the chain's length, the hinge at its longest aimed at the target where that
+    comes closer than the pass's pose; ``None`` everywhere else (the numpy path decides)."""
+    facts = _hinge_facts(chain)
+    if facts is None or not math.dist(target, pos[0]) > chain.reach + tolerance:
+        return None
+    error = math.dist(pos[-1], target)
+    p = pos[plan.n - 2]
+    toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
+    scale = facts.longest * (1.0 - 1e-12) / math.sqrt(vdot(toward, toward))
+    aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
+    side = None if want is None else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
+    placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
+    if placed is None:
+        return None
+    at = forward_kinematics_floats(chain, placed)[0]
+    if math.dist(at[-1], target) < error:
+        return _positive(placed), at
+    return None
 
 
 def _answer(best: Refined) -> Pose:
