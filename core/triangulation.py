@@ -93,8 +93,9 @@ Two implementations of the same algorithm: :func:`_solve_batch` (numpy, componen
 modules) and :func:`core.triangulation_single._solve_single` (plain Python floats, one
 target on a free chain or one whose limited joints are projected, for interactive single
 solves, :mod:`core.triangulation_single`; on limited chains
-:mod:`core.triangulation_limits_single` adds the closed form of a last hinge in floats);
-tests check they agree to rounding.
+:mod:`core.triangulation_limits_single` adds the closed form of a last hinge and
+:mod:`core.triangulation_refine_single` the search in floats); tests check they agree to
+rounding (the search: where it reaches; docs/triangulation.md).
 """
 
 from __future__ import annotations
@@ -124,13 +125,18 @@ _ONE_PASS = np.ones(1, dtype=np.int64)
 _ONE_PASS.flags.writeable = False
 
 
-def solve_triangulation(problem: Problem) -> Solution:
+def solve_triangulation(problem: Problem, search_in_floats: bool = True) -> Solution:
     """Triangulation IK (Müller-Cajar & Mukundan 2007, Algorithm 1), one pass per target.
 
     Args:
         problem: ``N`` targets on one chain; reads ``options.delta_b_deg``,
             ``options.bend_plane``, ``options.pole_angle``, the poles and the start pose.
             Orientation goals are not pursued (position only).
+        search_in_floats: for one target on a limited chain, search in plain floats
+            (:mod:`core.triangulation_refine_single`); ``False`` keeps the search in numpy
+            (the other methods' fallback, :mod:`core.triangulation_fallback`, whose single
+            and batch answers tests compare to 1e-9 also where the two searches legitimately
+            differ more: targets beyond the chain's length or unreachable within limits).
 
     Returns:
         A :class:`Solution` with ``iterations == 1`` for every target.
@@ -140,7 +146,7 @@ def solve_triangulation(problem: Problem) -> Solution:
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
     scale = _scale(problem.chain)
     if scale != 1.0:
-        return _solve_scaled(problem, scale)
+        return _solve_scaled(problem, scale, search_in_floats)
     plan = _plan(problem.chain)
     if plan.all_free and _spreads(plan, problem.options):
         # The spread, finished by FABRIK's rounds where it misses (a rest pose bent out of
@@ -151,7 +157,11 @@ def solve_triangulation(problem: Problem) -> Solution:
         return solve_fabrik(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)
-    elif problem.size == 1 and plan.limited and (one := _limited_single(problem, plan)):
+    elif (
+        problem.size == 1
+        and plan.limited
+        and (one := _limited_single(problem, plan, search_in_floats))
+    ):
         rotations, positions = np.array([one[0]]), np.array([one[1]])
     else:
         rotations, positions = _solve_batch(problem, plan)
@@ -164,7 +174,7 @@ def solve_triangulation(problem: Problem) -> Solution:
 _SCALED: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
 
 
-def _solve_scaled(problem: Problem, scale: float) -> Solution:
+def _solve_scaled(problem: Problem, scale: float, search_in_floats: bool) -> Solution:
     """The pass on the chain, targets and poles divided by ``scale``; positions scaled back
     (rotations do not depend on the unit of length)."""
     chain = problem.chain
@@ -179,7 +189,7 @@ def _solve_scaled(problem: Problem, scale: float) -> Solution:
         poles=None if problem.poles is None else problem.poles / scale,
         tolerance=problem.tolerance / scale,
     )
-    sol = solve_triangulation(scaled)
+    sol = solve_triangulation(scaled, search_in_floats)
     return Solution(sol.rotations, sol.positions * scale, sol.iterations)
 
 

@@ -77,7 +77,7 @@ def triangulation_where_closer(problem: Problem, error: FloatArray) -> Fallback 
         poles=None if problem.poles is None else problem.poles[rows],
         initial=problem.initial[rows],
     )
-    tri = solve_triangulation(sub)
+    tri = solve_triangulation(sub, search_in_floats=False)  # (the numpy search, as a batch's)
     tri_error = np.linalg.norm(tri.positions[:, -1] - sub.targets, axis=-1)
     return Fallback(rows, sub, tri, as_close(error[rows], tri_error, far[rows], tolerance))
 

@@ -13,12 +13,19 @@ limited other than by the paper's cones (every limited joint is projected by the
    :func:`core.bend_plane.wanted_bends`): the answer wherever it reaches, else the pass's
    pose where that reaches;
 3. where the target lies beyond the chain's length, the hinge at its longest allowed
-   extension aimed at the target, kept where it comes closer than the pass.
+   extension aimed at the target, kept where it comes closer than the pass, else the pass's
+   pose refined toward the target (:func:`core.triangulation_refine_single.refine_far`);
+4. where the target lies within it and neither reaches, the search: the candidates refined
+   and chosen, with the restarts (:func:`core.triangulation_refine_single.search`, the float
+   twin of :mod:`core.triangulation_refine`).
 
-Everything else — the joint before the hinge refusing the spin the closed form asks for
-(the reference then samples 1024 spins), targets within the chain's length that neither
-reaches (the reference then searches), a far target the closed form does not bring
-closer, the paper's cone joints — returns ``None``: the caller runs the numpy reference.
+Where the joint before the hinge refuses the spin the closed form asks for on the pass's
+pose, chains with the paper's cone joints, and a target beyond the chain's length whose
+hinge cannot be placed at all (the reference then weighs the pass's pose against itself, a
+tie rounding decides) return ``None``: the caller runs the numpy reference. Where the spin
+is refused for another candidate of the search (the bend-side pose, the hinge aimed beyond
+the chain's length), that one placement is the numpy reference's on a batch of one (it
+samples 1024 spins: :func:`_placed`).
 """
 
 from __future__ import annotations
@@ -36,8 +43,10 @@ from .kinematics import chain_floats, forward_kinematics_floats
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
+from .triangulation_limits import _hinge_last as _hinge_last_batch
 from .triangulation_limits import _hinge_reach, _hinge_terms, closed_form
 from .triangulation_plan import _floats, _Plan, _plan, _scale, _start_frame
+from .triangulation_refine_single import Refined, _distance, refine_far, search, side_pose
 from .triangulation_single import _carried_float, _single_pass
 
 Pose = tuple[list[list[float]], list[Vec]]
@@ -224,7 +233,9 @@ def _closed_form(
     target: the pass's pose, replaced by the pose with a last hinge placed in closed form
     where that reaches; whether it meets the target; the wanted bend (:func:`_want`).
     ``None`` where that is decided by the numpy path (cone joints, or the joint before the
-    hinge refuses the spin its closed form asks for)."""
+    hinge refuses the spin its closed form asks for: the float pass's pose, ~1e-12 from the
+    batch pass's, would then be placed by the sampled spins, which magnify that; the
+    methods seeded from this pose compare it with the batch's to 1e-9)."""
     if "cone" in plan.kinds:
         return None
     rots, pos = _single_pass(plan, chain, target, init, options, pole, orient)
@@ -245,6 +256,31 @@ def _closed_form(
     return (rots, pos), met, want
 
 
+def _placed(
+    chain: Chain,
+    f: _Hinge,
+    rots: list[list[float]] | list[Quat],
+    target: Vec,
+    toward: Vec | None,
+    tolerance: float,
+) -> list[Quat]:
+    """:func:`_hinge_last`, or where the joint before the hinge refuses the spin it asks
+    for, the numpy reference :func:`core.triangulation_limits._hinge_last` on a batch of
+    one (it samples the allowed spins)."""
+    placed = _hinge_last(chain, f, rots, target, toward, tolerance)  # type: ignore[arg-type]
+    if placed is not None:
+        return placed
+    out = _hinge_last_batch(
+        chain,
+        np.array([rots], dtype=float),
+        np.array([target]),
+        None if toward is None else np.array([toward]),
+        tolerance,
+    )
+    assert out is not None  # (a last hinge with B, C not both zero: _hinge_facts)
+    return [(q[0], q[1], q[2], q[3]) for q in out[0].tolist()]
+
+
 def solve_one(
     plan: _Plan,
     chain: Chain,
@@ -254,21 +290,80 @@ def solve_one(
     pole: Vec | None,
     orient: bool,
     tolerance: float,
+    search_in_floats: bool = True,
 ) -> Pose | None:
     """Triangulation within limits for one target (module docstring): the ``n`` local
-    rotations (wxyz, ``w ≥ 0``) and ``n + 1`` joint positions, or ``None`` where the numpy
-    reference must decide. ``init``, ``pole``, ``orient`` as for the pass
-    (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's."""
+    rotations (wxyz, ``w ≥ 0`` where the closed form or the search placed them; the pass's
+    own where it reaches or nothing comes closer) and ``n + 1`` joint positions, or ``None``
+    where the numpy reference decides (cone joints; a far target whose hinge cannot be
+    placed). ``init``, ``pole``, ``orient`` as for the pass
+    (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's.
+    ``search_in_floats=False``: ``None`` where the search would run (steps 3–4 beyond the
+    closed forms), so the numpy path searches."""
     out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
     if out is None:
         return None
     (rots, pos), met, want = out
     if met:
         return rots, pos
+    if not search_in_floats:
+        return _closed_beyond(plan, chain, target, rots, pos, want, tolerance)
+    n = plan.n
+    start: list[Quat] = (
+        [(1.0, 0.0, 0.0, 0.0)] * n if init is None else [(q[0], q[1], q[2], q[3]) for q in init]
+    )
+    passed: Refined = ([(q[0], q[1], q[2], q[3]) for q in rots], pos, _distance(target, pos[-1]))
+    facts = _hinge_facts(chain)
+    if _distance(target, pos[0]) > chain.reach + tolerance:
+        # Beyond the chain's length: the hinge at its longest, aimed at the target, where
+        # that comes closer; else the pass's pose refined toward the target.
+        if facts is not None:
+            p = pos[n - 2]
+            toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
+            scale = facts.longest * (1.0 - 1e-12) / math.sqrt(vdot(toward, toward))
+            aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
+            side = (
+                None
+                if want is None
+                else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
+            )
+            placed = _placed(chain, facts, rots, aimed, side, tolerance)
+            if placed == passed[0]:
+                # No placement allowed: the reference weighs the pass's pose against itself
+                # (its positions from the pass and from forward kinematics, a tie rounding
+                # decides) and refines it only where rounding says "not closer".
+                return None
+            at = forward_kinematics_floats(chain, placed)[0]
+            if _distance(target, at[-1]) < passed[2]:
+                return _positive(placed), at
+        return _answer(refine_far(chain, target, start, passed, tolerance))
+    # Within it: the candidates refined (core.triangulation_refine_single).
+    closed: list[list[Quat]] = []
+    if facts is not None:
+        facing = (
+            None
+            if want is None
+            else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
+        )
+        for base in (passed[0], side_pose(chain, passed[0])):
+            closed.append(_placed(chain, facts, base, target, facing, tolerance))
+    return _answer(search(chain, target, start, passed, closed, tolerance))
+
+
+def _closed_beyond(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    rots: list[list[float]],
+    pos: list[Vec],
+    want: Vec | None,
+    tolerance: float,
+) -> Pose | None:
+    """Beyond the chain's length, the hinge at its longest aimed at the target where that
+    comes closer than the pass's pose; ``None`` everywhere else (the numpy path decides)."""
     facts = _hinge_facts(chain)
     if facts is None or not math.dist(target, pos[0]) > chain.reach + tolerance:
-        return None  # within the chain's length: the reference searches
-    # Beyond it: the hinge at its longest, aimed at the target, where that comes closer.
+        return None
     error = math.dist(pos[-1], target)
     p = pos[plan.n - 2]
     toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
@@ -284,10 +379,15 @@ def solve_one(
     return None
 
 
+def _answer(best: Refined) -> Pose:
+    """A searched pose as :func:`solve_one` returns it (rotations as lists)."""
+    return [list(q) for q in best[0]], best[1]
+
+
 def meeting_one(problem: Problem) -> tuple[Pose, bool] | None:
     """:func:`meeting` for a problem of one target in floats: the pose (``n`` rotations,
     ``n + 1`` positions) and whether it meets the target; ``None`` where the numpy path
-    decides (a chain solved scaled, cone joints, a spin the closed form is refused)."""
+    decides (a chain solved scaled, cone joints)."""
     if problem.size != 1 or _scale(problem.chain) != 1.0:
         return None
     chain = problem.chain

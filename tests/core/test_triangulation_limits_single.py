@@ -10,6 +10,7 @@ forward kinematics of the returned rotations, the joints' limits."""
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -53,11 +54,23 @@ def _targets(rng: np.random.Generator, chain: Chain) -> np.ndarray:
     return np.concatenate([at_poses, inside, beyond])
 
 
+class _SearchedError(Exception):
+    pass
+
+
 def _uses_float_path(chain: Chain, target: np.ndarray) -> bool:
+    """Whether the float path answers in closed form: the pass, a last hinge placed, or
+    beyond the chain's length the hinge at its longest — not its search (pinned to the
+    numpy path on a batch of one in ``test_triangulation_refine_single.py``: the batch of
+    two these tests compare with draws other random restarts)."""
     options = SolveOptions()
-    return (
-        triangulation_single.solve_single(chain, tuple(target.tolist()), None, options) is not None
-    )
+    searched = mock.Mock(side_effect=_SearchedError)
+    with mock.patch.object(tls, "search", searched), mock.patch.object(tls, "refine_far", searched):
+        try:
+            out = triangulation_single.solve_single(chain, tuple(target.tolist()), None, options)
+        except _SearchedError:
+            return False
+    return out is not None
 
 
 def _same_rotations(a: np.ndarray, b: np.ndarray, atol: float) -> None:

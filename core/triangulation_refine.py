@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The search of triangulation within limits, in numpy: candidates refined within the limits.
+
+For :func:`core.triangulation_limits.reach_within_limits` (whose docstring gives the
+candidates, the rounds and the rule that picks one): :func:`_refine` refines poses by
+projected damped least squares (Levenberg–Marquardt), :func:`_keep_best` refines a round's
+candidates and keeps per target the one the rule picks; :func:`_middle`,
+:func:`_project_all` and :func:`_random_rotations` make candidates. Batched over targets
+``(M, …)``; every row is refined on its own (its own damping, its own stop), so a row's
+result does not depend on the others. :mod:`core.triangulation_refine_single` is the float
+twin for one target, pinned to this reference by tests and sharing its constants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rotations as rot
+from .chain import Chain
+from .kinematics import forward_kinematics
+from .limits import JointLimits
+from .problem import Problem
+from .rotations import FloatArray
+
+#: Refinement steps per candidate, and the largest turn of one step (radians).
+_STEPS = 100
+_MAX_STEP = 0.5
+#: A problem stops when its error fell by less than this fraction over the last steps.
+_STALL_WINDOW = 10
+_STALL_GAIN = 0.001
+#: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
+#: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
+_LAMBDA0 = 0.05
+_LAMBDA_RANGE = (1e-6, 1e3)
+
+
+def _middle(lim: JointLimits) -> FloatArray:
+    """The middle of what a limited joint allows ``(4,)``: a hinge at the middle of its range,
+    a ball joint's swing at the middle of its swings with the twist at the middle of its
+    range."""
+    if lim.kind == "fixed":
+        return rot.identity()
+    if lim.kind == "hinge":
+        axis, limits = lim.hinge
+        angle = 0.0 if limits is None else 0.5 * (limits[0] + limits[1])
+        return lim.project(rot.from_axis_angle(axis, angle))
+    region = lim.swing_region
+    if region.centre is not None:
+        x, z = region.centre
+    else:
+        (x0, z0), (x1, z1) = region.segment()
+        x, z = 0.5 * (x0 + x1), 0.5 * (z0 + z1)
+    swing = np.array([np.sqrt(max(0.0, 1.0 - x * x - z * z)), x, 0.0, z])
+    r = lim.ranges[1]
+    twist = 0.0 if lim.lock[1] or r is None else 0.5 * (r[0] + r[1])
+    return lim.project(rot.multiply(swing, rot.from_axis_angle([0.0, 1.0, 0.0], twist)))
+
+
+def _project_all(chain: Chain, q: FloatArray) -> FloatArray:
+    """Every joint of poses ``q (M, n, 4)`` projected onto its limits."""
+    out = q.copy()
+    for i, lim in enumerate(chain.limits):
+        if not lim.is_free:
+            out[:, i] = lim.project(q[:, i])
+    return out
+
+
+def _axes(chain: Chain) -> list[tuple[FloatArray, FloatArray]]:
+    """Per joint: local axes ``(k, 3)`` it turns about and their weights ``(k,)``."""
+    out = []
+    for lim in chain.limits:
+        if lim.kind == "fixed":
+            out.append((np.zeros((0, 3)), np.zeros(0)))
+        elif lim.kind == "hinge":
+            axis, _ = lim.hinge
+            k = int(np.argmax(np.abs(axis))) if lim.hinge_axis is None else 0
+            weight = lim.weights[k] if lim.hinge_axis is None else 1.0 - max(lim.stiffness)
+            out.append((axis[None, :], np.array([max(weight, 1e-3)])))
+        else:
+            free = ~np.asarray(lim.lock)
+            out.append((np.eye(3)[free], np.maximum(lim.weights[free], 1e-3)))
+    return out
+
+
+def _refine(
+    chain: Chain, q: FloatArray, targets: FloatArray, tolerance: float, nearest: bool
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Projected damped least squares from admissible poses ``q (M, n, 4)`` toward
+    ``targets (M, 3)``; returns the poses, their joint positions and errors ``(M,)``.
+    ``nearest``: keep each step within the limits by :meth:`JointLimits.project` (the
+    nearest allowed rotation, which lets the search slide along a limit) instead of the
+    cheaper :meth:`JointLimits.retract`."""
+    axes = _axes(chain)
+    if not any(len(w) for _, w in axes):  # every joint fixed: nothing to turn
+        pos, _ = forward_kinematics(chain, q)
+        return q, pos, np.linalg.norm(targets - pos[:, -1], axis=-1)
+    reach = chain.reach
+    pos, world = forward_kinematics(chain, q)
+    err = np.linalg.norm(targets - pos[:, -1], axis=-1)
+    lam = np.full(len(q), _LAMBDA0)
+    active = np.flatnonzero(err > tolerance)
+    last = err.copy()
+    step_count = 0
+    for _ in range(_STEPS):
+        if active.size == 0:
+            break
+        qa, pa, wa = q[active], pos[active], world[active]
+        e = targets[active] - pa[:, -1]
+        cols = []
+        for i, (ax, w) in enumerate(axes):
+            if len(w) == 0:
+                continue
+            world_axes = rot.rotate(wa[:, i, None, :], ax[None])  # (A, k, 3)
+            lever = (pa[:, -1] - pa[:, i])[:, None, :]
+            cols.append(rot.cross(world_axes, lever) * w[None, :, None])
+        jac = np.concatenate(cols, axis=1)  # (A, m, 3)
+        jj = np.einsum("amx,amy->axy", jac, jac)
+        damp = ((lam[active] * reach) ** 2)[:, None, None] * np.eye(3)
+        y = np.linalg.solve(jj + damp, e[..., None])[..., 0]
+        step = np.einsum("amx,ax->am", jac, y)
+        biggest = np.max(np.abs(step), axis=1, keepdims=True)
+        step = step * np.minimum(1.0, _MAX_STEP / np.maximum(biggest, 1e-300))
+        trial = qa.copy()
+        col = 0
+        for i, (ax, w) in enumerate(axes):
+            k = len(w)
+            if k == 0:
+                continue
+            rotvec = np.einsum("ak,kx->ax", step[:, col : col + k] * w[None, :], ax)
+            col += k
+            turned = rot.normalize(rot.multiply(qa[:, i], rot.from_rotvec(rotvec)))
+            lim = chain.limits[i]
+            if not lim.is_free:
+                turned = lim.project(turned) if nearest else lim.retract(turned)
+            trial[:, i] = turned
+        tpos, tworld = forward_kinematics(chain, trial)
+        terr = np.linalg.norm(targets[active] - tpos[:, -1], axis=-1)
+        better = terr < err[active]
+        idx = active[better]
+        q[idx], pos[idx], world[idx], err[idx] = (
+            trial[better],
+            tpos[better],
+            tworld[better],
+            terr[better],
+        )
+        lam[active] = np.clip(
+            np.where(better, lam[active] * 0.3, lam[active] * 4.0), *_LAMBDA_RANGE
+        )
+        stalled = (step_count := step_count + 1) % _STALL_WINDOW == 0
+        if stalled:
+            progress = err[active] < (1.0 - _STALL_GAIN) * last[active]
+            last[active] = err[active]
+        else:
+            progress = np.ones(active.size, dtype=bool)
+        keep = (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
+        active = active[keep]
+    return q, pos, err
+
+
+#: Rounds of random admissible restarts for targets still missed, and their seed (fixed:
+#: the result depends on the inputs only).
+_ROUNDS = 4
+_SEED = 2007
+
+
+def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
+    q = rng.normal(size=shape)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def _keep_best(
+    problem: Problem,
+    miss: np.ndarray,
+    candidates: list[FloatArray],
+    rotations: FloatArray,
+    positions: FloatArray,
+    err: FloatArray,
+    nearest: bool,
+    first_is_pass: bool = False,
+) -> None:
+    """Refine ``candidates`` (each ``(M, n, 4)`` for targets ``miss``) and store, per target,
+    the one of lowest cost among those that reach, else the closest, where it beats what
+    ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place)."""
+    chain = problem.chain
+    tol = problem.tolerance
+    if first_is_pass:
+        # The pass's own pose, refined, wins wherever it reaches: the other candidates are
+        # refined only for the targets where it does not (the same choice, less work).
+        q0, pos0, err0 = _refine(chain, candidates[0].copy(), problem.targets[miss], tol, nearest)
+        done = err0 <= tol
+        idx = miss[done & (err0 < err[miss])]
+        keep = done & (err0 < err[miss])
+        rotations[idx] = rot.positive_w(q0[keep])
+        positions[idx] = pos0[keep]
+        err[idx] = err0[keep]
+        if done.all():
+            return
+        rest = ~done
+        miss = miss[rest]
+        candidates = [q0[rest]] + [c[rest] for c in candidates[1:]]
+    targets = problem.targets[miss]
+    start = problem.initial[miss]
+    k, m = len(candidates), miss.size
+    q, pos, cerr = _refine(
+        chain, np.concatenate(candidates), np.tile(targets, (k, 1)), tol, nearest
+    )
+    q = q.reshape(k, m, chain.n_joints, 4)
+    pos = pos.reshape(k, m, chain.n_joints + 1, 3)
+    cerr = cerr.reshape(k, m)
+    cost = np.sum(rot.angle(rot.multiply(rot.conjugate(start[None]), q)), axis=-1)
+    reached = cerr <= tol
+    score = np.where(reached, cost, np.inf)
+    if first_is_pass:  # the pass's own pose, refined, keeps its (pole's) bend plane
+        score[0] = np.where(reached[0], -np.inf, score[0])
+    best = np.where(reached.any(axis=0), np.argmin(score, axis=0), np.argmin(cerr, axis=0))
+    pick = np.arange(m)
+    better = cerr[best, pick] < err[miss]
+    idx = miss[better]
+    rotations[idx] = rot.positive_w(q[best, pick][better])
+    positions[idx] = pos[best, pick][better]
+    err[idx] = cerr[best, pick][better]

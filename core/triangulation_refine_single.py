@@ -1,0 +1,300 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The search of triangulation within limits for one target, in plain Python floats.
+
+The float twin of :mod:`core.triangulation_refine` (the numpy reference, which tests pin
+this module to) for :func:`core.triangulation_limits_single.solve_one`: the same candidates,
+the same refinement with the same constants, iteration counts and damping schedule, the same
+rule picking one (:func:`core.triangulation_limits.reach_within_limits` describes them):
+
+* :func:`refine` — :func:`core.triangulation_refine._refine` for one pose: projected damped
+  least squares, ``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (the ``3 × 3`` system by the Cholesky solve of
+  :mod:`core.jacobian_single_linalg`, where numpy's ``solve`` factors it by LU: the steps
+  agree to rounding), columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)``, each joint
+  turned by ``exp`` of its share and kept within its limits;
+* :func:`keep_best` — :func:`core.triangulation_refine._keep_best` for one target;
+* :func:`search` and :func:`refine_far` — the candidates and rounds of
+  :func:`~core.triangulation_limits.reach_within_limits` for a target within the chain's
+  length, and its refinement of the pass's pose for a target beyond it.
+
+Where a float twin would be long and the case is rare in a live solve, one numpy call of the
+reference is made instead: :meth:`JointLimits.retract` of a ball joint's swing (hinges,
+fixed and free joints retract as they project, in floats by
+:meth:`JointLimits.project_floats`, which itself calls numpy for swings limited in X or Z),
+and the two random admissible poses of each restart round
+(:func:`core.triangulation_refine._random_rotations`, projected by
+:func:`~core.triangulation_refine._project_all`: the same seeded draws as the reference for
+a batch of one). Poses are lists of ``n`` quaternions (4-tuples wxyz), positions lists of
+``n + 1`` 3-tuples.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chain import Chain
+from .components import Quat, Vec, qmul, qmul_conj, qrotate, vcross
+from .jacobian_single_linalg import _solve_spd
+from .kinematics import forward_kinematics_floats
+from .limits import JointLimits
+from .triangulation_refine import (
+    _LAMBDA0,
+    _LAMBDA_RANGE,
+    _MAX_STEP,
+    _ROUNDS,
+    _SEED,
+    _STALL_GAIN,
+    _STALL_WINDOW,
+    _STEPS,
+    _axes,
+    _middle,
+    _project_all,
+    _random_rotations,
+)
+
+Pose = list[Quat]
+#: A pose, its joint positions and its effector's distance to the target.
+Refined = tuple[Pose, list[Vec], float]
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """Per chain, as floats: each joint's turning axes and weights
+    (:func:`core.triangulation_refine._axes`), its rotation in the bend-side candidate
+    (:func:`~core.triangulation_refine._middle`; ``None`` for a free joint), and whether
+    no joint can turn."""
+
+    axes: tuple[tuple[tuple[Vec, float], ...], ...]
+    middle: tuple[Quat | None, ...]
+    still: bool
+
+
+@functools.lru_cache(maxsize=64)
+def _facts(chain: Chain) -> _Facts:
+    axes = tuple(
+        tuple(
+            ((float(a[0]), float(a[1]), float(a[2])), float(w))
+            for a, w in zip(ax, weights, strict=True)
+        )
+        for ax, weights in _axes(chain)
+    )
+    middle = tuple(None if lim.is_free else _quat(_middle(lim).tolist()) for lim in chain.limits)
+    return _Facts(axes, middle, not any(axes))
+
+
+def _quat(q: list[float] | tuple[float, ...]) -> Quat:
+    return (q[0], q[1], q[2], q[3])
+
+
+def _positive(q: Quat) -> Quat:
+    """:func:`core.rotations.positive_w` of one quaternion."""
+    return q if not q[0] < 0.0 else (-q[0], -q[1], -q[2], -q[3])
+
+
+def _normalize(q: Quat) -> Quat:
+    """:func:`core.rotations.normalize` of one quaternion (zero → identity)."""
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if not norm > 0.0:
+        return (1.0, 0.0, 0.0, 0.0)
+    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
+
+
+def _distance(a: Vec, b: Vec) -> float:
+    """``|a − b|`` as ``np.linalg.norm`` sums it (not :func:`math.dist`'s exact sum)."""
+    dx, dy, dz = a[0] - b[0], a[1] - b[1], a[2] - b[2]
+    return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+def _retract(lim: JointLimits, q: Quat) -> Quat:
+    """:meth:`JointLimits.retract` of one rotation of a limited joint: as it projects,
+    except a ball joint (numpy: its swing moves toward the region's centre)."""
+    if lim.kind == "ball":
+        return _quat(lim.retract(np.array(q)).tolist())
+    return _quat(lim.project_floats(q))
+
+
+def project_all(chain: Chain, q: Pose) -> Pose:
+    """:func:`core.triangulation_refine._project_all` of one pose."""
+    return [
+        q_i if lim.is_free else _quat(lim.project_floats(q_i))
+        for q_i, lim in zip(q, chain.limits, strict=True)
+    ]
+
+
+def side_pose(chain: Chain, q: Pose) -> Pose:
+    """The bend-side candidate from pose ``q``: every limited joint at the middle of what it
+    allows (:func:`core.triangulation_refine._middle`), free joints as ``q`` has them."""
+    return [q_i if m is None else m for q_i, m in zip(q, _facts(chain).middle, strict=True)]
+
+
+def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) -> Refined:
+    """:func:`core.triangulation_refine._refine` of one admissible pose ``q`` toward
+    ``target``: the refined pose, its joint positions and its error. ``nearest``: each step
+    is kept within the limits by :meth:`JointLimits.project` instead of ``retract``."""
+    from .jacobian_single_pose import _exp  # (it imports, through jacobian_seed, this module)
+
+    facts = _facts(chain)
+    limits = chain.limits
+    pos, world = forward_kinematics_floats(chain, q)
+    err = _distance(target, pos[-1])
+    if facts.still:
+        return q, pos, err
+    reach = chain.reach
+    lam = _LAMBDA0
+    last = err
+    lo, hi = _LAMBDA_RANGE
+    if not err > tolerance:
+        return q, pos, err
+    for count in range(1, _STEPS + 1):
+        end = pos[-1]
+        ex, ey, ez = target[0] - end[0], target[1] - end[1], target[2] - end[2]
+        # Columns (1 − stiffness)·(W_i e_k) × (p_e − p_i) and JJᵀ.
+        cols: list[Vec] = []
+        for i, axes in enumerate(facts.axes):
+            if not axes:
+                continue
+            p = pos[i]
+            lever = (end[0] - p[0], end[1] - p[1], end[2] - p[2])
+            for axis, weight in axes:
+                cx, cy, cz = vcross(qrotate(world[i], axis), lever)
+                cols.append((cx * weight, cy * weight, cz * weight))
+        g00 = g01 = g02 = g11 = g12 = g22 = 0.0
+        for cx, cy, cz in cols:
+            g00 += cx * cx
+            g01 += cx * cy
+            g02 += cx * cz
+            g11 += cy * cy
+            g12 += cy * cz
+            g22 += cz * cz
+        damp = (lam * reach) ** 2
+        y0, y1, y2 = _solve_spd(
+            [[g00 + damp, g01, g02], [g01, g11 + damp, g12], [g02, g12, g22 + damp]],
+            [ex, ey, ez],
+        )
+        step = [cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in cols]
+        scale = min(1.0, _MAX_STEP / max(max(abs(s) for s in step), 1e-300))
+        # Each joint turned by exp of its share, then kept within its limits.
+        trial = list(q)
+        col = 0
+        for i, axes in enumerate(facts.axes):
+            if not axes:
+                continue
+            rx = ry = rz = 0.0
+            for axis, weight in axes:
+                s = step[col] * scale * weight
+                col += 1
+                rx += s * axis[0]
+                ry += s * axis[1]
+                rz += s * axis[2]
+            turned = _normalize(qmul(q[i], _exp((0.5 * rx, 0.5 * ry, 0.5 * rz))))
+            lim = limits[i]
+            if not lim.is_free:
+                turned = _quat(lim.project_floats(turned)) if nearest else _retract(lim, turned)
+            trial[i] = turned
+        tpos, tworld = forward_kinematics_floats(chain, trial)
+        terr = _distance(target, tpos[-1])
+        if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
+            q, pos, world, err = trial, tpos, tworld, terr
+            lam = min(max(lam * 0.3, lo), hi)
+        else:
+            lam = min(max(lam * 4.0, lo), hi)
+        progress = True
+        if count % _STALL_WINDOW == 0:
+            progress = err < (1.0 - _STALL_GAIN) * last
+            last = err
+        if not (err > tolerance and lam < hi and progress):
+            break
+    return q, pos, err
+
+
+def _cost(start: Pose, q: Pose) -> float:
+    """``Σ`` joint angles from the start pose (the paper's eq. 3)."""
+    from .jacobian_single_pose import _angle  # (as in refine)
+
+    total = 0.0
+    for s, q_i in zip(start, q, strict=True):
+        total += _angle(qmul_conj(s, q_i))
+    return total
+
+
+def keep_best(
+    chain: Chain,
+    target: Vec,
+    start: Pose,
+    candidates: list[Pose],
+    best: Refined,
+    tolerance: float,
+    nearest: bool,
+    first_is_pass: bool = False,
+) -> Refined:
+    """:func:`core.triangulation_refine._keep_best` for one target: ``candidates`` refined,
+    and the one of lowest cost among those that reach (the first, refined, wherever it
+    reaches when ``first_is_pass``), else the closest, where it comes closer than ``best``
+    (the stored pose, ``w ≥ 0``); else ``best``."""
+    if first_is_pass:
+        q0, pos0, err0 = refine(chain, candidates[0], target, tolerance, nearest)
+        if err0 <= tolerance:
+            if err0 < best[2]:
+                return [_positive(r) for r in q0], pos0, err0
+            return best
+        candidates = [q0, *candidates[1:]]
+    refined = [refine(chain, c, target, tolerance, nearest) for c in candidates]
+    scores = [_cost(start, r[0]) if r[2] <= tolerance else math.inf for r in refined]
+    if any(r[2] <= tolerance for r in refined):
+        if first_is_pass and refined[0][2] <= tolerance:
+            scores[0] = -math.inf
+        k = min(range(len(refined)), key=lambda j: (scores[j], j))
+    else:
+        k = min(range(len(refined)), key=lambda j: (refined[j][2], j))
+    q, pos, err = refined[k]
+    if err < best[2]:
+        return [_positive(r) for r in q], pos, err
+    return best
+
+
+def refine_far(
+    chain: Chain, target: Vec, start: Pose, passed: Refined, tolerance: float
+) -> Refined:
+    """Beyond the chain's length where no closed form comes closer: the pass's pose
+    ``passed`` refined toward the target, kept where it comes closer."""
+    return keep_best(chain, target, start, [passed[0]], passed, tolerance, False)
+
+
+def search(
+    chain: Chain,
+    target: Vec,
+    start: Pose,
+    passed: Refined,
+    placed: list[Pose],
+    tolerance: float,
+) -> Refined:
+    """The search of :func:`core.triangulation_limits.reach_within_limits` for one target
+    within the chain's length that the pass's pose ``passed`` (rotations, positions, error)
+    misses: the candidates (the pass's pose, the bend-side pose, the start pose
+    ``start`` projected, then ``placed``: the closed-form poses of a last hinge), refined
+    and chosen by :func:`keep_best`, then up to three rounds from the best so far and two
+    random admissible poses; returns the chosen pose (``w ≥ 0``), its positions and error."""
+    rots = passed[0]
+    candidates = [rots, side_pose(chain, rots), project_all(chain, start), *placed]
+    best = passed
+    rng = None  # (made only for a restart: most targets are met in the first round)
+    nearest = False
+    shape = (1, chain.n_joints, 4)
+    for _ in range(_ROUNDS):
+        best = keep_best(chain, target, start, candidates, best, tolerance, nearest, not nearest)
+        if not best[2] > tolerance:
+            break
+        # Again from the best so far, sliding along the limits, and from random poses.
+        nearest = True
+        rng = np.random.default_rng(_SEED) if rng is None else rng
+        candidates = [best[0]] + [
+            [_quat(r) for r in _project_all(chain, _random_rotations(rng, shape))[0].tolist()]
+            for _ in range(2)
+        ]
+    return best
+
+
+__all__ = ["keep_best", "project_all", "refine", "refine_far", "search", "side_pose"]

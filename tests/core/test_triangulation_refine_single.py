@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The float search of triangulation within limits (``core/triangulation_refine_single.py``)
+pinned to its numpy reference (``core/triangulation_refine.py`` and ``reach_within_limits``
+on a batch of one target), on random limited chains (hinges, one-sided and rest-excluding
+ranges, cones, Blender's ellipse, stiffness), reachable and unreachable targets, with and
+without poles and start poses, and on the issue's bench chains.
+
+Oracles: the numpy path on the same problem of one target (a batch of one: its restarts
+draw random poses per batch, so a batch of two is not the same search), forward kinematics
+of the returned rotations, the joints' limits.
+
+Where the two agree and where they legitimately differ: both take the same accept/reject
+decisions wherever an error comparison is decided by more than rounding, and then give the
+same pose to rounding — every target the search reaches. The ``3 × 3`` damped system is
+solved by Cholesky in floats and by LU in numpy, so steps differ by rounding, and where a
+refinement sits at the closest admissible pose of a target it cannot reach (the error
+flat to first order: a chain stretched toward a target beyond its length, or pressed
+against its limits) a step that changes the error by ~1e-16 is kept by one and refused by
+the other, after which their damping differs: there the two end at different points of a
+flat valley or at different local minima (what each test then checks says so).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from limited_chains import admissible_poses, random_limited_chain
+
+from core import Chain, SolveOptions, kinematics
+from core import rotations as rot
+from core import triangulation as tri
+from core import triangulation_refine as tr
+from core import triangulation_refine_single as trs
+from core.limits import JointLimits
+from core.problem import Problem
+from core.solver import solve_one
+from core.triangulation_limits import reach_within_limits
+from core.triangulation_plan import _plan
+
+
+def _same_rotations(a: np.ndarray, b: np.ndarray, atol: float) -> None:
+    """Rotations ``(n, 4)`` equal to ``atol`` up to sign."""
+    sign = np.where(np.sum(a * b, axis=-1) < 0.0, -1.0, 1.0)[:, None]
+    np.testing.assert_allclose(a, sign * b, rtol=0, atol=atol)
+
+
+def _reference(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy path for a problem of one target: the batch pass, then the search."""
+    rotations, positions = tri._solve_batch(problem, _plan(problem.chain))
+    return reach_within_limits(problem, rotations, positions)
+
+
+def _targets(rng: np.random.Generator, chain: Chain) -> np.ndarray:
+    """At admissible poses (reachable), random within the chain's length, beyond it."""
+    at_poses = kinematics.effector(chain, admissible_poses(rng, chain, 4))
+    inside = rng.normal(size=(2, 3)) * 0.6 * chain.reach
+    beyond = rng.normal(size=(1, 3))
+    beyond *= rng.uniform(1.05, 3.0) * chain.reach / np.linalg.norm(beyond)
+    return np.concatenate([at_poses, inside, beyond])
+
+
+@pytest.mark.parametrize("nearest", [False, True], ids=["retract", "project"])
+@pytest.mark.parametrize("seed", range(3))
+def test_refine_equals_the_numpy_refinement(seed: int, nearest: bool) -> None:
+    """One pose refined in floats and by the numpy refinement on a batch of one: where the
+    reference reaches the target, the same pose, positions and error to 1e-9 (relative to
+    the reach); where it does not, both miss."""
+    rng = np.random.default_rng(300 + seed)
+    reached = 0
+    for _ in range(15):
+        chain = random_limited_chain(rng)
+        tol = 1e-6 * chain.reach
+        starts = admissible_poses(rng, chain, 4)
+        for start, target in zip(starts, _targets(rng, chain)[:4], strict=True):
+            q, pos, err = tr._refine(chain, start[None].copy(), target[None], tol, nearest)
+            pose = [tuple(r) for r in start.tolist()]
+            fq, fpos, ferr = trs.refine(chain, pose, tuple(target.tolist()), tol, nearest)
+            if err[0] > tol:
+                assert ferr > tol
+                continue
+            reached += 1
+            _same_rotations(np.array(fq), q[0], 1e-9)
+            np.testing.assert_allclose(fpos, pos[0], rtol=0, atol=1e-9 * chain.reach)
+            assert abs(ferr - err[0]) <= 1e-9 * chain.reach
+    assert reached >= 15  # (not vacuous)
+
+
+def _problem(
+    chain: Chain, target: np.ndarray, rng: np.random.Generator, options: SolveOptions
+) -> Problem:
+    """One target, with a pole (30 %) and a random start pose (half of them)."""
+    n = chain.n_joints
+    pole = rng.normal(size=(1, 3)) * chain.reach if rng.random() < 0.3 else None
+    start = (
+        rot.identity((1, n)) if rng.random() < 0.5 else rot.normalize(rng.normal(size=(1, n, 4)))
+    )
+    return Problem(chain, target[None], None, pole, start, 1e-6 * chain.reach, options)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_target_search_gives_the_batch_pose(seed: int) -> None:
+    """Triangulation within limits for one target (the float path: pass, closed form,
+    search) against the numpy path on the same problem. Where the reference reaches a
+    target: the same pose to 1e-9. Beyond the chain's length (the error flat to second
+    order in the joint angles, and joints off the line to the target free to swing where
+    limits leave the closest pose a family): the same error to 1e-12 of the reach, the
+    effector to 1e-6. Within the length but unreachable within the limits (the closest
+    admissible pose found after the whole iteration budget, restarts included): both miss
+    (their errors seen up to 1.6 % of the reach apart: a flipped step sends the two to
+    different local minima)."""
+    rng = np.random.default_rng(400 + seed)
+    searched = 0
+    for _ in range(15):
+        chain = random_limited_chain(rng)
+        reach, tol = chain.reach, 1e-6 * chain.reach
+        options = SolveOptions(bend_plane=("rest", "minimal")[int(rng.integers(2))])
+        for target in _targets(rng, chain):
+            problem = _problem(chain, target, rng, options)
+            one = tri.solve_triangulation(problem)
+            rotations, positions = _reference(problem)
+            err = np.linalg.norm(positions[0, -1] - target)
+            ferr = np.linalg.norm(one.positions[0, -1] - target)
+            # Independent checks: forward kinematics and the limits.
+            fk = kinematics.forward_kinematics(chain, one.rotations[0])[0]
+            np.testing.assert_allclose(one.positions[0], fk, atol=1e-12 * reach)
+            for i, lim in enumerate(chain.limits):
+                assert lim.violation(one.rotations[0, i]) <= 1e-9
+            if np.linalg.norm(target) > reach + tol:
+                assert abs(ferr - err) <= 1e-12 * reach
+                np.testing.assert_allclose(
+                    one.positions[0, -1], positions[0, -1], rtol=0, atol=1e-6 * reach
+                )
+            elif err <= tol:
+                searched += 1
+                _same_rotations(one.rotations[0], rotations[0], 1e-9)
+                np.testing.assert_allclose(
+                    one.positions[0], positions[0], rtol=0, atol=1e-9 * reach
+                )
+            else:
+                assert ferr > tol
+    assert searched >= 20
+
+
+KNEE_X = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150.0)), None, None))
+
+
+def _bench_chain(n: int) -> Chain:
+    """The issue's bench chain: ``n`` links gently curved, odd joints hinges about X in
+    0°–150° (``scripts/bench_solvers.py``)."""
+    length = 1.0 / n
+    offsets = [[0.0, -length * math.sin(0.1 * i), length * math.cos(0.1 * i)] for i in range(n)]
+    limits = [KNEE_X if i % 2 == 1 else JointLimits() for i in range(n)]
+    return Chain.from_offsets(np.array(offsets), limits=limits)
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_bench_chains_take_the_float_search_with_the_batch_pose(n: int) -> None:
+    """The issue's limited bench chains (the ``"even"`` distribution): every target at an
+    admissible pose is reached, through ``solve_one`` (the float search) with the pose of
+    the numpy path to 1e-9."""
+    chain = _bench_chain(n)
+    rng = np.random.default_rng(12)
+    poses = rot.normalize(rng.normal(size=(8, n, 4)))
+    for i, lim in enumerate(chain.limits):
+        poses[:, i] = lim.project(poses[:, i])
+    options = SolveOptions(distribution="even")
+    for target in kinematics.effector(chain, poses):
+        one = solve_one(chain, target, options=options)
+        problem = Problem(
+            chain, target[None], None, None, rot.identity((1, n)), 1e-6 * chain.reach, options
+        )
+        rotations, positions = _reference(problem)
+        assert np.linalg.norm(one.positions[0, -1] - target) <= 1e-6 * chain.reach
+        _same_rotations(one.rotations[0], rotations[0], 1e-9)
+        np.testing.assert_allclose(one.positions[0], positions[0], rtol=0, atol=1e-9)
