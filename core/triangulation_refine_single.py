@@ -16,11 +16,10 @@ rule picking one (:func:`core.triangulation_limits.reach_within_limits` describe
   :func:`~core.triangulation_limits.reach_within_limits` for a target within the chain's
   length, and its refinement of the pass's pose for a target beyond it.
 
-Where a float twin would be long and the case is rare in a live solve, one numpy call of the
-reference is made instead: :meth:`JointLimits.retract` of a ball joint's swing (hinges,
-fixed and free joints retract as they project, in floats by
-:meth:`JointLimits.project_floats`, which itself calls numpy for swings limited in X or Z),
-and the two random admissible poses of each restart round
+Limits are kept by :meth:`JointLimits.project_floats` and
+:meth:`JointLimits.retract_floats`. Where a float twin would be long and the case is rare in
+a live solve, one numpy call of the reference is made instead: the two random admissible
+poses of each restart round
 (:func:`core.triangulation_refine._random_rotations`, projected by
 :func:`~core.triangulation_refine._project_all`: the same seeded draws as the reference for
 a batch of one). Poses are lists of ``n`` quaternions (4-tuples wxyz), positions lists of
@@ -39,7 +38,6 @@ from .chain import Chain
 from .components import Quat, Vec, qmul, qmul_conj, qrotate, vcross
 from .jacobian_single_linalg import _solve_spd
 from .kinematics import forward_kinematics_floats
-from .limits import JointLimits
 from .triangulation_refine import (
     _LAMBDA0,
     _LAMBDA_RANGE,
@@ -108,18 +106,10 @@ def _distance(a: Vec, b: Vec) -> float:
     return math.sqrt(dx * dx + dy * dy + dz * dz)
 
 
-def _retract(lim: JointLimits, q: Quat) -> Quat:
-    """:meth:`JointLimits.retract` of one rotation of a limited joint: as it projects,
-    except a ball joint (numpy: its swing moves toward the region's centre)."""
-    if lim.kind == "ball":
-        return _quat(lim.retract(np.array(q)).tolist())
-    return _quat(lim.project_floats(q))
-
-
 def project_all(chain: Chain, q: Pose) -> Pose:
     """:func:`core.triangulation_refine._project_all` of one pose."""
     return [
-        q_i if lim.is_free else _quat(lim.project_floats(q_i))
+        q_i if lim.is_free else lim.project_floats(q_i)
         for q_i, lim in zip(q, chain.limits, strict=True)
     ]
 
@@ -192,7 +182,7 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
             turned = _normalize(qmul(q[i], _exp((0.5 * rx, 0.5 * ry, 0.5 * rz))))
             lim = limits[i]
             if not lim.is_free:
-                turned = _quat(lim.project_floats(turned)) if nearest else _retract(lim, turned)
+                turned = lim.project_floats(turned) if nearest else lim.retract_floats(turned)
             trial[i] = turned
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
