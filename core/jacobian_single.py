@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bend_plane import orient_bend
+from .bend_plane_single import orient_one, turned_points
 from .components import vdot
 from .jacobian_iteration import _CLAMPED, _RETRIES, _STATIONARY
 from .jacobian_seed import seeded
@@ -311,12 +311,14 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
         sigma_seen = _sigma(_gram(cols, m)[0])
     if not math.isfinite(sigma_seen):
         sigma_seen = 0.0
-    rot_out, pos_out = np.array([q]), np.array([state.positions])
+    rots, points = list(q), state.positions
     if iterations or not seeded(problem):
-        rot_out, pos_out = orient_bend(problem, rot_out, pos_out)
+        turn = orient_one(problem, goal.target, rots, points)
+        if turn is not None:
+            points = turned_points(turn, points)
     return Solution(
-        rotations=rot_out,
-        positions=pos_out,
+        rotations=np.array([rots]),
+        positions=np.array([points]),
         iterations=np.array([iterations], dtype=np.int64),
         effector_rotation=None if rotations is None else np.array([state.worlds[-1]]),
         min_singular_value=np.array([sigma_seen]),
