@@ -31,7 +31,16 @@ from .bend_plane_single import orient_one, turned_points
 from .components import vdot
 from .jacobian_iteration import _CLAMPED, _RETRIES, _STATIONARY
 from .jacobian_seed import seeded
-from .jacobian_single_linalg import Rule, _damped_retry, _gram, _jtv, _jv, _rule_step, _sigma
+from .jacobian_single_linalg import (
+    Rule,
+    _damped_retry,
+    _gram,
+    _jtv,
+    _jv,
+    _rule_step,
+    _sigma,
+    _squares,
+)
 from .jacobian_single_pose import (
     Quat,
     Vec,
@@ -205,9 +214,12 @@ def _local_axes(plan: _Plan, i: int, p: list[float]) -> list[Vec]:
 
 def _stationary(cols: list[tuple[float, ...]], err: list[float]) -> bool:
     """:func:`core.jacobian_iteration._stationary` for one problem."""
-    gradient = math.sqrt(sum(v * v for v in _jtv(cols, err)))
-    size = math.sqrt(sum(c * c for col in cols for c in col))
-    return gradient <= _STATIONARY * size * math.sqrt(sum(v * v for v in err))
+    gradient = math.sqrt(_squares(_jtv(cols, err)))
+    size = 0.0
+    for col in cols:
+        for c in col:
+            size += c * c
+    return gradient <= _STATIONARY * math.sqrt(size) * math.sqrt(_squares(err))
 
 
 def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
@@ -281,10 +293,8 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
             )
         new_state = _fk(plan, new_q)
         new_err, new_done = goal.error(new_state)
-        merit = sum(v * v for v in err)
-        worse = (
-            sum(v * v for v in new_err) > merit and not new_done and not kick and kind == "position"
-        )
+        merit = _squares(err)
+        worse = _squares(new_err) > merit and not new_done and not kick and kind == "position"
         if adapt:
             beta = max(opts.step, 0.5 * beta) if worse else min(1.0, 2.0 * beta)
         for retry in range(1, _RETRIES + 1):
@@ -293,7 +303,7 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
             new_q, _ = stepper.propose(p, cols, de, z, axes, retry)
             new_state = _fk(plan, new_q)
             new_err, new_done = goal.error(new_state)
-            worse = sum(v * v for v in new_err) > merit and not new_done
+            worse = _squares(new_err) > merit and not new_done
         if worse:
             new_q, new_state, new_err = q, state, err
         give_up = not new_done and (worse or goal.stalled(new_err, err))
