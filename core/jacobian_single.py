@@ -59,7 +59,6 @@ from .jacobian_single_pose import (
 )
 from .problem import Problem
 from .result import Solution
-from .rotations import FloatArray
 
 
 # ---------------------------------------------------------------------- the iteration
@@ -222,13 +221,13 @@ def _stationary(cols: list[tuple[float, ...]], err: list[float]) -> bool:
     return gradient <= _STATIONARY * math.sqrt(size) * math.sqrt(_squares(err))
 
 
-def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
+def solve_single(problem: Problem, rule: Rule, start: list[list[float]]) -> Solution:
     """The iteration of :mod:`core.jacobian` for a problem of one target, in floats.
 
     Args:
         problem: ``problem.size == 1`` and ``options.restarts == 0`` (the caller checks).
         rule: ``"transpose"``, ``"pinv"`` or ``"dls"``.
-        start: ``(1, n, 4)`` the start pose (:func:`core.jacobian_seed.start_rotations`).
+        start: the start pose, ``n`` rotations of 4 floats (:func:`core.jacobian_seed.start_one`).
 
     Returns:
         The same :class:`Solution` as the batched path, to rounding.
@@ -261,7 +260,7 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
     can_nudge = any(v != 0.0 for v in nudge)
     scale = plan.scale
 
-    q = _project(plan, [tuple(r) for r in start[0].tolist()])
+    q = _project(plan, [(r[0], r[1], r[2], r[3]) for r in start])
     posture = None
     if opts.posture_weight > 0.0:
         given = [tuple(r) for r in problem.initial[0].tolist()]
