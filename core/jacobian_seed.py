@@ -33,6 +33,7 @@ target in floats (triangulation's float passes where they answer; tests pin it t
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Sequence
@@ -73,8 +74,10 @@ def seeded(problem: Problem) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def _stiff(chain: Chain) -> bool:
-    """True when some joint has stiffness (triangulation would ignore it)."""
+    """True when some joint has stiffness (triangulation would ignore it; cached per chain,
+    as :func:`core.ccd_seed.unlimited`)."""
     return any(any(s != 0.0 for s in lim.stiffness) for lim in chain.limits)
 
 
