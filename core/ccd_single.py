@@ -14,9 +14,10 @@ reference's own functions: the weighted Wahba step of a ball joint with an orien
 itself, which runs the reference's batched code on its candidates (only targets that stall
 get there). Limits are projected in floats (:meth:`core.limits.JointLimits.project_floats`).
 
-This module holds the entry point :func:`solve_one_target` (start pose, iteration, bend
-plane, result); the float sweeps and joint steps are :mod:`core.ccd_single_sweep`, the
-9-tuple matrix algebra :mod:`core.matrix9`.
+This module holds the entry point :func:`solve_one_target` (start pose, iteration, result);
+the float sweeps and joint steps are :mod:`core.ccd_single_sweep`, the 9-tuple matrix
+algebra :mod:`core.matrix9`, the bend-plane step :mod:`core.bend_plane_single` (shared with
+the Jacobian methods' one-target path).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import math
 
 import numpy as np
 
-from . import ccd_seed, ccd_setup, ccd_sweep, triangulation_plan, triangulation_single
+from . import ccd_seed, ccd_setup, ccd_sweep
+from .bend_plane_single import orient_one
 from .ccd_single_sweep import _descend, _facts, _Goal, _score
 from .chain import Chain
-from .components import Quat, Vec, mapply, qmatrix, qmul, qmul_conj
+from .components import Quat, Vec, qmatrix
 from .kinematics import forward_kinematics_floats
 from .matrix9 import M9, _m9, _orthonormalize, quaternion_of
 from .problem import Problem
@@ -138,40 +140,6 @@ def _iterate(
     return [_orthonormalize(q) for q in Q], iterations
 
 
-def _orient(problem: Problem, target: Vec, rots: list[Quat], positions: list[Vec]) -> bool:
-    """:func:`core.bend_plane.orient_bend` for one target in floats (triangulation's float
-    bend turn, with the root's limits checked as :func:`core.bend_plane.apply_pole` does);
-    updates ``rots[0]`` and returns whether it turned (else the positions stay)."""
-    chain = problem.chain
-    plan = triangulation_plan._plan(chain)
-    pole: Vec | None = None
-    if problem.poles is not None:
-        px, py, pz = problem.poles[0].tolist()
-        pole = (px, py, pz)
-    init = problem.initial[0].tolist()
-    rest_pose = all(q == [1.0, 0.0, 0.0, 0.0] for q in init)
-    turn = triangulation_single._bend_turn(
-        chain,
-        plan,
-        problem.options,
-        target,
-        pole,
-        positions,
-        init,
-        rest_pose,
-    )
-    if turn is None:
-        return False
-    q0 = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), rots[0])
-    limits = chain.limits[0]
-    if not limits.is_free:
-        d = qmul_conj(limits.project_floats(q0), q0)
-        if 2.0 * math.atan2(math.sqrt(d[1] ** 2 + d[2] ** 2 + d[3] ** 2), abs(d[0])) > 1e-9:
-            return False
-    rots[0] = q0
-    return True
-
-
 def _clip_far(t: Vec, reach: float) -> Vec:
     """:func:`core.ccd_setup._clip_far` for one target (already finite and pulled in to
     ``core.solve.FAR`` reaches, so its square cannot overflow)."""
@@ -207,7 +175,7 @@ def solve_one_target(problem: Problem) -> Solution:
         rots = [quaternion_of(m) for m in Q]
         if problem.target_rotations is None or problem.options.position_weight >= 1.0:
             positions = forward_kinematics_floats(chain, rots)[0]
-            if _orient(problem, t, rots, positions):
+            if orient_one(problem, t, rots, positions) is not None:
                 positions = forward_kinematics_floats(chain, rots)[0]
             q0 = rots[0]
             if q0[0] < 0.0:  # (the same rotation: the positions stay, to the last bit)

@@ -85,7 +85,7 @@ from numpy.typing import NDArray
 
 from .chain import Chain
 from .jacobian_iteration import _solve
-from .jacobian_seed import seeded, start_rotations
+from .jacobian_seed import seeded, start_one, start_rotations
 from .jacobian_single import solve_single
 from .jacobian_single_linalg import Rule as RuleName
 from .jacobian_step import dls_step, pinv_step, transpose_step
@@ -120,15 +120,14 @@ def _dispatch(problem: Problem, rule: RuleName) -> Solution:
     iteration as :func:`_batched` without numpy's per-call cost; otherwise the batch."""
     if problem.chain.reach > _LARGE:
         return _at_unit_reach(problem, rule)
-    start = start_rotations(problem)
     if problem.size == 1 and problem.options.restarts == 0:
-        sol = solve_single(problem, rule, start)
+        sol = solve_single(problem, rule, start_one(problem))
         if math.dist(sol.positions[0, -1].tolist(), problem.targets[0].tolist()) <= (
             problem.tolerance
         ):
             return sol  # (what follows acts on missed position goals only)
     else:
-        sol = _batched(problem, rule, start)
+        sol = _batched(problem, rule, start_rotations(problem))
     if seeded(problem):
         sol = _second_attempt(problem, rule, sol)
     if (

@@ -8,26 +8,40 @@
   benchmarks.
 * ``"triangulation"`` (default) — for position goals, the triangulation solution
   (:func:`core.triangulation.solve_triangulation`, one closed-form pass from the same start
-  pose, bend plane and pole) of the chain *without its limits*, projected onto the limits.
-  On a free chain it already reaches every reachable target, so the iteration takes no
-  update; with limits the iteration starts from an admissible pose near a solution instead
-  of the straight chain — or, where triangulation *within* the limits (its pass, or a last
-  hinge placed in closed form: :func:`core.triangulation_limits_single.meeting`) meets the
-  goal, from that pose, which then takes no update (targets still missed take
-  triangulation within the limits with its search where that comes closer:
-  :func:`core.jacobian._within_limits`). The seed depends only on
-  the problem's inputs (target, pole, start pose, options), so the answer stays a function
-  of the frame's inputs. Orientation and pose goals, chains with stiffness and a posture
-  bias start from the given pose: triangulation pursues none of them, and a start at its
-  pose would leave them no effect.
+  pose, bend plane and pole) of the chain *without its limits*. On a free chain it already
+  reaches every reachable target, so the iteration takes no update. On a limited chain,
+  where that pose carried onto the limits by CCD's :func:`core.ccd_seed.retarget` (each
+  joint aims its link at the pass's next joint from where the chain has got to, a hinge at
+  the best angle in its range, a ball joint before a hinge turned so the hinge's axis is
+  normal to the bend; then projected) meets the goal — where the limits allow the pass's
+  pose — the iteration starts there and takes no update; elsewhere it starts from the
+  pass's pose projected onto the limits, an admissible pose near a solution instead of the
+  straight chain — or, where triangulation *within* the limits
+  (its pass, or a last hinge placed in closed form:
+  :func:`core.triangulation_limits_single.meeting`) meets the goal, from that pose, which
+  then takes no update (targets still missed take triangulation within the limits with
+  its search where that comes closer: :func:`core.jacobian._within_limits`). The seed
+  depends only on the problem's inputs (target, pole, start pose, options), so the answer
+  stays a function of the frame's inputs. Orientation and pose goals, chains with
+  stiffness and a posture bias start from the given pose: triangulation pursues none of
+  them, and a start at its pose would leave them no effect.
+
+:func:`start_rotations` is the start for a batch, :func:`start_one` the same start for one
+target in floats (triangulation's float passes where they answer; tests pin it to
+:func:`start_rotations`).
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
 
+from . import triangulation_limits_single, triangulation_single
+from .ccd_seed import retarget
 from .chain import Chain
 from .limits import FREE
 from .problem import Problem
@@ -60,8 +74,10 @@ def seeded(problem: Problem) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def _stiff(chain: Chain) -> bool:
-    """True when some joint has stiffness (triangulation would ignore it)."""
+    """True when some joint has stiffness (triangulation would ignore it; cached per chain,
+    as :func:`core.ccd_seed.unlimited`)."""
     return any(any(s != 0.0 for s in lim.stiffness) for lim in chain.limits)
 
 
@@ -76,8 +92,17 @@ def start_rotations(problem: Problem) -> FloatArray:
         q_tri, _, met = meeting(problem)
         if met.all():
             return q_tri
+    q = _carried(problem)
+    return q if met is None else np.where(met[:, None, None], q_tri, q)
+
+
+def _carried(problem: Problem) -> FloatArray:
+    """Triangulation's pass on the chain without its limits ``(N, n, 4)``; on a limited
+    chain, carried onto the limits by :func:`core.ccd_seed.retarget` (CCD's seed) where
+    that pose meets the goal (:func:`_meets`), else as the pass left it."""
+    chain = problem.chain
     free = Problem(
-        _free(problem.chain),
+        _free(chain),
         problem.targets,
         None,
         problem.poles,
@@ -85,8 +110,52 @@ def start_rotations(problem: Problem) -> FloatArray:
         problem.tolerance,
         problem.options,
     )
-    q = solve_triangulation(free).rotations
-    return q if met is None else np.where(met[:, None, None], q_tri, q)
+    sol = solve_triangulation(free)
+    if chain.is_free:
+        return sol.rotations
+    q = sol.rotations.copy()
+    for i, (points, target) in enumerate(
+        zip(sol.positions.tolist(), problem.targets.tolist(), strict=True)
+    ):
+        carried, at = retarget(chain, points)
+        if _meets(at[-1], target, problem.tolerance):
+            q[i] = carried
+    return q
 
 
-__all__ = ["seeded", "start_rotations"]
+def _meets(effector: Sequence[float], target: Sequence[float], tolerance: float) -> bool:
+    """Whether ``effector`` is within ``tolerance`` of ``target`` (3 floats each)."""
+    return math.dist(effector, target) <= tolerance
+
+
+def start_one(problem: Problem) -> list[list[float]]:
+    """:func:`start_rotations` of a problem of one target, as ``n`` lists of 4 floats:
+    triangulation's float passes where they answer (within the limits:
+    :func:`core.triangulation_limits_single.meeting_one`; without them, from the rest pose:
+    :func:`core.triangulation_single.solve_single`), else the numpy route."""
+    if not seeded(problem):
+        return problem.initial[0].tolist()
+    chain = problem.chain
+    if not chain.is_free:
+        one = triangulation_limits_single.meeting_one(problem)
+        if one is None:
+            return start_rotations(problem)[0].tolist()
+        (rotations, _), met = one
+        if met:
+            return [list(q) for q in rotations]
+    if all(q == [1.0, 0.0, 0.0, 0.0] for q in problem.initial[0].tolist()):
+        x, y, z = problem.targets[0].tolist()
+        pole = None
+        if problem.poles is not None:
+            px, py, pz = problem.poles[0].tolist()
+            pole = (px, py, pz)
+        out = triangulation_single.solve_single(_free(chain), (x, y, z), pole, problem.options)
+        if out is not None:
+            if chain.is_free:
+                return out[0]
+            carried, at = retarget(chain, out[1])
+            return carried if _meets(at[-1], (x, y, z), problem.tolerance) else out[0]
+    return _carried(problem)[0].tolist()
+
+
+__all__ = ["seeded", "start_one", "start_rotations"]

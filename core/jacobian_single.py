@@ -27,11 +27,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bend_plane import orient_bend
+from .bend_plane_single import orient_one, turned_points
 from .components import vdot
 from .jacobian_iteration import _CLAMPED, _RETRIES, _STATIONARY
 from .jacobian_seed import seeded
-from .jacobian_single_linalg import Rule, _damped_retry, _gram, _jtv, _jv, _rule_step, _sigma
+from .jacobian_single_linalg import (
+    Rule,
+    _damped_retry,
+    _gram,
+    _jtv,
+    _jv,
+    _rule_step,
+    _sigma,
+    _squares,
+)
 from .jacobian_single_pose import (
     Quat,
     Vec,
@@ -50,7 +59,6 @@ from .jacobian_single_pose import (
 )
 from .problem import Problem
 from .result import Solution
-from .rotations import FloatArray
 
 
 # ---------------------------------------------------------------------- the iteration
@@ -205,18 +213,21 @@ def _local_axes(plan: _Plan, i: int, p: list[float]) -> list[Vec]:
 
 def _stationary(cols: list[tuple[float, ...]], err: list[float]) -> bool:
     """:func:`core.jacobian_iteration._stationary` for one problem."""
-    gradient = math.sqrt(sum(v * v for v in _jtv(cols, err)))
-    size = math.sqrt(sum(c * c for col in cols for c in col))
-    return gradient <= _STATIONARY * size * math.sqrt(sum(v * v for v in err))
+    gradient = math.sqrt(_squares(_jtv(cols, err)))
+    size = 0.0
+    for col in cols:
+        for c in col:
+            size += c * c
+    return gradient <= _STATIONARY * math.sqrt(size) * math.sqrt(_squares(err))
 
 
-def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
+def solve_single(problem: Problem, rule: Rule, start: list[list[float]]) -> Solution:
     """The iteration of :mod:`core.jacobian` for a problem of one target, in floats.
 
     Args:
         problem: ``problem.size == 1`` and ``options.restarts == 0`` (the caller checks).
         rule: ``"transpose"``, ``"pinv"`` or ``"dls"``.
-        start: ``(1, n, 4)`` the start pose (:func:`core.jacobian_seed.start_rotations`).
+        start: the start pose, ``n`` rotations of 4 floats (:func:`core.jacobian_seed.start_one`).
 
     Returns:
         The same :class:`Solution` as the batched path, to rounding.
@@ -249,7 +260,7 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
     can_nudge = any(v != 0.0 for v in nudge)
     scale = plan.scale
 
-    q = _project(plan, [tuple(r) for r in start[0].tolist()])
+    q = _project(plan, [(r[0], r[1], r[2], r[3]) for r in start])
     posture = None
     if opts.posture_weight > 0.0:
         given = [tuple(r) for r in problem.initial[0].tolist()]
@@ -281,10 +292,8 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
             )
         new_state = _fk(plan, new_q)
         new_err, new_done = goal.error(new_state)
-        merit = sum(v * v for v in err)
-        worse = (
-            sum(v * v for v in new_err) > merit and not new_done and not kick and kind == "position"
-        )
+        merit = _squares(err)
+        worse = _squares(new_err) > merit and not new_done and not kick and kind == "position"
         if adapt:
             beta = max(opts.step, 0.5 * beta) if worse else min(1.0, 2.0 * beta)
         for retry in range(1, _RETRIES + 1):
@@ -293,7 +302,7 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
             new_q, _ = stepper.propose(p, cols, de, z, axes, retry)
             new_state = _fk(plan, new_q)
             new_err, new_done = goal.error(new_state)
-            worse = sum(v * v for v in new_err) > merit and not new_done
+            worse = _squares(new_err) > merit and not new_done
         if worse:
             new_q, new_state, new_err = q, state, err
         give_up = not new_done and (worse or goal.stalled(new_err, err))
@@ -311,12 +320,14 @@ def solve_single(problem: Problem, rule: Rule, start: FloatArray) -> Solution:
         sigma_seen = _sigma(_gram(cols, m)[0])
     if not math.isfinite(sigma_seen):
         sigma_seen = 0.0
-    rot_out, pos_out = np.array([q]), np.array([state.positions])
+    rots, points = list(q), state.positions
     if iterations or not seeded(problem):
-        rot_out, pos_out = orient_bend(problem, rot_out, pos_out)
+        turn = orient_one(problem, goal.target, rots, points)
+        if turn is not None:
+            points = turned_points(turn, points)
     return Solution(
-        rotations=rot_out,
-        positions=pos_out,
+        rotations=np.array([rots]),
+        positions=np.array([points]),
         iterations=np.array([iterations], dtype=np.int64),
         effector_rotation=None if rotations is None else np.array([state.worlds[-1]]),
         min_singular_value=np.array([sigma_seen]),

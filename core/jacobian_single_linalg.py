@@ -29,6 +29,16 @@ _PINV_NORMAL = 1e-6
 def _gram(cols: list[tuple[float, ...]], m: int) -> tuple[list[list[float]], bool]:
     """``J Jᵀ`` (``m ≤ k``, wide) or ``Jᵀ J``, as nested lists; and ``wide``."""
     k = len(cols)
+    if m == 3 and k >= 3:  # (the position and orientation goals: the same sums, unrolled)
+        s00 = s01 = s02 = s11 = s12 = s22 = 0.0
+        for x, y, z in cols:
+            s00 += x * x
+            s01 += x * y
+            s02 += x * z
+            s11 += y * y
+            s12 += y * z
+            s22 += z * z
+        return [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]], True
     if m <= k:
         g = [[0.0] * m for _ in range(m)]
         for a in range(m):
@@ -79,6 +89,20 @@ def _solve_spd(a: list[list[float]], b: list[float]) -> list[float]:
     """``a⁻¹ b`` for symmetric positive definite ``a`` by Cholesky (pivots kept positive)."""
     d = len(b)
     tiny = 1e-300
+    if d == 3:  # (the loops below, unrolled: the same operations in the same order)
+        (a00, _, _), (a10, a11, _), (a20, a21, a22) = a
+        l00 = math.sqrt(max(a00, tiny))
+        l10 = a10 / l00
+        l11 = math.sqrt(max(a11 - l10 * l10, tiny))
+        l20 = a20 / l00
+        l21 = (a21 - l20 * l10) / l11
+        l22 = math.sqrt(max(a22 - l20 * l20 - l21 * l21, tiny))
+        y0 = b[0] / l00
+        y1 = (b[1] - l10 * y0) / l11
+        y2 = (b[2] - l20 * y0 - l21 * y1) / l22
+        x2 = y2 / l22
+        x1 = (y1 - l21 * x2) / l11
+        return [(y0 - l10 * x1 - l20 * x2) / l00, x1, x2]
     low = [[0.0] * d for _ in range(d)]
     for i in range(d):
         row = low[i]
@@ -120,7 +144,18 @@ def _jv(cols: list[tuple[float, ...]], v: list[float], m: int) -> list[float]:
 
 def _jtv(cols: list[tuple[float, ...]], v: list[float]) -> list[float]:
     """``Jᵀ v`` (``k`` floats)."""
+    if len(v) == 3:  # (the sums below, unrolled)
+        x, y, z = v
+        return [c[0] * x + c[1] * y + c[2] * z for c in cols]
     return [sum(c * x for c, x in zip(col, v, strict=True)) for col in cols]
+
+
+def _squares(v: list[float]) -> float:
+    """``Σ v_i²`` (the sum in order)."""
+    out = 0.0
+    for x in v:
+        out += x * x
+    return out
 
 
 def _floor(g: list[list[float]]) -> float:
@@ -166,7 +201,7 @@ def _rule_step(
         grad = _jtv(cols, de)
         jg = _jv(cols, grad, m)
         num = sum(a * b for a, b in zip(de, jg, strict=True))
-        den = sum(a * a for a in jg)
+        den = _squares(jg)
         alpha = num / den if den > 1e-300 else 0.0
         dp = [alpha * v for v in grad]
         if z is not None:
@@ -187,7 +222,7 @@ def _rule_step(
     lam2 = damping * damping
     if adaptive:
         ratio = sigma / damping if damping > 0.0 else 1.0
-        size = math.sqrt(sum(v * v for v in de))
+        size = math.sqrt(_squares(de))
         cap = min(damping, size)
         lam2 = cap * cap * (1.0 - ratio * ratio) if ratio < 1.0 else 0.0
     lam2 = max(lam2, _floor(g))

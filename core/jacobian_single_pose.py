@@ -174,14 +174,18 @@ class _Plan:
     order: str
 
 
-_PLANS: weakref.WeakKeyDictionary[Chain, dict[str, _Plan]] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[Chain, dict[tuple[str, float], _Plan]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _plan(chain: Chain, params: str, max_step: float) -> _Plan:
     from .parameterization import EULER_ORDER, DofLayout  # the batched layout, for weights
 
-    key = f"{params}:{max_step!r}"
-    plans = _PLANS.setdefault(chain, {})
+    key = (params, max_step)
+    plans = _PLANS.get(chain)
+    if plans is None:
+        plans = _PLANS.setdefault(chain, {})
     plan = plans.get(key)
     if plan is not None:
         return plan

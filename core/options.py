@@ -82,7 +82,8 @@ class SolveOptions:
             below ``step``) after one that had to be retried; ``False`` keeps β = ``step``.
         jacobian_start: Jacobian methods, position goals: ``"triangulation"`` starts the
             iteration from the triangulation solution of the chain without limits,
-            projected onto the limits (see :mod:`core.jacobian_seed`); ``"initial"`` from
+            carried onto the limits where that meets the goal, else projected onto them
+            (see :mod:`core.jacobian_seed`); ``"initial"`` from
             the start pose (``initial``, else the rest pose), the references' protocol.
         stretch: every method: let the links stretch (Blender's IK constraint *Stretch*),
             each as readily as its :attr:`Chain.stretch <core.chain.Chain.stretch>` weight;

@@ -20,6 +20,8 @@ from core import Chain, JointLimits, SolveOptions, solve
 from core import rotations as rot
 from core.errors import ChainError
 from core.jacobian import _batched, _dispatch
+from core.jacobian_seed import start_one, start_rotations
+from core.jacobian_single import solve_single
 from core.kinematics import forward_kinematics
 from core.problem import Problem
 from core.solver import solve_one
@@ -161,6 +163,67 @@ def test_float_path_solves_equal_the_batched_path(rule: str) -> None:
         same += int(close and steps)
     assert compared >= 20
     assert same >= 0.9 * compared
+
+
+def _seeded_problem(seed: int, **options: object) -> Problem:
+    """One random problem with the default (triangulation) start: a random chain (mostly
+    limited), a target from an admissible pose (or anywhere), sometimes a pole, the
+    ``"minimal"`` bend plane, the ``"even"`` distribution, a non-rest start pose or an
+    orientation goal of weight 0."""
+    rng = np.random.default_rng(seed)
+    chain = _random_chain(rng, int(rng.integers(1, 7)))
+    if seed % 9 == 0:
+        chain = chain.with_limits([JointLimits()] * chain.n_joints)
+    q = _admissible(chain, rng, 1)
+    positions, orientations = forward_kinematics(chain, q)
+    target = positions[:, -1]
+    if seed % 4 == 3:
+        target = rng.normal(size=(1, 3)) * chain.reach
+    start = rot.identity((1, chain.n_joints))
+    if seed % 10 == 7:
+        start = _admissible(chain, rng, 1)
+    opts = SolveOptions(
+        distribution="even" if seed % 3 == 0 else "root",
+        bend_plane="minimal" if seed % 8 == 5 else "rest",
+        **options,  # type: ignore[arg-type]
+    )
+    return Problem(
+        chain,
+        target,
+        orientations[:, -1] if seed % 6 == 1 else None,
+        rng.normal(size=(1, 3)) * chain.reach if seed % 5 == 2 else None,
+        start,
+        1e-6 * chain.reach,
+        opts,
+    )
+
+
+def test_start_one_is_start_rotations() -> None:
+    """The one-target start in floats is the batch's start, on every route: triangulation
+    within the limits meeting the goal, the float pass on the chain without its limits
+    (carried onto them), the numpy pass ("even" distribution, a non-rest start pose)."""
+    for seed in range(200):
+        problem = _seeded_problem(seed)
+        ours = np.array([start_one(problem)])
+        expected = start_rotations(problem)
+        np.testing.assert_allclose(ours, expected, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("updates", [1, 2, 5])
+def test_seeded_float_path_updates_equal_the_batched_path(rule: str, updates: int) -> None:
+    """From the seeded start (mostly limited chains, default options): the same pose after
+    the same updates as the batched iteration from the batch's start."""
+    iterated = 0
+    for seed in range(60):
+        problem = _seeded_problem(seed, max_iterations=updates)
+        reference = _batched(problem, rule, start_rotations(problem))  # type: ignore[arg-type]
+        fast = solve_single(problem, rule, start_one(problem))  # type: ignore[arg-type]
+        np.testing.assert_allclose(fast.rotations, reference.rotations, atol=1e-9, rtol=0)
+        np.testing.assert_allclose(fast.positions, reference.positions, atol=1e-9, rtol=0)
+        np.testing.assert_array_equal(fast.iterations, reference.iterations)
+        iterated += int(reference.iterations[0] > 0)
+    assert iterated >= 10
 
 
 def test_float_path_is_what_solve_one_and_solve_use() -> None:
