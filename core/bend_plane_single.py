@@ -14,10 +14,8 @@ start poses (``tests/core/test_bend_plane_single.py``).
 
 from __future__ import annotations
 
-import math
-
 from . import triangulation_plan, triangulation_single
-from .components import Quat, Vec, mapply, qmul, qmul_conj, qrotate
+from .components import Quat, Vec, qrotate
 from .problem import Problem
 
 
@@ -56,13 +54,9 @@ def orient_one(
     )
     if turn is None:
         return None
-    # The root's world rotation becomes turn · rest_0 · q_0: locally rest_0⁻¹ turn rest_0 q_0.
-    q0 = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), rots[0])
-    limits = chain.limits[0]
-    if not limits.is_free:
-        d = qmul_conj(limits.project_floats(q0), q0)
-        if 2.0 * math.atan2(math.sqrt(d[1] ** 2 + d[2] ** 2 + d[3] ** 2), abs(d[0])) > 1e-9:
-            return None
+    q0 = triangulation_single.turned_root(chain, plan, turn, rots[0])
+    if q0 is None:
+        return None
     rots[0] = q0
     return turn
 

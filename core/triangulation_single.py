@@ -483,15 +483,25 @@ def _orient_single(
     turn = _bend_turn(chain, plan, opts, target, pole, pos, init, rest_pose)
     if turn is None:
         return
-    root = (rots[0][0], rots[0][1], rots[0][2], rots[0][3])
-    turned = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), root)
-    limits0 = chain.limits[0]
-    if not limits0.is_free:  # (as the batch: no turn where the root's limits refuse it)
-        allowed = qmul_conj(limits0.project_floats(turned), turned)
-        if 2.0 * math.atan2(math.hypot(*allowed[1:]), abs(allowed[0])) > 1e-9:
-            return
+    turned = turned_root(chain, plan, turn, (rots[0][0], rots[0][1], rots[0][2], rots[0][3]))
+    if turned is None:
+        return
     rots[0] = list(turned)
     _turn_points(turn, pos)
+
+
+def turned_root(chain: Chain, plan: _Plan, turn: Quat, q0: Quat) -> Quat | None:
+    """The root's local rotation ``q0`` after the chain turns by ``turn`` (base frame) about
+    its root→effector line: its world rotation becomes ``turn · rest_0 · q0``, locally
+    ``rest_0⁻¹ · turn · rest_0 · q0``; ``None`` where the root's limits refuse it (more than
+    1e-9 rad from its projection, as :func:`core.bend_plane.apply_pole`)."""
+    turned = qmul((turn[0], *mapply(plan.rest0_inverse, turn[1:])), q0)
+    limits0 = chain.limits[0]
+    if not limits0.is_free:
+        allowed = qmul_conj(limits0.project_floats(turned), turned)
+        if 2.0 * math.atan2(math.hypot(*allowed[1:]), abs(allowed[0])) > 1e-9:
+            return None
+    return turned
 
 
 def _turn_points(turn: Quat, pos: list[Vec]) -> None:
