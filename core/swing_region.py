@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .components import ARRAY_OPS, FLOAT_OPS, Ops
+from . import swing_curves as sc
+from .components import FLOAT_OPS
 from .errors import ChainError
 from .rotations import FloatArray
 
@@ -47,9 +48,6 @@ _SEMI_MIN = 1e-9
 MAX_BEND = math.pi - 1e-6
 #: Samples per boundary curve that bracket the stationary points of ``f`` along it.
 _CURVE_SAMPLES = 48
-#: Illinois steps: the bracket of a simple root shrinks superlinearly, below 1e-16 in
-#: about a dozen steps from the sampling's 1/48 of a curve.
-_ROOT_STEPS = 40
 #: A curve sample only wins over the exact candidates when better by more than this (it
 #: is there for directions where ``f`` is constant along a curve and has no root).
 _SAMPLE_HANDICAP = 1e-12
@@ -71,8 +69,8 @@ class _Candidates(NamedTuple):
         x, z: ``(M,)`` the meeting points (:attr:`SwingRegion._corners`), then from index
             ``first`` the curves' ``S`` samples (:attr:`SwingRegion._samples`).
         rows: ``(M + S, 3)``: the candidates' bone axes ``d`` (``f = d·v``,
-            :func:`_axis_dot`), then the samples' slope rows (``∂f/∂s = g·v``,
-            :func:`_axis_gradient` along the tangent).
+            :func:`~core.swing_curves.axis_dot`), then the samples' slope rows (``∂f/∂s = g·v``,
+            :func:`~core.swing_curves.axis_gradient` along the tangent).
         penalty: ``(M,)`` subtracted from ``f``: 0 at the meeting points, ``∞`` at samples
             outside the region, ``_SAMPLE_HANDICAP`` at the others (a sample only wins over
             the exact candidates when better by more than that: it is there for directions
@@ -84,7 +82,8 @@ class _Candidates(NamedTuple):
             circle's own candidates).
         rise: ``(S − 1,)`` how far ``f`` can rise above the mean of its values at the two
             samples: along a curve ``|∂f/∂s| ≤ |∂d/∂s| ≤ 2|∂q/∂s|`` (``q`` the swing), so
-            ``f ≤ (f₀ + f₁)/2 + speed·Δs`` between samples ``Δs`` apart (:func:`_speed`);
+            ``f ≤ (f₀ + f₁)/2 + speed·Δs`` between samples ``Δs`` apart
+            (:func:`~core.swing_curves.speed`);
             infinite where a sample was moved onto the cone's disc.
         s, params: ``(S,)`` the samples' curve parameters, as an array and as floats.
     """
@@ -308,7 +307,7 @@ class SwingRegion:
         curves = self._curves
         u = np.linspace(0.0, 1.0, _CURVE_SAMPLES + 1)
         s = curves[:, :1] + (curves[:, 1:2] - curves[:, :1]) * u  # (C, S+1)
-        px, pz, tx, tz = _curve(np.repeat(curves, u.size, axis=0).T, s.ravel())
+        px, pz, tx, tz = sc.along(np.repeat(curves, u.size, axis=0).T, s.ravel())
         px, pz = self._in_disc(px, pz)
         pair = np.ones(s.shape, dtype=bool)
         pair[:, -1] = False
@@ -365,18 +364,18 @@ class SwingRegion:
         cx, cz = self._corners
         xs, zs = np.concatenate((cx, px)), np.concatenate((cz, pz))
         eye = np.eye(3)[:, :, None]  # v = each base axis in turn gives the rows' columns
-        gx, gz = _axis_gradient(px, pz, eye)
-        rows = np.concatenate((_axis_dot(xs, zs, eye).T, (gx * tx + gz * tz).T))
+        gx, gz = sc.axis_gradient(px, pz, eye)
+        rows = np.concatenate((sc.axis_dot(xs, zs, eye).T, (gx * tx + gz * tz).T))
         penalty = np.concatenate((np.zeros(len(cx)), np.where(allowed, _SAMPLE_HANDICAP, np.inf)))
         curves = np.repeat(self._curves, _CURVE_SAMPLES + 1, axis=0)
-        ox, oz = _curve(curves.T, s)[:2]
+        ox, oz = sc.along(curves.T, s)[:2]
         on_curve = (ox == px) & (oz == pz)  # not moved onto the cone's disc
         inside = allowed & on_curve
         per_curve = inside.reshape(len(self._curves), -1).any(axis=1)
         interval = self._curves[:, 1] - self._curves[:, 0] < 2.0 * math.pi  # not the circle
         met = np.repeat(per_curve & interval, _CURVE_SAMPLES + 1)
         brackets = pair[:-1] & ~(met[:-1] & ~inside[:-1] & ~inside[1:])
-        speed = np.repeat([_speed(row) for row in self._curves], _CURVE_SAMPLES + 1)[:-1]
+        speed = np.repeat([sc.speed(row) for row in self._curves], _CURVE_SAMPLES + 1)[:-1]
         rise = np.where(on_curve[:-1] & on_curve[1:], speed * (s[1:] - s[:-1]), np.inf)
         return _Candidates(xs, zs, len(cx), rows, penalty, brackets, rise, s, s.tolist())
 
@@ -409,12 +408,12 @@ class SwingRegion:
         rows, cols = np.nonzero((slope[:, :-1] > 0.0) & (slope[:, 1:] <= 0.0) & c.brackets & rises)
         if rows.size:
             curve = self._curves[cols // (_CURVE_SAMPLES + 1)]
-            root = _illinois(
+            root = sc.illinois(
                 curve, v[rows], c.s[cols], c.s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
             )
-            rx, rz, _, _ = _curve(curve.T, root)
+            rx, rz, _, _ = sc.along(curve.T, root)
             rx, rz = self._in_disc(rx, rz)
-            fr = np.where(self.contains(rx, rz), _axis_dot(rx, rz, v[rows].T), -np.inf)
+            fr = np.where(self.contains(rx, rz), sc.axis_dot(rx, rz, v[rows].T), -np.inf)
             order = np.argsort(fr, kind="stable")  # the best root of a row written last
             rows, fr, rx, rz = rows[order], fr[order], rx[order], rz[order]
             better = fr > best_f[rows]
@@ -451,10 +450,10 @@ class SwingRegion:
                 break
             curve = self._curve_rows[col // (_CURVE_SAMPLES + 1)]
             lo, hi = c.params[col], c.params[col + 1]
-            root = _illinois_one(curve, v, lo, hi, float(slope[col]), float(slope[col + 1]))
-            rx, rz = self._in_disc_one(*_curve(curve, root, FLOAT_OPS)[:2])
+            root = sc.illinois_one(curve, v, lo, hi, float(slope[col]), float(slope[col + 1]))
+            rx, rz = self._in_disc_one(*sc.along(curve, root, FLOAT_OPS)[:2])
             if self.contains_one(rx, rz):
-                fr = _axis_dot(rx, rz, v, FLOAT_OPS)
+                fr = sc.axis_dot(rx, rz, v, FLOAT_OPS)
                 if fr > found:
                     found, best = fr, (rx, rz)
         return best
@@ -532,119 +531,3 @@ class SwingRegion:
             scale = r / math.sqrt(n2)
             return x * scale, z * scale
         return x, z
-
-
-def _speed(curve: FloatArray) -> float:
-    """The largest ``|∂q/∂s|`` along a curve (a row of :attr:`SwingRegion._curves`), ``q =
-    (w, x, 0, z)`` its swings: ``h`` on a line ``(c, h sin s)`` (``w = h cos s``), and on a
-    quadrant ``(a cos s, b sin s)`` with ``m = max(a, b)``, from ``|∂q/∂s|² = a² sin² s +
-    b² cos² s + ((a² − b²) sin s cos s / w)²`` and ``w² ≥ 1 − m²``:
-    ``√(m² + ((a² − b²)/2)²/(1 − m²))`` (``r`` on the cone's circle)."""
-    _, _, _, x1, x2, _, z1, z2 = (float(c) for c in curve)
-    if x1 == x2 == 0.0 or z1 == z2 == 0.0:  # a line
-        return max(abs(x2), abs(z1), abs(z2), abs(x1))
-    a, b = abs(x1), abs(z2)
-    m = max(a, b)
-    if m >= 1.0:
-        return math.inf
-    return math.sqrt(m * m + (0.5 * (a * a - b * b)) ** 2 / (1.0 - m * m))
-
-
-def _illinois_one(
-    curve: tuple[float, ...],
-    v: tuple[float, float, float],
-    lo: float,
-    hi: float,
-    f_lo: float,
-    f_hi: float,
-) -> float:
-    """:func:`_illinois` for one bracket, in plain floats."""
-    side = 0
-    for _ in range(_ROOT_STEPS):
-        if not (hi - lo > 4.0 * math.ulp(abs(hi) + 1.0) and f_lo > 0.0 and f_hi < 0.0):
-            break
-        t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-        if not lo < t < hi:
-            t = 0.5 * (lo + hi)
-        px, pz, tx, tz = _curve(curve, t, FLOAT_OPS)
-        gx, gz = _axis_gradient(px, pz, v, FLOAT_OPS)
-        ft = gx * tx + gz * tz
-        if ft > 0.0:
-            lo, f_lo = t, ft
-            if side == 1:
-                f_hi = 0.5 * f_hi
-            side = 1
-        else:
-            hi, f_hi = t, ft
-            if side == -1:
-                f_lo = 0.5 * f_lo
-            side = -1
-    return lo if abs(f_lo) <= abs(f_hi) else hi
-
-
-def _curve(curve: Any, s: Any, ops: Ops = ARRAY_OPS) -> tuple[Any, Any, Any, Any]:
-    """Points ``x, z`` and tangents ``tx, tz`` (along increasing ``s``, of positive
-    length but for a line's ends) of a curve at ``s``: a row of :attr:`SwingRegion._curves`
-    (8 floats, ``ops`` :data:`~core.components.FLOAT_OPS`) or its 8 columns for ``M``
-    curves (``(M,)`` arrays each, ``s (M,)``)."""
-    _, _, x0, x1, x2, z0, z1, z2 = curve
-    cos, sin = ops.cos(s), ops.sin(s)
-    return (
-        x0 + x1 * cos + x2 * sin,
-        z0 + z1 * cos + z2 * sin,
-        x2 * cos - x1 * sin,
-        z2 * cos - z1 * sin,
-    )
-
-
-def _illinois(
-    curves: FloatArray,
-    v: FloatArray,
-    lo: FloatArray,
-    hi: FloatArray,
-    f_lo: FloatArray,
-    f_hi: FloatArray,
-) -> FloatArray:
-    """Roots ``(M,)`` of the slope of ``f`` along ``curves (M, 8)`` in brackets ``[lo, hi]``
-    where it falls from ``f_lo > 0`` to ``f_hi <= 0`` (regula falsi, Illinois variant)."""
-    side = np.zeros(lo.shape, dtype=int)
-    columns, along = curves.T, v.T
-    for _ in range(_ROOT_STEPS):
-        open_ = (hi - lo > 4.0 * np.spacing(np.abs(hi) + 1.0)) & (f_lo > 0.0) & (f_hi < 0.0)
-        if not np.any(open_):
-            break
-        t = (lo * f_hi - hi * f_lo) / np.where(open_, f_hi - f_lo, -1.0)
-        t = np.where((t > lo) & (t < hi), t, 0.5 * (lo + hi))
-        px, pz, tx, tz = _curve(columns, t)
-        gx, gz = _axis_gradient(px, pz, along)
-        ft = gx * tx + gz * tz
-        up = open_ & (ft > 0.0)
-        down = open_ & ~up
-        lo, f_lo = np.where(up, t, lo), np.where(up, ft, f_lo)
-        hi, f_hi = np.where(down, t, hi), np.where(down, ft, f_hi)
-        # Illinois: halve the value kept at the end that stayed twice, so that it moves too.
-        f_hi = np.where(up & (side == 1), 0.5 * f_hi, f_hi)
-        f_lo = np.where(down & (side == -1), 0.5 * f_lo, f_lo)
-        side = np.where(up, 1, np.where(down, -1, side))
-    # The end of the converged bracket where the slope is smaller.
-    return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
-
-
-def _axis_dot(x: Any, z: Any, v: Any, ops: Ops = ARRAY_OPS) -> Any:
-    """``v · d``, ``d = (−2wz, 1 − 2(x² + z²), 2wx)`` the bone axis of swings ``(w, x, 0, z)``
-    (floats with :data:`~core.components.FLOAT_OPS`, or arrays; ``v`` its 3 components)."""
-    r2 = x * x + z * z
-    w = ops.sqrt(ops.where(r2 < 1.0, 1.0 - r2, 0.0))
-    return -2.0 * w * z * v[0] + (1.0 - 2.0 * r2) * v[1] + 2.0 * w * x * v[2]
-
-
-def _axis_gradient(x: Any, z: Any, v: Any, ops: Ops = ARRAY_OPS) -> tuple[Any, Any]:
-    """``w·∇(v · d)`` with respect to ``x, z`` (the gradient scaled by ``w ≥ 0``, finite at
-    a half turn): ``∂d/∂x = (2xz, −4xw, 2(w² − x²))/w``, ``∂d/∂z = (−2(w² − z²), −4zw,
-    −2xz)/w`` (as :func:`_axis_dot`)."""
-    r2 = x * x + z * z
-    w = ops.sqrt(ops.where(r2 < 1.0, 1.0 - r2, 0.0))
-    v0, v1, v2 = v
-    gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
-    gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
-    return gx, gz
