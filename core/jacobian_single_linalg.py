@@ -14,6 +14,7 @@ normal equations would lose the accuracy the SVD keeps there).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -26,18 +27,25 @@ _PINV_NORMAL = 1e-6
 
 
 # ---------------------------------------------------------------------- small linear algebra
+def gram3(cols: Sequence[tuple[float, ...]]) -> tuple[float, float, float, float, float, float]:
+    """The upper triangle ``(g00, g01, g02, g11, g12, g22)`` of ``J Jᵀ`` for a Jacobian of
+    3 rows given as its columns (3-tuples), each sum in column order."""
+    s00 = s01 = s02 = s11 = s12 = s22 = 0.0
+    for x, y, z in cols:
+        s00 += x * x
+        s01 += x * y
+        s02 += x * z
+        s11 += y * y
+        s12 += y * z
+        s22 += z * z
+    return s00, s01, s02, s11, s12, s22
+
+
 def _gram(cols: list[tuple[float, ...]], m: int) -> tuple[list[list[float]], bool]:
     """``J Jᵀ`` (``m ≤ k``, wide) or ``Jᵀ J``, as nested lists; and ``wide``."""
     k = len(cols)
     if m == 3 and k >= 3:  # (the position and orientation goals: the same sums, unrolled)
-        s00 = s01 = s02 = s11 = s12 = s22 = 0.0
-        for x, y, z in cols:
-            s00 += x * x
-            s01 += x * y
-            s02 += x * z
-            s11 += y * y
-            s12 += y * z
-            s22 += z * z
+        s00, s01, s02, s11, s12, s22 = gram3(cols)
         return [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]], True
     if m <= k:
         g = [[0.0] * m for _ in range(m)]

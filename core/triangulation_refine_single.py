@@ -36,7 +36,7 @@ import numpy as np
 
 from .chain import Chain
 from .components import Quat, Vec, qmul, qmul_conj, qrotate, vcross
-from .jacobian_single_linalg import _solve_spd
+from .jacobian_single_linalg import _solve_spd, gram3
 from .kinematics import forward_kinematics_floats
 from .triangulation_refine import (
     _LAMBDA0,
@@ -151,14 +151,7 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
             for axis, weight in axes:
                 cx, cy, cz = vcross(qrotate(world[i], axis), lever)
                 cols.append((cx * weight, cy * weight, cz * weight))
-        g00 = g01 = g02 = g11 = g12 = g22 = 0.0
-        for cx, cy, cz in cols:
-            g00 += cx * cx
-            g01 += cx * cy
-            g02 += cx * cz
-            g11 += cy * cy
-            g12 += cy * cz
-            g22 += cz * cz
+        g00, g01, g02, g11, g12, g22 = gram3(cols)
         damp = (lam * reach) ** 2
         y0, y1, y2 = _solve_spd(
             [[g00 + damp, g01, g02], [g01, g11 + damp, g12], [g02, g12, g22 + damp]],
