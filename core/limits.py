@@ -387,6 +387,39 @@ class JointLimits:
             ok &= np.abs(_clamp_angle(psi, *self.ranges[1]) - psi) <= eps
         return ok
 
+    def allows_floats(self, q: tuple[float, float, float, float], eps: float = 1e-12) -> bool:
+        """:meth:`allows` for one rotation in plain floats (wxyz; tested against it)."""
+        w, x, y, z = q
+        if w < 0.0:
+            w, x, y, z = -w, -x, -y, -z
+        if self.is_free:
+            return True
+        kind = self.kind
+        if kind == "fixed":
+            return abs(x) <= eps and abs(y) <= eps and abs(z) <= eps
+        if kind == "hinge":
+            axis, limits = self._hinge
+            ax, ay, az = float(axis[0]), float(axis[1]), float(axis[2])
+            cx, cy, cz = y * az - z * ay, z * ax - x * az, x * ay - y * ax
+            if not math.sqrt(cx * cx + cy * cy + cz * cz) <= eps:
+                return False
+            if limits is None:
+                return True
+            phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
+            return limits[0] - eps <= phi <= limits[1] + eps
+        # swing–twist about +Y, as _swing_in_region
+        tn = math.sqrt(w * w + y * y)
+        tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+        if not self.swing_region.contains_one(x * tw + z * ty, z * tw - x * ty, eps):
+            return False
+        if self.lock[1] or self.ranges[1] is not None:
+            psi = _wrap_one(2.0 * math.atan2(y, w))
+            if self.lock[1]:
+                return abs(psi) <= eps
+            lo, hi = self.ranges[1]  # type: ignore[misc]
+            return abs(_clamp_one(psi, lo, hi) - psi) <= eps
+        return True
+
     def retract(self, q: ArrayLike) -> FloatArray:
         """Allowed rotations near ``q (..., 4)``, cheaper than :meth:`project`: as it, except
         that a ball joint's swing outside its region moves straight toward the region's

@@ -75,8 +75,12 @@ from .triangulation_refine import (
     _random_rotations,
 )
 
-#: Spins about the target direction tried for the joint before a hinge (:func:`_hinge_last`).
-_SPINS = 1024
+#: Spins about the target direction sampled for the joint before a hinge where its limits
+#: refuse the one that faces the wanted side (:func:`_spin_toward`).
+SPINS = 128
+#: Bisection steps from the best allowed sample toward the refused spin: the gap (under
+#: π) shrinks below 2e-13 rad.
+SPIN_STEPS = 44
 
 
 def _hinge_last(
@@ -103,7 +107,8 @@ def _hinge_last(
     chosen by :func:`_spin_toward`: the bend faces ``toward`` (``(M, 3)`` points in the base
     frame, :func:`core.bend_plane.wanted_bends`: the pole's or the rest pose's side), else
     the side where ``q`` puts the hinge. Where ``j``'s limits refuse that spin, the allowed
-    one of 1024 nearest it; where none is allowed the joints keep ``q``'s rotations.
+    spin nearest it (:func:`_spin_toward`); where none is allowed the joints keep ``q``'s
+    rotations.
 
     Of two allowed solutions, the one that bends the hinge's link the way it is bent at rest
     (:func:`_bend_about_hinge`) is taken, else the one of smaller ``|φ|``: a hinge free both
@@ -137,7 +142,6 @@ def _hinge_last(
     spread = np.arccos(np.clip(ratio, -1.0, 1.0))
     out = q.copy()
     best_cost = np.full(len(q), np.inf)
-    spins = np.linspace(-np.pi, np.pi, _SPINS, endpoint=False)
     c_local = rot.rotate(rot.conjugate(parent), cv / np.maximum(dist, 1e-300)[:, None])
     # The direction the bend should face, across ĉ in j's parent frame: toward the wanted
     # side, else where the pass put the hinge.
@@ -161,7 +165,7 @@ def _hinge_last(
         bend = _bend_about_hinge(chain, phi)
         bend_sign = np.where(bend != 0.0, np.sign(bend), 1.0 if rest_bend >= 0.0 else -1.0)
         hinge_axis = rot.rotate(aim, rot.rotate(rest_h, h))
-        pick_q = _spin_toward(chain.limits[j], aim, c_local, hinge_axis, bend_sign, side, spins)
+        pick_q = _spin_toward(chain.limits[j], aim, c_local, hinge_axis, bend_sign, side)
         chosen = np.abs(phi) + np.where(np.isfinite(pick_q[:, 0]), 0.0, np.inf)
         # Against the rest bend: after any solution on the rest side (|φ| is below 2π).
         chosen = np.where(rest_bend * bend < 0.0, chosen + 4 * np.pi, chosen)
@@ -195,11 +199,10 @@ def _spin_toward(
     hinge_axis: FloatArray,
     bend_sign: FloatArray,
     side: FloatArray,
-    spins: FloatArray,
 ) -> FloatArray:
     """Of the rotations ``R(axis, ψ)·aim`` (``aim (M, 4)``, unit ``axis (M, 3)``: the
     target direction ĉ), the one that ``lim`` allows whose bend faces ``side (M, 3)``
-    (across ĉ) best; NaN rows where none of the sampled ``spins`` is allowed.
+    (across ĉ) best; NaN rows where none of the sampled spins is allowed.
 
     A hinge with axis ``a`` (``hinge_axis (M, 3)``, ``aim``'s) bending by a signed angle of
     sign ``s`` (``bend_sign (M,)``) puts the joint before it on the side ``s·(ĉ × a)`` of
@@ -207,26 +210,43 @@ def _spin_toward(
     the chord back at ĉ turns the joint the other way) — defined even where the chain is
     straight, so the choice stays continuous through full extension. As the spin commutes
     with ``ĉ ×``, ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ`` with
-    ``u = s·(ĉ × a)``, largest at ``ψ = atan2((ĉ × u)·side, u·side)``. Where the limits
-    refuse it, the allowed one of the sampled spins that faces ``side`` best."""
+    ``u = s·(ĉ × a)``, largest at ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with
+    the angle from it. Where the limits refuse ``ψ*``: of :data:`SPINS` spins evenly
+    around the circle, the allowed one nearest ``ψ*``, then the boundary of what is allowed
+    between it and ``ψ*`` by bisection (:data:`SPIN_STEPS`, keeping the allowed end), so
+    the spin moves continuously with the inputs (an allowed stretch narrower than the
+    samples' spacing, 2.8°, can be missed). The rotations are
+    ``cos(ψ/2)·aim + sin(ψ/2)·(0, ĉ)·aim`` (:func:`spin_rotation`)."""
     u = bend_sign[:, None] * rot.cross(axis, hinge_axis)
     cu = rot.cross(axis, u)
     psi = np.arctan2(np.sum(cu * side, axis=-1), np.sum(u * side, axis=-1))
-    best = rot.multiply(rot.from_axis_angle(axis, psi), aim)
+    turned = rot.multiply(np.concatenate((np.zeros((len(axis), 1)), axis), axis=-1), aim)
+    best = spin_rotation(aim, turned, psi)
     refused = ~lim.allows(best, 1e-12)
     if refused.any():
         r = np.flatnonzero(refused)
-        turns = rot.from_axis_angle(axis[r, None, :], spins[None, :])  # (R, S, 4)
-        cand = rot.multiply(turns, aim[r, None, :])
-        facing = (
-            np.cos(spins)[None, :] * np.sum(u[r] * side[r], axis=-1)[:, None]
-            + np.sin(spins)[None, :] * np.sum(cu[r] * side[r], axis=-1)[:, None]
-        )
-        facing = np.where(lim.allows(cand, 1e-12), facing, -np.inf)
-        k = np.argmax(facing, axis=1)
+        spins = np.linspace(-np.pi, np.pi, SPINS, endpoint=False)
+        cand = spin_rotation(aim[r, None, :], turned[r, None, :], spins[None, :])  # (R, S, 4)
+        gap = np.remainder(psi[r, None] - spins[None, :] + np.pi, 2.0 * np.pi) - np.pi
+        far = np.where(lim.allows(cand, 1e-12), np.abs(gap), np.inf)
+        k = np.argmin(far, axis=1)
         rows = np.arange(r.size)
-        best[r] = np.where(np.isfinite(facing[rows, k])[:, None], cand[rows, k], np.nan)
+        start, gap = spins[k], gap[rows, k]
+        lo, hi = np.zeros(r.size), np.ones(r.size)
+        for _ in range(SPIN_STEPS):
+            mid = 0.5 * (lo + hi)
+            ok = lim.allows(spin_rotation(aim[r], turned[r], start + mid * gap), 1e-12)
+            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        found = np.isfinite(far[rows, k])[:, None]
+        best[r] = np.where(found, spin_rotation(aim[r], turned[r], start + lo * gap), np.nan)
     return best
+
+
+def spin_rotation(aim: FloatArray, turned: FloatArray, psi: FloatArray) -> FloatArray:
+    """``R(ĉ, ψ)·aim = cos(ψ/2)·aim + sin(ψ/2)·turned`` with ``turned = (0, ĉ)·aim``:
+    ``aim``, ``turned`` ``(..., 4)`` wxyz, spins ``psi (...)`` radians; ``(..., 4)``."""
+    half = 0.5 * np.asarray(psi)[..., None]
+    return np.cos(half) * aim + np.sin(half) * turned
 
 
 def _hinge_terms(

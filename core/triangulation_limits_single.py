@@ -19,13 +19,12 @@ limited other than by the paper's cones (every limited joint is projected by the
    and chosen, with the restarts (:func:`core.triangulation_refine_single.search`, the float
    twin of :mod:`core.triangulation_refine`).
 
-Where the joint before the hinge refuses the spin the closed form asks for on the pass's
-pose, chains with the paper's cone joints, and a target beyond the chain's length whose
-hinge cannot be placed at all (the reference then weighs the pass's pose against itself, a
-tie rounding decides) return ``None``: the caller runs the numpy reference. Where the spin
-is refused for another candidate of the search (the bend-side pose, the hinge aimed beyond
-the chain's length), that one placement is the numpy reference's on a batch of one (it
-samples 1024 spins: :func:`_placed`).
+Where the joint before the hinge refuses the spin the closed form asks for, the allowed
+spin nearest it is found as the reference finds it (:func:`_allowed_spin`: the nearest
+allowed of the same samples, then the same bisection). Chains with the paper's cone joints,
+and a target beyond the chain's length whose hinge cannot be placed at all (the reference
+then weighs the pass's pose against itself, a tie rounding decides) return ``None``: the
+caller runs the numpy reference.
 """
 
 from __future__ import annotations
@@ -40,11 +39,11 @@ from numpy.typing import NDArray
 from .chain import Chain
 from .components import Quat, Vec, qbetween, qmul, qrotate, vcross, vdot
 from .kinematics import chain_floats, forward_kinematics_floats
+from .limits import JointLimits
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
-from .triangulation_limits import _hinge_last as _hinge_last_batch
-from .triangulation_limits import _hinge_reach, _hinge_terms, closed_form
+from .triangulation_limits import SPIN_STEPS, SPINS, _hinge_reach, _hinge_terms, closed_form
 from .triangulation_plan import _floats, _Plan, _plan, _scale, _start_frame
 from .triangulation_refine_single import Refined, _distance, refine_far, search, side_pose
 from .triangulation_single import _carried_float, _single_pass
@@ -115,15 +114,14 @@ def _axis_angle(axis: Vec, phi: float) -> Quat:
 def _hinge_last(
     chain: Chain,
     f: _Hinge,
-    rots: list[list[float]],
+    rots: list[list[float]] | list[Quat],
     target: Vec,
     toward: Vec | None,
     tolerance: float,
-) -> list[Quat] | None:
+) -> list[Quat]:
     """:func:`core.triangulation_limits._hinge_last` for one pose ``rots`` (not changed):
-    the pose with its last two joints placed in closed form, ``rots`` itself (as tuples)
-    where no placement is allowed, or ``None`` where the joint before the hinge refuses the
-    spin that faces ``toward`` (the reference then samples spins)."""
+    the pose with its last two joints placed in closed form, or ``rots`` itself (as tuples)
+    where no placement is allowed."""
     n = chain.n_joints
     j = n - 2
     lim_j, last = chain.limits[j], chain.limits[-1]
@@ -172,15 +170,67 @@ def _hinge_last(
         hx, hy, hz = vcross(c, qrotate(aim, f.rest_axis))
         u = (bend_sign * hx, bend_sign * hy, bend_sign * hz)
         psi = math.atan2(vdot(vcross(c, u), side), vdot(u, side))
-        pick = qmul(_axis_angle(c, psi), aim)
-        if not lim_j.is_free and not bool(lim_j.allows(np.array(pick), 1e-12)):
-            return None
+        turned = qmul((0.0, c[0], c[1], c[2]), aim)
+        pick = _spin(aim, turned, psi)
+        if not lim_j.allows_floats(pick, 1e-12):
+            allowed = _allowed_spin(lim_j, aim, turned, psi)
+            if allowed is None:
+                continue
+            pick = allowed
         chosen = abs(phi) + (4.0 * math.pi if f.rest_bend * bend < 0.0 else 0.0)
         if chosen < best_cost:
             pose[j] = lim_j.project_floats(pick)
             pose[-1] = qh
             best_cost = chosen
     return pose
+
+
+def _spin(aim: Quat, turned: Quat, psi: float) -> Quat:
+    """:func:`core.triangulation_limits.spin_rotation` for one spin."""
+    c, s = math.cos(0.5 * psi), math.sin(0.5 * psi)
+    return (
+        c * aim[0] + s * turned[0],
+        c * aim[1] + s * turned[1],
+        c * aim[2] + s * turned[2],
+        c * aim[3] + s * turned[3],
+    )
+
+
+#: :data:`core.triangulation_limits.SPINS`' samples, as the reference spaces them.
+_SAMPLES = np.linspace(-np.pi, np.pi, SPINS, endpoint=False).tolist()
+
+
+def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat | None:
+    """:func:`core.triangulation_limits._spin_toward` where ``lim`` refuses the spin
+    ``psi``: the allowed sample nearest ``psi``, found walking outward from it (the
+    reference tests every sample), then the same bisection toward ``psi``; ``None`` where
+    no sample is allowed."""
+    count = len(_SAMPLES)
+    step = 2.0 * math.pi / count
+    down = int((psi + math.pi) // step) % count
+    up = (down + 1) % count
+
+    def gap(k: int) -> float:
+        return (psi - _SAMPLES[k] + math.pi) % (2.0 * math.pi) - math.pi
+
+    for _ in range(count):
+        if abs(gap(down)) <= abs(gap(up)):
+            k, down = down, (down - 1) % count
+        else:
+            k, up = up, (up + 1) % count
+        if lim.allows_floats(_spin(aim, turned, _SAMPLES[k]), 1e-12):
+            break
+    else:
+        return None
+    start, width = _SAMPLES[k], gap(k)
+    lo, hi = 0.0, 1.0
+    for _ in range(SPIN_STEPS):
+        mid = 0.5 * (lo + hi)
+        if lim.allows_floats(_spin(aim, turned, start + mid * width), 1e-12):
+            lo = mid
+        else:
+            hi = mid
+    return _spin(aim, turned, start + lo * width)
 
 
 def _positive(pose: list[Quat]) -> list[list[float]]:
@@ -232,10 +282,7 @@ def _closed_form(
     """The first steps of :func:`core.triangulation_limits.reach_within_limits` for one
     target: the pass's pose, replaced by the pose with a last hinge placed in closed form
     where that reaches; whether it meets the target; the wanted bend (:func:`_want`).
-    ``None`` where that is decided by the numpy path (cone joints, or the joint before the
-    hinge refuses the spin its closed form asks for: the float pass's pose, ~1e-12 from the
-    batch pass's, would then be placed by the sampled spins, which magnify that; the
-    methods seeded from this pose compare it with the batch's to 1e-9)."""
+    ``None`` where that is decided by the numpy path (cone joints)."""
     if "cone" in plan.kinds:
         return None
     rots, pos = _single_pass(plan, chain, target, init, options, pole, orient)
@@ -248,37 +295,10 @@ def _closed_form(
         None if want is None else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
     )
     placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
-    if placed is None:
-        return None
     at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want
     return (rots, pos), met, want
-
-
-def _placed(
-    chain: Chain,
-    f: _Hinge,
-    rots: list[list[float]] | list[Quat],
-    target: Vec,
-    toward: Vec | None,
-    tolerance: float,
-) -> list[Quat]:
-    """:func:`_hinge_last`, or where the joint before the hinge refuses the spin it asks
-    for, the numpy reference :func:`core.triangulation_limits._hinge_last` on a batch of
-    one (it samples the allowed spins)."""
-    placed = _hinge_last(chain, f, rots, target, toward, tolerance)  # type: ignore[arg-type]
-    if placed is not None:
-        return placed
-    out = _hinge_last_batch(
-        chain,
-        np.array([rots], dtype=float),
-        np.array([target]),
-        None if toward is None else np.array([toward]),
-        tolerance,
-    )
-    assert out is not None  # (a last hinge with B, C not both zero: _hinge_facts)
-    return [(q[0], q[1], q[2], q[3]) for q in out[0].tolist()]
 
 
 def solve_one(
@@ -327,7 +347,7 @@ def solve_one(
                 if want is None
                 else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
             )
-            placed = _placed(chain, facts, rots, aimed, side, tolerance)
+            placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
             if placed == passed[0]:
                 # No placement allowed: the reference weighs the pass's pose against itself
                 # (its positions from the pass and from forward kinematics, a tie rounding
@@ -346,7 +366,7 @@ def solve_one(
             else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
         )
         for base in (passed[0], side_pose(chain, passed[0])):
-            closed.append(_placed(chain, facts, base, target, facing, tolerance))
+            closed.append(_hinge_last(chain, facts, base, target, facing, tolerance))
     return _answer(search(chain, target, start, passed, closed, tolerance))
 
 
@@ -371,8 +391,6 @@ def _closed_beyond(
     aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
     side = None if want is None else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
     placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
-    if placed is None:
-        return None
     at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) < error:
         return _positive(placed), at

@@ -613,3 +613,21 @@ def _swing_axes(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Bone axes ``(K, 3)`` of the swings ``(w, x, 0, z)``."""
     w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
     return rot.rotate(np.stack((w, x, 0.0 * x, z), axis=-1), Y)
+
+
+@FAST
+@given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), (-0.5, 0.7), (-0.8, 0.4))), seed=0)
+@example(lim=JointLimits(lock=(False, True, False), ranges=((-1.0, 1.4), None, None)), seed=0)
+def test_one_rotation_is_allowed_as_in_the_batch(lim: JointLimits, seed: int) -> None:
+    """:meth:`JointLimits.allows_floats` answers as :meth:`JointLimits.allows`: on random
+    rotations (mostly refused), their projections (on the boundary, allowed) and those
+    pushed 1e-6 rad further out (refused unless the push stays inside)."""
+    q = _random_quats(seed, 32)
+    on = lim.project(q)
+    out = rot.normalize(on + 1e-6 * (on - q))
+    for rotations in (q, on, out):
+        batch = lim.allows(rotations, 1e-12)
+        one = [lim.allows_floats(tuple(v), 1e-12) for v in rotations.tolist()]
+        assert one == batch.tolist()
+    assert all(lim.allows_floats(tuple(v), 1e-9) for v in on.tolist())
