@@ -10,14 +10,13 @@ random chains, limits and orientation goals (``tests/core/test_ccd_single.py``).
 Representation: a rotation matrix is a row-major 9-tuple (as :func:`core.components.qmatrix`),
 a vector a 3-tuple. Steps that are rare or have no cheap scalar form stay numpy calls, on the
 reference's own functions: the weighted Wahba step of a ball joint with an orientation goal
-(one 3×3 SVD), stiffness on ball joints (a rotation-vector round trip) and the coarse sweep
-itself, which runs the reference's batched code on its candidates (only targets that stall
-get there). Limits are projected in floats (:meth:`core.limits.JointLimits.project_floats`).
+(one 3×3 SVD) and stiffness on ball joints (a rotation-vector round trip). Limits are
+projected in floats (:meth:`core.limits.JointLimits.project_floats`).
 
 This module holds the entry point :func:`solve_one_target` (start pose, iteration, result);
-the float sweeps and joint steps are :mod:`core.ccd_single_sweep`, the 9-tuple matrix
-algebra :mod:`core.matrix9`, the bend-plane step :mod:`core.bend_plane_single` (shared with
-the Jacobian methods' one-target path).
+the float sweeps, joint steps and coarse sweep are :mod:`core.ccd_single_sweep`, the
+9-tuple matrix algebra :mod:`core.matrix9`, the bend-plane step
+:mod:`core.bend_plane_single` (shared with the Jacobian methods' one-target path).
 """
 
 from __future__ import annotations
@@ -29,11 +28,11 @@ import numpy as np
 
 from . import ccd_seed, ccd_setup, ccd_sweep
 from .bend_plane_single import orient_one
-from .ccd_single_sweep import _descend, _facts, _Goal, _score
+from .ccd_single_sweep import _descend, _facts, _Goal, _score, coarse_sweep
 from .chain import Chain
 from .components import Quat, Vec, qmatrix
 from .kinematics import forward_kinematics_floats
-from .matrix9 import M9, _m9, _orthonormalize, quaternion_of
+from .matrix9 import M9, _orthonormalize, quaternion_of
 from .problem import Problem
 from .result import Solution
 from .triangulation_limits import ends_in_hinge
@@ -109,29 +108,15 @@ def _iterate(
         iterations += used
         if status != ccd_sweep._STALLED or steps == 0 or not sweepable or g <= goal.settled:
             break
-        # The coarse sweep, on the reference's batched code (stalls are rare).
+        # The coarse sweep (core.ccd_sweep._coarse_sweep), in floats.
         improved = converged = False
         while iterations < cap and failures < len(sweepable):
-            goals = ccd_setup._Goals(
-                np.array([goal.target]),
-                None if goal.frame is None else np.array(goal.frame).reshape(1, 3, 3),
-                np.array([goal.floor]),
-                np.array([goal.settled]),
+            Qr, g, used_r, improved, converged = coarse_sweep(
+                s, f, Q, goal, g, cap - iterations, sweepable[next_joint], steps
             )
-            Qr, gr, used_r, imp, conv = ccd_sweep._coarse_sweep(
-                s,
-                np.array(Q).reshape(1, len(Q), 3, 3),
-                goals,
-                np.array([g]),
-                np.array([cap - iterations]),
-                sweepable[next_joint].ref,
-                steps,
-            )
-            Q[:] = [_m9(m) for m in Qr[0]]
-            g = float(gr[0])
-            iterations += int(used_r[0])
+            Q[:] = Qr
+            iterations += used_r
             next_joint = (next_joint + 1) % len(sweepable)
-            improved, converged = bool(imp[0]), bool(conv[0])
             failures = 0 if improved else failures + 1
             if improved:
                 break

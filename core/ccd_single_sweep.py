@@ -3,8 +3,8 @@
 
 The float twins of :mod:`core.ccd_setup` and :mod:`core.ccd_sweep`: the per-chain joint
 facts (:class:`_Facts`), the goal (:class:`_Goal`), frames and objective, the hinge and ball
-steps, one sweep and the descent. Rotation matrices are row-major 9-tuples
-(:mod:`core.matrix9`), vectors 3-tuples.
+steps, one sweep, the descent and the coarse sweep of a stalled target. Rotation matrices
+are row-major 9-tuples (:mod:`core.matrix9`), vectors 3-tuples.
 """
 
 from __future__ import annotations
@@ -347,7 +347,13 @@ def _sweep(
 
 
 def _descend(
-    s: ccd_setup._Setup, f: _Facts, Q: list[M9], goal: _Goal, g: float, budget: int
+    s: ccd_setup._Setup,
+    f: _Facts,
+    Q: list[M9],
+    goal: _Goal,
+    g: float,
+    budget: int,
+    frozen: int | None = None,
 ) -> tuple[float, int, int]:
     """:func:`core.ccd_sweep._descend` for one target; updates ``Q`` in place.
 
@@ -359,10 +365,80 @@ def _descend(
         if used % every == 0:
             Q[:] = [_orthonormalize(q) for q in Q]
         g_before = g
-        g, reached = _sweep(s, f, Q, goal, g, None)
+        g, reached = _sweep(s, f, Q, goal, g, frozen)
         used += 1
         if reached:
             return g, used, ccd_sweep._CONVERGED
         if g_before - g < ccd_sweep._STALL * (g_before - goal.floor) or g <= goal.settled:
             return g, used, ccd_sweep._STALLED
     return g, used, ccd_sweep._CAPPED
+
+
+def _sweep_candidates(f: _Facts, Q: list[M9], goal: _Goal, j: _J, steps: int) -> list[list[M9]]:
+    """:func:`core.ccd_sweep._sweep_candidates` for one target: ``steps`` copies of ``Q``
+    with joint ``j`` at coarse angles."""
+    i = j.index
+    turns = [_TWO_PI * k / (steps + 1) for k in range(1, steps + 1)]
+    if j.hinge:
+        if j.angle_range is not None:
+            angles = np.linspace(*j.angle_range, steps).tolist()
+        else:  # (the hinge's angle: K:Q = 2 sin φ, tr Q = 1 + 2 cos φ)
+            q = Q[i]
+            angle = math.atan2(_fdot(j.skew, q), q[0] + q[4] + q[8] - 1.0)
+            angles = [angle + t for t in turns]
+        turned = [_axis_turn(j.axis, a) for a in angles]
+    else:
+        positions, F, W = _frames(f, Q)
+        p, e, t = positions[i], positions[-1], goal.target
+        u = (e[0] - p[0], e[1] - p[1], e[2] - p[2])
+        v = (t[0] - p[0], t[1] - p[1], t[2] - p[2])
+        axis = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
+        uu, vv = u[0] * u[0] + u[1] * u[1] + u[2] * u[2], v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+        if not axis[0] ** 2 + axis[1] ** 2 + axis[2] ** 2 > 1e-18 * uu * vv:
+            axis = (W[i][0], W[i][3], W[i][6])  # (the joint's X axis)
+        local = _mtv(F[i], axis)
+        norm = math.sqrt(local[0] ** 2 + local[1] ** 2 + local[2] ** 2)
+        ax, ay, az = local[0] / norm, local[1] / norm, local[2] / norm
+        qw, qx, qy, qz = quaternion_of(Q[i])
+        turned = []
+        for a in turns:
+            c, sn = math.cos(0.5 * a), math.sin(0.5 * a)
+            tw, tx, ty, tz = c, sn * ax, sn * ay, sn * az
+            r = (
+                tw * qw - tx * qx - ty * qy - tz * qz,
+                tw * qx + tx * qw + ty * qz - tz * qy,
+                tw * qy - tx * qz + ty * qw + tz * qx,
+                tw * qz + tx * qy - ty * qx + tz * qw,
+            )
+            turned.append(qmatrix(j.ref.limits.project_floats(r)))
+    return [[*Q[:i], m, *Q[i + 1 :]] for m in turned]
+
+
+def coarse_sweep(
+    s: ccd_setup._Setup,
+    f: _Facts,
+    Q: list[M9],
+    goal: _Goal,
+    g: float,
+    budget: int,
+    j: _J,
+    steps: int,
+) -> tuple[list[M9], float, int, bool, bool]:
+    """:func:`core.ccd_sweep._coarse_sweep` for one target: joint ``j`` set to each coarse
+    angle while CCD solves the others; ``(Q, g, used, improved, converged)`` as there (the
+    first best candidate where it lowers the excess by more than the stall fraction, else
+    ``Q`` and ``g`` themselves)."""
+    best: tuple[float, list[M9], int] | None = None
+    most = 0
+    for cand in _sweep_candidates(f, Q, goal, j, steps):
+        positions, _, W = _frames(f, cand)
+        g0 = _score(s, positions[-1], W[-1] if goal.frame is not None else None, goal)[0]
+        gc, used, status = _descend(s, f, cand, goal, g0, budget, frozen=j.index)
+        most = max(most, used)
+        if best is None or gc < best[0]:
+            best = (gc, cand, status)
+    assert best is not None  # (steps >= 1: the caller sweeps only then)
+    g_best, Q_best, status = best
+    if not g - g_best > ccd_sweep._STALL * (g - goal.floor):
+        return Q, g, max(most, 1), False, False
+    return Q_best, g_best, max(most, 1), True, status == ccd_sweep._CONVERGED

@@ -299,3 +299,44 @@ def test_reach_under_limits() -> None:
         worst = max(worst, max_violation(chain, res.rotations))
     assert worst <= 1e-6
     assert reached / count >= REACHED_UNDER_LIMITS, reached / count
+
+
+def _shoulder_chain(n: int) -> Chain:
+    """``scripts/bench_solvers.py``'s ball chain: odd joints knees (X in 0°–150°), the
+    others limited like a shoulder (X in −60°–80°, Z in −40°–40°)."""
+    ball = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
+    knee = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150)), None, None))
+    offsets = [[0.0, -math.sin(0.1 * i) / n, math.cos(0.1 * i) / n] for i in range(n)]
+    return Chain.from_offsets(offsets, limits=[knee if i % 2 else ball for i in range(n)])
+
+
+@pytest.mark.parametrize("start", ["triangulation", "initial"])
+def test_coarse_sweep_in_floats_equals_the_reference(start: str) -> None:
+    """Where CCD stalls on a limited chain it sweeps one joint over coarse angles while CCD
+    solves the others: the float path does that itself (``coarse_sweep``) with the
+    reference's iterations and pose, to 1e-9 where the run ends before the cap and 1e-6
+    where it is capped (as :func:`test_float_path_equals_the_batched_reference`)."""
+    from unittest import mock
+
+    from core import ccd_single, ccd_single_sweep
+
+    sweeps = []
+
+    def counted(*args: object) -> object:
+        sweeps.append(1)
+        return ccd_single_sweep.coarse_sweep(*args)  # type: ignore[arg-type]
+
+    chain = _shoulder_chain(5)
+    rng = np.random.default_rng(3)
+    opts = SolveOptions(ccd_start=start, max_iterations=60)  # type: ignore[arg-type]
+    for _ in range(12):
+        target = rng.normal(size=3) * chain.reach * 0.5
+        p = problem(chain, target, opts)
+        ref = solve_batch(p)
+        with mock.patch.object(ccd_single, "coarse_sweep", counted):
+            fast = solve_ccd(p)
+        tol = 1e-6 if ref.iterations[0] >= opts.max_iterations else 1e-9
+        if tol == 1e-9:
+            assert fast.iterations.tolist() == ref.iterations.tolist()
+        assert np.allclose(fast.positions, ref.positions, atol=tol * chain.reach, rtol=0.0)
+    assert len(sweeps) >= 3  # (not vacuous: stalls were swept)
