@@ -3,8 +3,8 @@
 
 :func:`seed` runs triangulation's pass (``core/triangulation.py``) on the chain without its
 limits and, for a limited chain, carries that pose onto the limits with :func:`retarget` —
-except where triangulation *within* the limits (its pass, or a last hinge placed in closed
-form) meets the goal, which is then the seed (no stiffness or posture bias);
+except where triangulation *within* the limits (its pass, a last hinge placed in closed
+form, or its search) meets the goal, which is then the seed (no stiffness or posture bias);
 :func:`core.ccd.solve_ccd` keeps the seed as its answer where it meets the goal and
 otherwise iterates from the start pose, keeping the closer of the two; targets within the
 chain's length still missed on a limited chain then take triangulation within the limits
@@ -67,7 +67,7 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
         return None
     q, p = _retargeted(problem)
     if _within_limits_first(problem):
-        q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+        q_tri, p_tri, met = triangulation_limits_single.reaching(problem)
         q = np.where(met[:, None, None], q_tri, q)
         p = np.where(met[:, None, None], p_tri, p)
     return q, p
@@ -87,8 +87,8 @@ def _retargeted(problem: Problem) -> tuple[FloatArray, FloatArray]:
 
 def _within_limits_first(problem: Problem) -> bool:
     """True when the seed on a limited chain is triangulation *within* its limits where
-    that meets the goal (its pass, or a last hinge placed in closed form:
-    :func:`core.triangulation_limits_single.meeting`): no stiffness and no posture bias,
+    that meets the goal (:func:`core.triangulation_limits_single.reaching`, its search
+    included): no stiffness and no posture bias,
     which triangulation ignores (the conditions of the free chains' route in
     :func:`core.solver.solve_points`)."""
     return (
@@ -126,9 +126,9 @@ def seed_one(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     ):
         return None
     if _within_limits_first(problem):
-        one = triangulation_limits_single.meeting_one(problem)
+        one = triangulation_limits_single.reaching_one(problem)
         if one is None:
-            q_tri, p_tri, met = triangulation_limits_single.meeting(problem)
+            q_tri, p_tri, met = triangulation_limits_single.reaching(problem)
             one = (q_tri[0].tolist(), p_tri[0].tolist()), bool(met[0])
         if one[1]:
             return one[0][0], list(one[0][1])

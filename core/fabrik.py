@@ -89,7 +89,9 @@ def solve_fabrik(problem: Problem) -> Solution:
         n = problem.chain.n_joints
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
     if not problem.shares_start:  # each target its own seed
-        return Solution.concatenate([solve_fabrik(problem.row(k)) for k in range(problem.size)])
+        return Solution.concatenate(
+            [solve_fabrik(problem.rows(slice(k, k + 1))) for k in range(problem.size)]
+        )
     if problem.chain.n_joints == 2 and ends_in_hinge(problem.chain):
         return _two_bone_limb(problem)
     return _fabrik(problem)

@@ -16,11 +16,10 @@
   normal to the bend; then projected) meets the goal — where the limits allow the pass's
   pose — the iteration starts there and takes no update; elsewhere it starts from the
   pass's pose projected onto the limits, an admissible pose near a solution instead of the
-  straight chain — or, where triangulation *within* the limits
-  (its pass, or a last hinge placed in closed form:
-  :func:`core.triangulation_limits_single.meeting`) meets the goal, from that pose, which
-  then takes no update (targets still missed take triangulation within the limits with
-  its search where that comes closer: :func:`core.jacobian._within_limits`). The seed
+  straight chain — or, where triangulation *within* the limits (its search included:
+  :func:`core.triangulation_limits_single.reaching`) meets the goal, from that pose, which
+  then takes no update (targets still missed take triangulation within the limits where
+  that comes closer: :func:`core.jacobian._within_limits`). The seed
   depends only on the problem's inputs (target, pole, start pose, options), so the answer
   stays a function of the frame's inputs. Orientation and pose goals, chains with
   stiffness and a posture bias start from the given pose: triangulation pursues none of
@@ -47,7 +46,7 @@ from .limits import FREE
 from .problem import Problem
 from .rotations import FloatArray
 from .triangulation import solve_triangulation
-from .triangulation_limits_single import meeting
+from .triangulation_limits_single import reaching
 
 _FREE_CHAINS: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
 
@@ -87,9 +86,9 @@ def start_rotations(problem: Problem) -> FloatArray:
         return problem.initial
     met = None
     if not problem.chain.is_free:
-        # Triangulation within the limits, where its pass or a last hinge placed in closed
-        # form meets the goal: the iteration starts (and stops) there.
-        q_tri, _, met = meeting(problem)
+        # Triangulation within the limits, where it meets the goal (its search included):
+        # the iteration starts (and stops) there.
+        q_tri, _, met = reaching(problem)
         if met.all():
             return q_tri
     q = _carried(problem)
@@ -131,13 +130,13 @@ def _meets(effector: Sequence[float], target: Sequence[float], tolerance: float)
 def start_one(problem: Problem) -> list[list[float]]:
     """:func:`start_rotations` of a problem of one target, as ``n`` lists of 4 floats:
     triangulation's float passes where they answer (within the limits:
-    :func:`core.triangulation_limits_single.meeting_one`; without them, from the rest pose:
+    :func:`core.triangulation_limits_single.reaching_one`; without them, from the rest pose:
     :func:`core.triangulation_single.solve_single`), else the numpy route."""
     if not seeded(problem):
         return problem.initial[0].tolist()
     chain = problem.chain
     if not chain.is_free:
-        one = triangulation_limits_single.meeting_one(problem)
+        one = triangulation_limits_single.reaching_one(problem)
         if one is None:
             return start_rotations(problem)[0].tolist()
         (rotations, _), met = one

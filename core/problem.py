@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .chain import Chain
 from .options import SolveOptions
@@ -44,14 +45,14 @@ class Problem:
         init = self.initial
         return self.size == 1 or init.strides[0] == 0 or bool(np.all(init == init[:1]))
 
-    def row(self, k: int) -> Problem:
-        """The one-target problem of target ``k``."""
+    def rows(self, rows: slice | list[int] | NDArray[np.intp]) -> Problem:
+        """The problem of the targets ``rows`` (a slice, or indices into the batch)."""
         return Problem(
             self.chain,
-            self.targets[k : k + 1],
-            None if self.target_rotations is None else self.target_rotations[k : k + 1],
-            None if self.poles is None else self.poles[k : k + 1],
-            self.initial[k : k + 1],
+            self.targets[rows],
+            None if self.target_rotations is None else self.target_rotations[rows],
+            None if self.poles is None else self.poles[rows],
+            self.initial[rows],
             self.tolerance,
             self.options,
         )

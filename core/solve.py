@@ -209,10 +209,6 @@ def solve(
     return _measure(problem, targets, distance, method, _run(impl, problem, distance), batch)
 
 
-def _rows(a: FloatArray | None, rows: Any) -> FloatArray | None:
-    return None if a is None else a[rows]
-
-
 def _run(impl: Method, problem: Problem, distance: FloatArray) -> Solution:
     """The method's solution of ``problem``, with soft reach and stretch where they apply
     (:mod:`core.stretch`: targets aimed at pulled in, or solved on the stretched chain one
@@ -232,10 +228,11 @@ def _run(impl: Method, problem: Problem, distance: FloatArray) -> Solution:
     parts: list[tuple[Any, Solution]] = []
     if same.any():
         plain = np.flatnonzero(same)
-        parts.append((plain, impl(_subproblem(problem, chain, plain))))
+        parts.append((plain, impl(problem.rows(plain))))
     for k in np.flatnonzero(~same).tolist():
         one = slice(k, k + 1)
-        parts.append((one, impl(_subproblem(problem, chain.scaled(scales[k]), one))))
+        sub = dataclasses.replace(problem.rows(one), chain=chain.scaled(scales[k]))
+        parts.append((one, impl(sub)))
     rotations_out = np.empty((size, n, 4))
     positions = np.empty((size, n + 1, 3))
     iterations = np.empty(size, dtype=np.int64)
@@ -244,19 +241,6 @@ def _run(impl: Method, problem: Problem, distance: FloatArray) -> Solution:
         positions[rows] = sol.positions
         iterations[rows] = sol.iterations
     return Solution(rotations_out, positions, iterations, scales=scales)
-
-
-def _subproblem(problem: Problem, chain: Chain, rows: Any) -> Problem:
-    """The problem of the targets ``rows`` on ``chain``."""
-    return Problem(
-        chain,
-        problem.targets[rows],
-        _rows(problem.target_rotations, rows),
-        _rows(problem.poles, rows),
-        problem.initial[rows],
-        problem.tolerance,
-        problem.options,
-    )
 
 
 def _problem(

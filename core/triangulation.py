@@ -95,7 +95,9 @@ target on a free chain or one whose limited joints are projected, for interactiv
 solves, :mod:`core.triangulation_single`; on limited chains
 :mod:`core.triangulation_limits_single` adds the closed form of a last hinge and
 :mod:`core.triangulation_refine_single` the search in floats); tests check they agree to
-rounding (the search: where it reaches; docs/triangulation.md).
+rounding (the search: where it reaches; docs/triangulation.md). A batch on a limited chain
+solves each target that its pass and closed form miss on that float path
+(:func:`_within_limits`), so a target's pose does not depend on the batch it comes in.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
 from .triangulation_batch import solve_batch
-from .triangulation_limits import reach_within_limits
+from .triangulation_limits import hinge_placed, reach_within_limits
 from .triangulation_plan import _Plan, _plan, _scale, _spreads
 from .triangulation_single import _limited_single, _solve_single
 
@@ -125,18 +127,13 @@ _ONE_PASS = np.ones(1, dtype=np.int64)
 _ONE_PASS.flags.writeable = False
 
 
-def solve_triangulation(problem: Problem, search_in_floats: bool = True) -> Solution:
+def solve_triangulation(problem: Problem) -> Solution:
     """Triangulation IK (Müller-Cajar & Mukundan 2007, Algorithm 1), one pass per target.
 
     Args:
         problem: ``N`` targets on one chain; reads ``options.delta_b_deg``,
             ``options.bend_plane``, ``options.pole_angle``, the poles and the start pose.
             Orientation goals are not pursued (position only).
-        search_in_floats: for one target on a limited chain, search in plain floats
-            (:mod:`core.triangulation_refine_single`); ``False`` keeps the search in numpy
-            (the other methods' fallback, :mod:`core.triangulation_fallback`, whose single
-            and batch answers tests compare to 1e-9 also where the two searches legitimately
-            differ more: targets beyond the chain's length or unreachable within limits).
 
     Returns:
         A :class:`Solution` with ``iterations == 1`` for every target.
@@ -146,7 +143,7 @@ def solve_triangulation(problem: Problem, search_in_floats: bool = True) -> Solu
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
     scale = _scale(problem.chain)
     if scale != 1.0:
-        return _solve_scaled(problem, scale, search_in_floats)
+        return _solve_scaled(problem, scale)
     plan = _plan(problem.chain)
     if plan.all_free and _spreads(plan, problem.options):
         # The spread, finished by FABRIK's rounds where it misses (a rest pose bent out of
@@ -157,16 +154,12 @@ def solve_triangulation(problem: Problem, search_in_floats: bool = True) -> Solu
         return solve_fabrik(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)
-    elif (
-        problem.size == 1
-        and plan.limited
-        and (one := _limited_single(problem, plan, search_in_floats))
-    ):
+    elif problem.size == 1 and plan.limited and (one := _limited_single(problem, plan)):
         rotations, positions = np.array([one[0]]), np.array([one[1]])
     else:
         rotations, positions = _solve_batch(problem, plan)
         if plan.limited:
-            rotations, positions = reach_within_limits(problem, rotations, positions)
+            rotations, positions = _within_limits(problem, plan, rotations, positions)
     iterations = _ONE_PASS if problem.size == 1 else np.ones(problem.size, dtype=np.int64)
     return Solution(rotations, positions, iterations)
 
@@ -174,7 +167,36 @@ def solve_triangulation(problem: Problem, search_in_floats: bool = True) -> Solu
 _SCALED: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
 
 
-def _solve_scaled(problem: Problem, scale: float, search_in_floats: bool) -> Solution:
+def _within_limits(
+    problem: Problem, plan: _Plan, rotations: FloatArray, positions: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The batch pass's poses ``rotations (N, n, 4)``, ``positions (N, n + 1, 3)`` within
+    the limits: where the pass or a last hinge's closed form meets the target, that pose
+    (:func:`core.triangulation_limits.hinge_placed`); every other target is solved as a
+    problem of one (:func:`core.triangulation_single._limited_single`, in floats), so its
+    pose is the one it gets alone, whatever batch it comes in — a bake's frame is the live
+    preview's also where the search runs. Where the float path declines (the paper's cone
+    joints; a far target whose hinge cannot be placed), the numpy search
+    (:func:`core.triangulation_limits.reach_within_limits`) on those rows."""
+    if "cone" in plan.kinds:
+        return reach_within_limits(problem, rotations, positions)
+    rotations, positions, met = hinge_placed(problem, rotations, positions)
+    declined = []
+    for i in np.flatnonzero(~met).tolist():
+        one = _limited_single(problem.rows([i]), plan)
+        if one is None:
+            declined.append(i)
+        else:
+            rotations[i], positions[i] = one
+    if declined:
+        sub = problem.rows(declined)
+        rotations[declined], positions[declined] = reach_within_limits(
+            sub, rotations[declined], positions[declined]
+        )
+    return rotations, positions
+
+
+def _solve_scaled(problem: Problem, scale: float) -> Solution:
     """The pass on the chain, targets and poles divided by ``scale``; positions scaled back
     (rotations do not depend on the unit of length)."""
     chain = problem.chain
@@ -189,7 +211,7 @@ def _solve_scaled(problem: Problem, scale: float, search_in_floats: bool) -> Sol
         poles=None if problem.poles is None else problem.poles / scale,
         tolerance=problem.tolerance / scale,
     )
-    sol = solve_triangulation(scaled, search_in_floats)
+    sol = solve_triangulation(scaled)
     return Solution(sol.rotations, sol.positions * scale, sol.iterations)
 
 

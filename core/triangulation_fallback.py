@@ -70,14 +70,8 @@ def triangulation_where_closer(problem: Problem, error: FloatArray) -> Fallback 
     rows = np.flatnonzero(((error > tolerance) & within) | far)
     if rows.size == 0:
         return None
-    sub = replace(
-        problem,
-        targets=problem.targets[rows],
-        target_rotations=None,
-        poles=None if problem.poles is None else problem.poles[rows],
-        initial=problem.initial[rows],
-    )
-    tri = solve_triangulation(sub, search_in_floats=False)  # (the numpy search, as a batch's)
+    sub = replace(problem.rows(rows), target_rotations=None)
+    tri = solve_triangulation(sub)
     tri_error = np.linalg.norm(tri.positions[:, -1] - sub.targets, axis=-1)
     return Fallback(rows, sub, tri, as_close(error[rows], tri_error, far[rows], tolerance))
 

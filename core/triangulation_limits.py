@@ -309,8 +309,16 @@ def closed_form(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bo
     from .triangulation import _solve_batch  # (that module builds on this one)
     from .triangulation_plan import _plan
 
+    rotations, positions = _solve_batch(problem, _plan(problem.chain))
+    return hinge_placed(problem, rotations, positions)
+
+
+def hinge_placed(
+    problem: Problem, rotations: FloatArray, positions: FloatArray
+) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+    """:func:`closed_form` from the pass's poses ``rotations (N, n, 4)``, ``positions
+    (N, n + 1, 3)`` (not changed)."""
     chain, targets, tol = problem.chain, problem.targets, problem.tolerance
-    rotations, positions = _solve_batch(problem, _plan(chain))
     err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
     if ends_in_hinge(chain):
         rotations, positions = rotations.copy(), positions.copy()
@@ -332,27 +340,18 @@ def reach_within_limits(
     chain = problem.chain
     targets = problem.targets
     tol = problem.tolerance
-    err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
-    miss = np.flatnonzero(err > tol)
-    hinge_last = ends_in_hinge(chain)
-    if miss.size == 0 and not hinge_last:
-        return rotations, positions
-    rotations = rotations.copy()
-    positions = positions.copy()
     # A last hinge placed in closed form (bend side and plane by rule) for every target,
     # also where the pass's projected pose reached (it may reach with the hinge bent
     # against its rest side and the joint before it turned half round): where that
     # reaches, it is the answer and nothing is searched.
+    rotations, positions, met = hinge_placed(problem, rotations, positions)
+    miss = np.flatnonzero(~met)
+    if miss.size == 0:
+        return rotations, positions
+    rotations, positions = rotations.copy(), positions.copy()
+    err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
     want = wanted_bends(problem)
     toward = None if want is None else targets + want
-    if hinge_last:
-        every = np.arange(len(targets))
-        placed = _hinge_last(chain, rotations.copy(), targets, toward, tol)
-        if placed is not None:
-            _store_reaching(chain, problem, every, placed, rotations, positions, err)
-        miss = np.flatnonzero(err > tol)
-        if miss.size == 0:
-            return rotations, positions
     # Beyond the chain's length no pose reaches: the pass's pose, refined toward the
     # target, is the closest admissible pose; the search below is for targets within it.
     far = np.linalg.norm(targets[miss] - positions[miss, 0], axis=-1) > chain.reach + tol
@@ -400,7 +399,8 @@ def reach_within_limits(
         nearest = True
         shape = (miss.size, chain.n_joints, 4)
         candidates = [rotations[miss]] + [
-            _project_all(chain, _random_rotations(rng, shape)) for _ in range(2)
+            np.broadcast_to(_project_all(chain, _random_rotations(rng, shape[1:])[None]), shape)
+            for _ in range(2)
         ]
     return rotations, positions
 

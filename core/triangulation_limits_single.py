@@ -310,7 +310,6 @@ def solve_one(
     pole: Vec | None,
     orient: bool,
     tolerance: float,
-    search_in_floats: bool = True,
 ) -> Pose | None:
     """Triangulation within limits for one target (module docstring): the ``n`` local
     rotations (wxyz, ``w ≥ 0`` where the closed form or the search placed them; the pass's
@@ -318,16 +317,48 @@ def solve_one(
     where the numpy reference decides (cone joints; a far target whose hinge cannot be
     placed). ``init``, ``pole``, ``orient`` as for the pass
     (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's.
-    ``search_in_floats=False``: ``None`` where the search would run (steps 3–4 beyond the
-    closed forms), so the numpy path searches."""
+
+    Memoised on its exact inputs (the last 32): a method seeded from this answer asks it
+    again as its fallback where it misses (:mod:`core.triangulation_fallback`), and the
+    search of an unreachable target is the costliest part of a solve."""
+    key = None if init is None else tuple(tuple(q) for q in init)
+    out = _solved(chain, target, key, options, pole, orient, tolerance)
+    return None if out is None else ([list(q) for q in out[0]], list(out[1]))
+
+
+@functools.lru_cache(maxsize=32)
+def _solved(
+    chain: Chain,
+    target: Vec,
+    init: tuple[tuple[float, ...], ...] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+    orient: bool,
+    tolerance: float,
+) -> tuple[tuple[tuple[float, ...], ...], tuple[Vec, ...]] | None:
+    """:func:`solve_one`'s answer, kept as tuples."""
+    start = None if init is None else [list(q) for q in init]
+    out = _solve(_plan(chain), chain, target, start, options, pole, orient, tolerance)
+    return None if out is None else (tuple(tuple(q) for q in out[0]), tuple(out[1]))
+
+
+def _solve(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    init: list[list[float]] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+    orient: bool,
+    tolerance: float,
+) -> Pose | None:
+    """:func:`solve_one` itself."""
     out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
     if out is None:
         return None
     (rots, pos), met, want = out
     if met:
         return rots, pos
-    if not search_in_floats:
-        return _closed_beyond(plan, chain, target, rots, pos, want, tolerance)
     n = plan.n
     start: list[Quat] = (
         [(1.0, 0.0, 0.0, 0.0)] * n if init is None else [(q[0], q[1], q[2], q[3]) for q in init]
@@ -370,33 +401,6 @@ def solve_one(
     return _answer(search(chain, target, start, passed, closed, tolerance))
 
 
-def _closed_beyond(
-    plan: _Plan,
-    chain: Chain,
-    target: Vec,
-    rots: list[list[float]],
-    pos: list[Vec],
-    want: Vec | None,
-    tolerance: float,
-) -> Pose | None:
-    """Beyond the chain's length, the hinge at its longest aimed at the target where that
-    comes closer than the pass's pose; ``None`` everywhere else (the numpy path decides)."""
-    facts = _hinge_facts(chain)
-    if facts is None or not math.dist(target, pos[0]) > chain.reach + tolerance:
-        return None
-    error = math.dist(pos[-1], target)
-    p = pos[plan.n - 2]
-    toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
-    scale = facts.longest * (1.0 - 1e-12) / math.sqrt(vdot(toward, toward))
-    aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
-    side = None if want is None else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
-    placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
-    at = forward_kinematics_floats(chain, placed)[0]
-    if math.dist(at[-1], target) < error:
-        return _positive(placed), at
-    return None
-
-
 def _answer(best: Refined) -> Pose:
     """A searched pose as :func:`solve_one` returns it (rotations as lists)."""
     return [list(q) for q in best[0]], best[1]
@@ -435,4 +439,64 @@ def meeting(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]
     return closed_form(problem)
 
 
-__all__ = ["meeting", "meeting_one", "solve_one"]
+def swing_limited(chain: Chain) -> bool:
+    """True for a chain with a ball joint whose swing is limited per axis (Blender's *Limit
+    X*/*Limit Z*: a shoulder, hip or neck), where every step of an iterative method projects
+    onto a swing region: there :func:`reaching` includes triangulation's search, which costs
+    less than CCD's or the Jacobian methods' own iteration (on chains of hinges and free
+    joints their iteration costs less than the search, and :func:`reaching` is
+    :func:`meeting`)."""
+    return any(
+        lim.kind == "ball"
+        and not lim.is_free
+        and any(lim.lock[k] or lim.ranges[k] is not None for k in (0, 2))
+        for lim in chain.limits
+    )
+
+
+def reaching_one(problem: Problem) -> tuple[Pose, bool] | None:
+    """:func:`reaching` for a problem of one target in floats (:func:`solve_one`): the pose
+    (``n`` rotations, ``n + 1`` positions) and whether it meets the target; ``None`` where
+    the numpy path decides (a chain solved scaled, cone joints)."""
+    if not swing_limited(problem.chain):
+        return meeting_one(problem)
+    if problem.size != 1 or _scale(problem.chain) != 1.0:
+        return None
+    chain = problem.chain
+    target = _floats(problem.targets[0].tolist())
+    out = solve_one(
+        _plan(chain),
+        chain,
+        target,
+        problem.initial[0].tolist(),
+        problem.options,
+        None if problem.poles is None else _floats(problem.poles[0].tolist()),
+        True,
+        problem.tolerance,
+    )
+    return None if out is None else (out, math.dist(out[1][-1], target) <= problem.tolerance)
+
+
+def reaching(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+    """Triangulation within the limits, its search included, position only (rotations
+    ``(N, n, 4)``, positions ``(N, n + 1, 3)``) and whether each meets its target
+    ``(N,)``: in floats for one target where this module decides it (:func:`reaching_one`),
+    else :func:`core.triangulation.solve_triangulation`; on a chain that is not
+    :func:`swing_limited`, :func:`meeting` (no search). For the methods whose start is
+    triangulation's pose (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): on a limited
+    chain it is their answer where it meets the goal."""
+    from .triangulation import solve_triangulation  # (that module builds on this one)
+
+    if not swing_limited(problem.chain):
+        return meeting(problem)
+
+    one = reaching_one(problem)
+    if one is not None:
+        (rots, pos), met = one
+        return np.array([rots]), np.array([pos]), np.array([met])
+    sol = solve_triangulation(replace(problem, target_rotations=None))
+    error = np.linalg.norm(sol.positions[:, -1] - problem.targets, axis=-1)
+    return sol.rotations, sol.positions, error <= problem.tolerance
+
+
+__all__ = ["meeting", "meeting_one", "reaching", "reaching_one", "solve_one"]

@@ -52,9 +52,7 @@ from .triangulation_plan import (
 
 
 # --------------------------------------------------------------------------- single target
-def _limited_single(
-    problem: Problem, plan: _Plan, search_in_floats: bool = True
-) -> tuple[list[list[float]], list[Vec]] | None:
+def _limited_single(problem: Problem, plan: _Plan) -> tuple[list[list[float]], list[Vec]] | None:
     """Triangulation within limits for a :class:`Problem` of one target in plain floats
     (:func:`core.triangulation_limits_single.solve_one`), or ``None`` where the numpy
     reference (the batch pass and
@@ -71,7 +69,6 @@ def _limited_single(
         None if problem.poles is None else _floats(problem.poles[0].tolist()),
         problem.target_rotations is None or options.position_weight >= 1.0,
         problem.tolerance,
-        search_in_floats,
     )
 
 

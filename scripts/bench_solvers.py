@@ -17,13 +17,18 @@ temporary Blender user folder, as a user's *Install from Disk* does, then:
    armatures per chain in separate scenes: one with a Reach IK chain (the *Add Reach IK*
    operator, the method under test), one with Blender's IK constraint (Standard solver,
    same chain length). Targets: forward kinematics of random admissible poses (reachable
-   by construction). For each target, interleaved: Blender's IK
+   by construction; every method, round — the warm-up included — and the core column has
+   its own, so no solve repeats inputs). For each target, interleaved: Blender's IK
    (set the target empty's location + ``view_layer.update()``), the add-on's live solve of
    the chain (``ik_addon.evaluate.solve_chains``, what the frame handler calls, with the
-   target already evaluated), and ``core.Solver(chain, method).pose`` (what the live solve
-   calls for the chain, without the add-on around it) on the same chain and base-frame
-   target. Reported per row: median µs of each, the ratios to Blender's IK, and reach
-   (share of targets within 1e-3 × chain length) and median error of each solver.
+   target already evaluated; the handler is held off during that update, so the timed
+   call is the one solve of those inputs, as the handler's is on a real update — until
+   0.4.0 the handler solved them first and the timed call was a second solve on warm
+   state, some 0.1 ms cheaper on the 2-bone chains), and
+   ``core.Solver(chain, method).pose`` (what the live solve calls for the chain, without
+   the add-on around it) on the same chain and base-frame targets of its own. Reported
+   per row: median µs of each, the ratios to Blender's IK, and reach (share of targets
+   within 1e-3 × chain length) and median error of each solver.
    Bars (issue 12): every method ≤ 2× Blender's IK on 2- and 5-bone chains (triangulation
    ≤ 0.5×).
 2. **Batched** — the triangulation paper's 10,000 targets on chain U (links 9, 9, 9, 9, 4,
@@ -201,24 +206,32 @@ def bench_chain(
     )
     base = Matrix(affine.to_array(base_rows, None).tolist())
     rng = np.random.default_rng(seed + 100 * bones + LIMITS.index(limits))
-    local = targets_for(chain, core, count, rng)
-    world = [base @ Vector(t.tolist()) for t in local]
+    # Targets of their own for every method, round (the warm-up too) and core column: no
+    # solve sees inputs another has seen (the core memoises its costliest one-target
+    # answers on their exact inputs).
+    shape = (len(methods), 2, rounds + 1, count, 3)
+    local = targets_for(chain, core, math.prod(shape[:-1]), rng).reshape(shape)
     rows = []
     clock = time.perf_counter
-    for method in methods:
+    for m, method in enumerate(methods):
         rig_re.pose.bones[tip].reach_ik.solver = method
         live_state.live.invalidate()
         times: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
         errors: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
         for r in range(rounds + 1):  # round 0 warms up
-            for t_world, t_local in zip(world, local, strict=True):
+            for t_live, t_local in zip(local[m, 0, r], local[m, 1, r], strict=True):
+                t_world = base @ Vector(t_live.tolist())
                 target_bl.location = t_world
                 t0 = clock()
                 layer_bl.update()
                 took_bl = clock() - t0
                 tail = rig_bl.matrix_world @ rig_bl.pose.bones[tip].tail
                 target_re.location = t_world
-                layer_re.update()
+                live_state.live.busy = True  # (the update evaluates; the timed call solves)
+                try:
+                    layer_re.update()
+                finally:
+                    live_state.live.busy = False
                 t0 = clock()
                 report = ev.solve_chains(rig_re, dg)
                 took_live = clock() - t0

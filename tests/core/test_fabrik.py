@@ -266,7 +266,9 @@ def test_start_poses_that_differ_per_target_solve_each_on_its_own(method: str) -
         options = SolveOptions(distribution="even")
         problem = Problem(chain, targets, None, None, initial, 1e-6, options)
         rotations = solve_triangulation(problem).rotations
-        expected = np.array([solve_triangulation(problem.row(k)).rotations[0] for k in range(6)])
+        expected = np.array(
+            [solve_triangulation(problem.rows(slice(k, k + 1))).rotations[0] for k in range(6)]
+        )
     np.testing.assert_allclose(rotations, expected, atol=1e-12)
     assert not np.allclose(expected[0], expected[1])  # the starts do matter
 

@@ -110,7 +110,7 @@ def test_batch_pass_equals_the_float_pass_row_by_row(seed: int, retire: int) -> 
     plan = _plan(chain)
     rotations, positions = _solve_batch(problem, plan)
     for k in range(problem.size):
-        rot_k, pos_k = _solve_single(problem.row(k), plan)
+        rot_k, pos_k = _solve_single(problem.rows(slice(k, k + 1)), plan)
         np.testing.assert_allclose(positions[k], pos_k[0], rtol=0, atol=1e-12 * chain.reach)
         np.testing.assert_allclose(rotations[k], rot_k[0], rtol=0, atol=1e-12)
 
@@ -173,7 +173,7 @@ def test_each_target_of_a_batch_is_solved_as_if_alone(seed: int, retire: int) ->
     plan = _plan(chain)
     rotations, positions = _solve_batch(problem, plan)
     for k in range(problem.size):
-        rot_k, pos_k = _solve_batch(problem.row(k), plan)
+        rot_k, pos_k = _solve_batch(problem.rows(slice(k, k + 1)), plan)
         np.testing.assert_allclose(positions[k], pos_k[0], rtol=0, atol=1e-12 * chain.reach)
         np.testing.assert_allclose(rotations[k], rot_k[0], rtol=0, atol=1e-12)
 

@@ -62,8 +62,8 @@ class _SearchedError(Exception):
 def _uses_float_path(chain: Chain, target: np.ndarray) -> bool:
     """Whether the float path answers in closed form: the pass, a last hinge placed, or
     beyond the chain's length the hinge at its longest — not its search (pinned to the
-    numpy path on a batch of one in ``test_triangulation_refine_single.py``: the batch of
-    two these tests compare with draws other random restarts)."""
+    numpy path in ``test_triangulation_refine_single.py``; a batch searches each target
+    it misses on this float path too)."""
     options = SolveOptions()
     searched = mock.Mock(side_effect=_SearchedError)
     with mock.patch.object(tls, "search", searched), mock.patch.object(tls, "refine_far", searched):
@@ -168,7 +168,7 @@ def test_float_pass_with_projected_joints_equals_the_batch_pass(seed: int) -> No
     assert "project" in plan.kinds
     rotations, positions = tri._solve_batch(problem, plan)
     for k in range(size):
-        rot_k, pos_k = triangulation_single._solve_single(problem.row(k), plan)
+        rot_k, pos_k = triangulation_single._solve_single(problem.rows(slice(k, k + 1)), plan)
         np.testing.assert_allclose(positions[k], pos_k[0], rtol=0, atol=1e-12 * chain.reach)
         np.testing.assert_allclose(rotations[k], rot_k[0], rtol=0, atol=1e-12)
 
@@ -195,20 +195,42 @@ def test_a_straight_knee_given_in_single_precision_is_placed_in_closed_form() ->
 SEEDED = ("ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls")
 
 
+def _shoulder_arm() -> Chain:
+    """Three links: a shoulder and a wrist with Blender's *Limit X*/*Limit Z* (X in
+    −60°–80°, Z in −40°–40°) about a knee-like elbow: the last joint is no hinge, so no
+    closed form places it and triangulation within the limits searches."""
+    ball = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
+    offsets = [[0.0, -math.sin(0.1 * i) / 3, math.cos(0.1 * i) / 3] for i in range(3)]
+    return Chain.from_offsets(np.array(offsets), limits=[ball, KNEE, ball])
+
+
+@pytest.mark.parametrize("limb", ["knee", "shoulder"])
 @pytest.mark.parametrize("method", SEEDED)
 def test_seeded_methods_answer_with_triangulation_within_limits_where_it_meets(
-    method: str,
+    method: str, limb: str
 ) -> None:
-    """CCD and the Jacobian methods (default triangulation start) on a knee chain: where
-    triangulation within the limits meets a target, it is their answer with no update,
-    one target at a time and in a batch alike; with a stiff joint (which triangulation
-    ignores) or from the given start they iterate instead. Oracle: triangulation's own
-    answer and the targets (admissible poses)."""
-    chain = _knee((0.45, 0.42), 0.1, JointLimits())
+    """CCD and the Jacobian methods (default triangulation start) on a knee chain and on a
+    shoulder–elbow–wrist chain (where triangulation searches): where triangulation within
+    the limits meets a target, it is their answer with no update, one target at a time
+    and in a batch alike; with a stiff joint (which triangulation ignores) or from the
+    given start they iterate instead. Oracle: triangulation's own answer and the targets
+    (admissible poses)."""
+    chain = _knee((0.45, 0.42), 0.1, JointLimits()) if limb == "knee" else _shoulder_arm()
     rng = np.random.default_rng(9)
     targets = kinematics.effector(chain, admissible_poses(rng, chain, 12))
     batch = solve(chain, targets, method=method)
+    searched = 0
     for k, target in enumerate(targets):
+        problem = Problem(
+            chain,
+            target[None],
+            None,
+            None,
+            rot.identity((1, 3 if limb != "knee" else 2)),
+            1e-6 * chain.reach,
+            SolveOptions(),
+        )
+        searched += not tls.meeting_one(problem)[1]  # type: ignore[index]
         tri_pose = solve_one(chain, target)
         assert np.linalg.norm(tri_pose.positions[0, -1] - target) <= 1e-6 * chain.reach
         one = solve_one(chain, target, method=method)
@@ -219,6 +241,8 @@ def test_seeded_methods_answer_with_triangulation_within_limits_where_it_meets(
     start = {"ccd_start": "initial"} if method == "ccd" else {"jacobian_start": "initial"}
     given = solve(chain, targets, method=method, **start)  # type: ignore[arg-type]
     assert np.all(given.iterations > 0)
+    # Not vacuous on the shoulder chain: the closed forms miss most of these targets.
+    assert searched >= (6 if limb == "shoulder" else 0)
 
 
 @pytest.mark.parametrize("method", SEEDED)
@@ -228,15 +252,15 @@ def test_stiffness_and_posture_keep_the_seeded_methods_off_triangulation_within_
     """Triangulation ignores stiffness and a posture bias, so with either the seeded
     methods do not ask it for their answer (as on free chains)."""
     calls: list[int] = []
-    real = tls.meeting_one
+    real = tls.reaching_one
 
     def spy(problem: Problem) -> object:
         calls.append(problem.size)
         return real(problem)
 
-    # (every one-target route asks meeting_one: CCD's seed directly, the others through
-    # meeting)
-    monkeypatch.setattr(tls, "meeting_one", spy)
+    # (every one-target route asks reaching_one: CCD's seed directly, the others through
+    # reaching)
+    monkeypatch.setattr(tls, "reaching_one", spy)
     chain = _knee((0.45, 0.42), 0.1, JointLimits())
     stiff = chain.with_limits([JointLimits(stiffness=(0.5, 0.0, 0.0)), KNEE])
     target = kinematics.effector(chain, admissible_poses(np.random.default_rng(2), chain, 1))[0]
@@ -301,3 +325,29 @@ def test_refused_spin_turns_to_the_nearest_allowed_one(kind: str) -> None:
         oracle = float(np.max(np.where(allowed, np.cos(fine - psi), -2.0)))
         assert math.cos(got_psi - psi) >= oracle
     assert checked >= 10
+
+
+@pytest.mark.parametrize("method", SEEDED)
+def test_a_seed_that_misses_is_not_searched_again_by_the_fallback(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where triangulation within the limits misses (a target within the chain's length
+    that the limits keep out of reach), the seeded methods' fallback asks it again for the
+    same target: the answer is memoised on its exact inputs, so its search runs once per
+    solve — and asking again gives the same pose."""
+    chain = _shoulder_arm()
+    calls: list[int] = []
+    real = tls.search
+
+    def spy(*args: object) -> object:
+        calls.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tls, "search", spy)
+    target = np.array([0.0, 0.6, -0.5]) * chain.reach  # behind the shoulder's limits
+    first = solve_one(chain, target, method=method)
+    assert np.linalg.norm(first.positions[0, -1] - target) > 1e-3 * chain.reach
+    assert len(calls) == 1
+    again = solve_one(chain, target, method=method)
+    np.testing.assert_array_equal(again.rotations, first.rotations)
+    assert len(calls) == 1
