@@ -354,7 +354,7 @@ class SwingRegion:
         twist are undefined, beyond the largest bend of a limited joint)."""
         r = self.radius
         n2 = x * x + z * z
-        scale = np.where(n2 > r * r, r / np.sqrt(np.maximum(n2, r * r)), 1.0)
+        scale = np.divide(r, np.sqrt(n2), out=np.ones_like(n2), where=n2 > r * r)
         return x * scale, z * scale
 
     @cached_property
@@ -376,7 +376,10 @@ class SwingRegion:
         met = np.repeat(per_curve & interval, _CURVE_SAMPLES + 1)
         brackets = pair[:-1] & ~(met[:-1] & ~inside[:-1] & ~inside[1:])
         speed = np.repeat([sc.speed(row) for row in self._curves], _CURVE_SAMPLES + 1)[:-1]
-        rise = np.where(on_curve[:-1] & on_curve[1:], speed * (s[1:] - s[:-1]), np.inf)
+        step = s[1:] - s[:-1]  # (0 between curves: no rise, where the speed may be ∞)
+        rise = np.where(
+            on_curve[:-1] & on_curve[1:], np.where(step > 0.0, speed, 0.0) * step, np.inf
+        )
         return _Candidates(xs, zs, len(cx), rows, penalty, brackets, rise, s, s.tolist())
 
     def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
