@@ -242,7 +242,7 @@ def _spin_toward(
     return best
 
 
-def spin_rotation(aim: FloatArray, turned: FloatArray, psi: FloatArray) -> FloatArray:
+def spin_rotation(aim: FloatArray, turned: FloatArray, psi: FloatArray | float) -> FloatArray:
     """``R(ĉ, ψ)·aim = cos(ψ/2)·aim + sin(ψ/2)·turned`` with ``turned = (0, ĉ)·aim``:
     ``aim``, ``turned`` ``(..., 4)`` wxyz, spins ``psi (...)`` radians; ``(..., 4)``."""
     half = 0.5 * np.asarray(psi)[..., None]
