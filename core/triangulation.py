@@ -154,7 +154,7 @@ def solve_triangulation(problem: Problem) -> Solution:
         return solve_fabrik(problem)
     if problem.size == 1 and plan.all_free:
         rotations, positions = _solve_single(problem, plan)
-    elif problem.size == 1 and plan.limited and (one := _limited_single(problem, plan)):
+    elif problem.size == 1 and plan.limited and (one := _limited_single(problem)):
         rotations, positions = np.array([one[0]]), np.array([one[1]])
     else:
         rotations, positions = _solve_batch(problem, plan)
@@ -183,7 +183,7 @@ def _within_limits(
     rotations, positions, met = hinge_placed(problem, rotations, positions)
     declined = []
     for i in np.flatnonzero(~met).tolist():
-        one = _limited_single(problem.rows([i]), plan)
+        one = _limited_single(problem.rows([i]))
         if one is None:
             declined.append(i)
         else:

@@ -302,7 +302,6 @@ def _closed_form(
 
 
 def solve_one(
-    plan: _Plan,
     chain: Chain,
     target: Vec,
     init: list[list[float]] | None,
@@ -465,7 +464,6 @@ def reaching_one(problem: Problem) -> tuple[Pose, bool] | None:
     chain = problem.chain
     target = _floats(problem.targets[0].tolist())
     out = solve_one(
-        _plan(chain),
         chain,
         target,
         problem.initial[0].tolist(),

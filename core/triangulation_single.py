@@ -52,7 +52,7 @@ from .triangulation_plan import (
 
 
 # --------------------------------------------------------------------------- single target
-def _limited_single(problem: Problem, plan: _Plan) -> tuple[list[list[float]], list[Vec]] | None:
+def _limited_single(problem: Problem) -> tuple[list[list[float]], list[Vec]] | None:
     """Triangulation within limits for a :class:`Problem` of one target in plain floats
     (:func:`core.triangulation_limits_single.solve_one`), or ``None`` where the numpy
     reference (the batch pass and
@@ -61,7 +61,6 @@ def _limited_single(problem: Problem, plan: _Plan) -> tuple[list[list[float]], l
 
     options = problem.options
     return solve_one(
-        plan,
         problem.chain,
         _floats(problem.targets[0].tolist()),
         problem.initial[0].tolist(),
@@ -109,7 +108,7 @@ def solve_single(
         from .triangulation_limits_single import solve_one
 
         tolerance = options.tolerance if options.tolerance is not None else 1e-6 * plan.reach
-        return solve_one(plan, chain, target, None, options, pole, True, tolerance)
+        return solve_one(chain, target, None, options, pole, True, tolerance)
     if not plan.all_free:
         return None
     if _spreads(plan, options):
