@@ -18,7 +18,7 @@ import numpy as np
 from . import ccd_setup, ccd_sweep
 from . import rotations as rot
 from .chain import Chain
-from .components import Vec, mapply, qmatrix, qrotate, vperpendicular
+from .components import Vec, mapply, qmatrix, qmul, qrotate, vperpendicular
 from .matrix9 import (
     _I9,
     M9,
@@ -399,17 +399,11 @@ def _sweep_candidates(f: _Facts, Q: list[M9], goal: _Goal, j: _J, steps: int) ->
         local = _mtv(F[i], axis)
         norm = math.sqrt(local[0] ** 2 + local[1] ** 2 + local[2] ** 2)
         ax, ay, az = local[0] / norm, local[1] / norm, local[2] / norm
-        qw, qx, qy, qz = quaternion_of(Q[i])
+        qi = quaternion_of(Q[i])
         turned = []
         for a in turns:
             c, sn = math.cos(0.5 * a), math.sin(0.5 * a)
-            tw, tx, ty, tz = c, sn * ax, sn * ay, sn * az
-            r = (
-                tw * qw - tx * qx - ty * qy - tz * qz,
-                tw * qx + tx * qw + ty * qz - tz * qy,
-                tw * qy - tx * qz + ty * qw + tz * qx,
-                tw * qz + tx * qy - ty * qx + tz * qw,
-            )
+            r = qmul((c, sn * ax, sn * ay, sn * az), qi)
             turned.append(qmatrix(j.ref.limits.project_floats(r)))
     return [[*Q[:i], m, *Q[i + 1 :]] for m in turned]
 
