@@ -18,12 +18,13 @@ Reach IK wrote there, which makes Blender evaluate the frame once more.
   pose is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
   does not edit the scene while a frame renders).
 * ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
-  setting). Any update of an armature starts a new generation (:mod:`.live_state`: chains
+  setting). An update of an armature starts a new generation (:mod:`.live_state`: chains
   read again, records dropped), except the update that the handler's own key writes cause
   (its helpers and the armatures copying them, remembered in ``live.echo``): that one is
-  skipped. Any other update of a helper's action (its keys edited by hand) drops the
-  records of stored frames. A re-entrancy flag guards against anything running the
-  handler from inside a solve.
+  skipped; and an armature known to hold no chains, whose pose Blender evaluated again,
+  changes nothing (:func:`edits_chains`). Any other update of a helper's action (its keys
+  edited by hand) drops the records of stored frames. A re-entrancy flag guards against
+  anything running the handler from inside a solve.
 * ``load_post`` — a file that is opened is solved once (caches and records are dropped
   first, the constraints of library overrides are brought in line with their chains, and
   helpers whose armature was deleted are removed with their actions);
@@ -46,7 +47,7 @@ panels (not saved).
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -167,6 +168,25 @@ def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> N
     solve_scene(scene, depsgraph)
 
 
+def edits_chains(updated: Sequence[bpy.types.ID | None]) -> bool:
+    """Whether an update (the IDs ``depsgraph.updates`` lists, evaluated) may have edited
+    a chain: it lists armature data (bones edited) or an armature object that holds chains
+    or that this generation has not scanned yet. An armature known to hold none is listed
+    whenever its pose is evaluated again (its own IK target moved, a driver): that changes
+    no chain, and reading every chain again after it would cost each such drag a scan of
+    every rig. (A new parent of a goal, or of what a goal hangs from, rebuilds Blender's
+    relations, and that update lists every object: the chains' armatures too.)"""
+    if any(isinstance(i, bpy.types.Armature) for i in updated):
+        return True
+    for i in updated:
+        obj = i.original if isinstance(i, bpy.types.Object) else None
+        if is_armature(obj):
+            scanned = live.chains.get((obj.as_pointer(), obj.data.as_pointer()))
+            if scanned != (live.generation, ()):
+                return True
+    return False
+
+
 @persistent
 def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     if live.busy:
@@ -183,9 +203,7 @@ def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) 
         and not any(isinstance(i, bpy.types.Armature) for i in updated)
     ):
         return  # only what the last solve wrote: its helpers and the armatures copying them
-    if any(isinstance(i, bpy.types.Armature) for i in updated) or any(
-        i.type == "ARMATURE" for i in objects
-    ):
+    if edits_chains(updated):
         # Bones added, renamed or edited, IK limits or chain settings changed, constraints
         # edited: check everything again (frame changes alone never get here).
         live.invalidate()

@@ -341,6 +341,69 @@ def test_interactive_moves_settle(clean_scene: Any, addon: Any) -> None:
         bpy.app.handlers.depsgraph_update_post.remove(count)
 
 
+def _blender_ik_arm(name: str) -> tuple[Any, Any]:
+    """A second hand-built arm whose hand has Blender's own IK (3 bones) on a new empty."""
+    other = build_arm(name, location=(-1.0, 0.5, 0.0))
+    goal = add_empty(f"{name} goal", tail_world(other, "hand") + np.array([-0.1, 0.1, -0.1]))
+    ik = other.pose.bones["hand"].constraints.new("IK")
+    ik.target, ik.chain_count = goal, 3
+    return other, goal
+
+
+def test_an_armature_without_chains_does_not_make_chains_read_again(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Blender lists an armature with its own IK as updated whenever that IK's target
+    moves. Without chains and holding no goal, it starts no new generation (live solving
+    would read every chain again on each drag); an edit of the chains' own armature still
+    does, and its new IK lock shows."""
+    bpy = blender_module()
+    live = addon.live_state.live
+    obj, target = _arm_with_chain()
+    _other, goal = _blender_ik_arm("Other")
+    target.location = head_world(obj, "upper") + np.array([0.2, -0.2, 0.1])
+    bpy.context.view_layer.update()
+    generation = live.generation
+    updated: list[str] = []
+
+    def listed(_scene: Any, depsgraph: Any) -> None:
+        updated.extend(u.id.name for u in depsgraph.updates)
+
+    bpy.app.handlers.depsgraph_update_post.insert(0, listed)
+    try:
+        for step in range(3):
+            goal.location = np.array(goal.location) + np.array([0.02, 0.0, 0.01 * step])
+            bpy.context.view_layer.update()
+    finally:
+        bpy.app.handlers.depsgraph_update_post.remove(listed)
+    assert "Other" in updated, "the premise: Blender lists the armature its IK moved"
+    assert live.generation == generation
+    fore = obj.pose.bones["fore"]
+    fore.lock_ik_x = fore.lock_ik_y = fore.lock_ik_z = True
+    bpy.context.view_layer.update()
+    assert live.generation > generation
+    np.testing.assert_allclose(shown_rotation(obj, "fore"), [1.0, 0.0, 0.0, 0.0], atol=1e-6)
+
+
+def test_a_goal_hung_from_an_armature_without_chains_sees_its_new_parent(
+    clean_scene: Any, addon: Any
+) -> None:
+    """The target hangs from a bone of an armature without chains; parenting that armature
+    to the chain's own hand makes a feedback loop, which is found and refused (that edit
+    must start a new generation although the armature edited holds no chains)."""
+    bpy = blender_module()
+    obj, target = _arm_with_chain()
+    other, _goal = _blender_ik_arm("Other")
+    target.parent, target.parent_type, target.parent_bone = other, "BONE", "hand"
+    target.location = (0.0, 0.05, 0.0)
+    bpy.context.view_layer.update()
+    assert addon.handlers.status[(obj.name, "hand")].message == ""
+    other.parent, other.parent_type, other.parent_bone = obj, "BONE", "hand"
+    bpy.context.view_layer.update()
+    message = addon.handlers.status[(obj.name, "hand")].message
+    assert "feedback loop" in message, message
+
+
 def test_save_and_reload_keep_chains_and_fk(clean_scene: Any, addon: Any, tmp_path: Any) -> None:
     bpy = blender_module()
 
