@@ -31,7 +31,13 @@ _STALL_GAIN = 0.001
 #: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
 #: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
 _LAMBDA0 = 0.05
-_LAMBDA_RANGE = (1e-6, 1e3)
+_LAMBDA_RANGE = (1e-4, 1e3)
+#: A joint's turn counts as clipped by its limits when keeping it within them moved a
+#: quaternion component by more than this share of the turn's half angle (a turn along a
+#: curved limit leaves it only to second order: that is sliding, not clipping), and by
+#: more than rounding.
+_CLIPPED = 0.01
+_CLIPPED_ABOVE = 1e-12
 
 
 def _middle(lim: JointLimits) -> FloatArray:
@@ -87,9 +93,21 @@ def _refine(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Projected damped least squares from admissible poses ``q (M, n, 4)`` toward
     ``targets (M, 3)``; returns the poses, their joint positions and errors ``(M,)``.
-    ``nearest``: keep each step within the limits by :meth:`JointLimits.project` (the
+
+    Each step solves ``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (Levenberg–Marquardt: a step that lowers the
+    error is kept and λ shrinks, else λ grows), turns every joint by ``exp`` of its share
+    and keeps it within its limits. ``nearest``: by :meth:`JointLimits.project` (the
     nearest allowed rotation, which lets the search slide along a limit) instead of the
-    cheaper :meth:`JointLimits.retract`."""
+    cheaper :meth:`JointLimits.retract`.
+
+    Joints on their limits form an active set. A joint whose turn its limits clipped
+    (:data:`_CLIPPED`) in the last kept step, or that was held in it, is on its limits, and
+    the clipped part of its turn (in its own columns) is the way out. Where the step
+    pushes such a joint out again, it is *held*: that direction is taken out of its
+    columns, ``C ← C (I − h hᵀ)``, and the system solved again — a hinge is kept as it is,
+    a ball joint can still slide along its limit. The other joints then answer for the
+    whole error instead of losing the share the held one could not take, and the error
+    falls quadratically instead of by a constant factor per step."""
     axes = _axes(chain)
     if not any(len(w) for _, w in axes):  # every joint fixed: nothing to turn
         pos, _ = forward_kinematics(chain, q)
@@ -98,6 +116,8 @@ def _refine(
     pos, world = forward_kinematics(chain, q)
     err = np.linalg.norm(targets - pos[:, -1], axis=-1)
     lam = np.full(len(q), _LAMBDA0)
+    spans = _spans(axes)
+    bound = np.zeros((len(q), spans[-1][1]))  # (M, m): each joint's way out, zero if none
     active = np.flatnonzero(err > tolerance)
     last = err.copy()
     step_count = 0
@@ -114,25 +134,14 @@ def _refine(
             lever = (pa[:, -1] - pa[:, i])[:, None, :]
             cols.append(rot.cross(world_axes, lever) * w[None, :, None])
         jac = np.concatenate(cols, axis=1)  # (A, m, 3)
-        jj = np.einsum("amx,amy->axy", jac, jac)
-        damp = ((lam[active] * reach) ** 2)[:, None, None] * np.eye(3)
-        y = np.linalg.solve(jj + damp, e[..., None])[..., 0]
-        step = np.einsum("amx,ax->am", jac, y)
-        biggest = np.max(np.abs(step), axis=1, keepdims=True)
-        step = step * np.minimum(1.0, _MAX_STEP / np.maximum(biggest, 1e-300))
-        trial = qa.copy()
-        col = 0
-        for i, (ax, w) in enumerate(axes):
-            k = len(w)
-            if k == 0:
-                continue
-            rotvec = np.einsum("ak,kx->ax", step[:, col : col + k] * w[None, :], ax)
-            col += k
-            turned = rot.normalize(rot.multiply(qa[:, i], rot.from_rotvec(rotvec)))
-            lim = chain.limits[i]
-            if not lim.is_free:
-                turned = lim.project(turned) if nearest else lim.retract(turned)
-            trial[:, i] = turned
+        damp = (lam[active] * reach) ** 2
+        out = bound[active]
+        push = np.einsum("amx,ax->am", jac, _damped(jac, e, damp)) * out
+        held = np.zeros(out.shape, dtype=bool)
+        for a, b in spans:
+            held[:, a:b] = np.sum(push[:, a:b], axis=1, keepdims=True) > 0.0
+        cut = np.where(held, out, 0.0)
+        trial, outward = _step(chain, axes, spans, qa, jac, cut, e, damp, nearest)
         tpos, tworld = forward_kinematics(chain, trial)
         terr = np.linalg.norm(targets[active] - tpos[:, -1], axis=-1)
         better = terr < err[active]
@@ -143,6 +152,11 @@ def _refine(
             tworld[better],
             terr[better],
         )
+        # On their limits now: the joints clipped (their new way out) and those held.
+        clipped = np.zeros(held.shape, dtype=bool)
+        for a, b in spans:
+            clipped[:, a:b] = np.any(outward[:, a:b] != 0.0, axis=1, keepdims=True)
+        bound[idx] = np.where(clipped, outward, cut)[better]
         lam[active] = np.clip(
             np.where(better, lam[active] * 0.3, lam[active] * 4.0), *_LAMBDA_RANGE
         )
@@ -155,6 +169,73 @@ def _refine(
         keep = (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
         active = active[keep]
     return q, pos, err
+
+
+def _spans(axes: list[tuple[FloatArray, FloatArray]]) -> list[tuple[int, int]]:
+    """Each joint's columns ``[a, b)`` in the Jacobian (empty for a fixed joint)."""
+    out, col = [], 0
+    for _, w in axes:
+        out.append((col, col + len(w)))
+        col += len(w)
+    return out
+
+
+def _damped(jac: FloatArray, e: FloatArray, damp: FloatArray) -> FloatArray:
+    """``(JJᵀ + λ²I)⁻¹ e`` ``(A, 3)`` for columns ``jac (A, m, 3)``, errors ``e (A, 3)`` and
+    ``damp (A,)`` = ``λ²·reach²``."""
+    jj = np.einsum("amx,amy->axy", jac, jac)
+    return np.linalg.solve(jj + damp[:, None, None] * np.eye(3), e[..., None])[..., 0]
+
+
+def _step(
+    chain: Chain,
+    axes: list[tuple[FloatArray, FloatArray]],
+    spans: list[tuple[int, int]],
+    q: FloatArray,
+    jac: FloatArray,
+    cut: FloatArray,
+    e: FloatArray,
+    damp: FloatArray,
+    nearest: bool,
+) -> tuple[FloatArray, FloatArray]:
+    """One damped least-squares step of :func:`_refine` for poses ``q (A, n, 4)``, with
+    Jacobian columns ``jac (A, m, 3)``, errors ``e (A, 3)`` and damping ``damp (A,)``.
+    ``cut (A, m)``: per joint, a unit direction in its columns (zero for none) that its
+    columns lose, ``C ← C (I − h hᵀ)``, so its turn has no part along it.
+
+    Returns the trial poses and, per joint whose turn its limits clipped
+    (:data:`_CLIPPED`), the clipped part of the turn as a unit direction in its columns
+    ``(A, m)`` (weighted like them; zero for the other joints)."""
+    jac = jac.copy()
+    for a, b in spans:
+        h = cut[:, a:b, None]  # (A, k, 1)
+        jac[:, a:b] -= h * np.sum(h * jac[:, a:b], axis=1, keepdims=True)
+    step = np.einsum("amx,ax->am", jac, _damped(jac, e, damp))
+    biggest = np.max(np.abs(step), axis=1, keepdims=True)
+    step = step * np.minimum(1.0, _MAX_STEP / np.maximum(biggest, 1e-300))
+    trial = q.copy()
+    outward = np.zeros(cut.shape)
+    for i, ((ax, w), (a, b)) in enumerate(zip(axes, spans, strict=True)):
+        if a == b:
+            continue
+        rotvec = np.einsum("ak,kx->ax", step[:, a:b] * w[None, :], ax)
+        turned = rot.normalize(rot.multiply(q[:, i], rot.from_rotvec(rotvec)))
+        lim = chain.limits[i]
+        if not lim.is_free:
+            kept = lim.project(turned) if nearest else lim.retract(turned)
+            turned = rot.positive_w(turned)
+            moved = np.max(np.abs(kept - turned), axis=-1)
+            half = 0.5 * np.linalg.norm(rotvec, axis=-1)
+            clipped = (moved > _CLIPPED * half) & (moved > _CLIPPED_ABOVE)
+            # The clipped part, kept⁻¹ · turned, in the joint's weighted axes.
+            gap = rot.positive_w(rot.multiply(rot.conjugate(kept), turned))[:, 1:]
+            h = np.einsum("ax,kx->ak", gap, ax) * w[None, :]
+            norm = np.linalg.norm(h, axis=-1, keepdims=True)
+            unit = h / np.where(norm > 0.0, norm, 1.0)
+            outward[:, a:b] = np.where(clipped[:, None], unit, 0.0)
+            turned = kept
+        trial[:, i] = turned
+    return trial, outward
 
 
 #: Rounds of random admissible restarts for targets still missed, and their seed (fixed:

@@ -39,6 +39,8 @@ from .components import Quat, Vec, qmul, qmul_conj, qrotate, vcross
 from .jacobian_single_linalg import _solve_spd, gram3
 from .kinematics import forward_kinematics_floats
 from .triangulation_refine import (
+    _CLIPPED,
+    _CLIPPED_ABOVE,
     _LAMBDA0,
     _LAMBDA_RANGE,
     _MAX_STEP,
@@ -124,10 +126,7 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
     """:func:`core.triangulation_refine._refine` of one admissible pose ``q`` toward
     ``target``: the refined pose, its joint positions and its error. ``nearest``: each step
     is kept within the limits by :meth:`JointLimits.project` instead of ``retract``."""
-    from .jacobian_single_pose import _exp  # (it imports, through jacobian_seed, this module)
-
     facts = _facts(chain)
-    limits = chain.limits
     pos, world = forward_kinematics_floats(chain, q)
     err = _distance(target, pos[-1])
     if facts.still:
@@ -138,49 +137,36 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
     lo, hi = _LAMBDA_RANGE
     if not err > tolerance:
         return q, pos, err
+    bound: dict[int, list[float]] = {}  # the joints on their limits: each one's way out
     for count in range(1, _STEPS + 1):
         end = pos[-1]
-        ex, ey, ez = target[0] - end[0], target[1] - end[1], target[2] - end[2]
-        # Columns (1 − stiffness)·(W_i e_k) × (p_e − p_i) and JJᵀ.
-        cols: list[Vec] = []
+        error = (target[0] - end[0], target[1] - end[1], target[2] - end[2])
+        # Columns (1 − stiffness)·(W_i e_k) × (p_e − p_i), grouped by joint.
+        cols: list[list[Vec]] = []
         for i, axes in enumerate(facts.axes):
-            if not axes:
-                continue
             p = pos[i]
             lever = (end[0] - p[0], end[1] - p[1], end[2] - p[2])
+            joint = []
             for axis, weight in axes:
                 cx, cy, cz = vcross(qrotate(world[i], axis), lever)
-                cols.append((cx * weight, cy * weight, cz * weight))
-        g00, g01, g02, g11, g12, g22 = gram3(cols)
+                joint.append((cx * weight, cy * weight, cz * weight))
+            cols.append(joint)
         damp = (lam * reach) ** 2
-        y0, y1, y2 = _solve_spd(
-            [[g00 + damp, g01, g02], [g01, g11 + damp, g12], [g02, g12, g22 + damp]],
-            [ex, ey, ez],
-        )
-        step = [cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in cols]
-        scale = min(1.0, _MAX_STEP / max(max(abs(s) for s in step), 1e-300))
-        # Each joint turned by exp of its share, then kept within its limits.
-        trial = list(q)
-        col = 0
-        for i, axes in enumerate(facts.axes):
-            if not axes:
-                continue
-            rx = ry = rz = 0.0
-            for axis, weight in axes:
-                s = step[col] * scale * weight
-                col += 1
-                rx += s * axis[0]
-                ry += s * axis[1]
-                rz += s * axis[2]
-            turned = _normalize(qmul(q[i], _exp((0.5 * rx, 0.5 * ry, 0.5 * rz))))
-            lim = limits[i]
-            if not lim.is_free:
-                turned = lim.project_floats(turned) if nearest else lim.retract_floats(turned)
-            trial[i] = turned
+        cut: dict[int, list[float]] = {}  # the joints held: those the step pushes out again
+        if bound:
+            y0, y1, y2 = _damped(cols, error, damp)
+            for i, h in bound.items():
+                push = 0.0
+                for hk, (cx, cy, cz) in zip(h, cols[i], strict=True):
+                    push += hk * (cx * y0 + cy * y1 + cz * y2)
+                if push > 0.0:
+                    cut[i] = h
+        trial, outward = _step(chain, facts, q, cols, cut, error, damp, nearest)
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
         if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
             q, pos, world, err = trial, tpos, tworld, terr
+            bound = {**cut, **outward}
             lam = min(max(lam * 0.3, lo), hi)
         else:
             lam = min(max(lam * 4.0, lo), hi)
@@ -191,6 +177,81 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
         if not (err > tolerance and lam < hi and progress):
             break
     return q, pos, err
+
+
+def _damped(cols: list[list[Vec]], error: Vec, damp: float) -> Vec:
+    """``(JJᵀ + λ²I)⁻¹ e`` for the columns ``cols`` (per joint) and ``damp`` = ``λ²·reach²``
+    (:func:`core.triangulation_refine._damped`)."""
+    g00, g01, g02, g11, g12, g22 = gram3([c for joint in cols for c in joint])
+    y0, y1, y2 = _solve_spd(
+        [[g00 + damp, g01, g02], [g01, g11 + damp, g12], [g02, g12, g22 + damp]], list(error)
+    )
+    return y0, y1, y2
+
+
+def _step(
+    chain: Chain,
+    facts: _Facts,
+    q: Pose,
+    cols: list[list[Vec]],
+    cut: dict[int, list[float]],
+    error: Vec,
+    damp: float,
+    nearest: bool,
+) -> tuple[Pose, dict[int, list[float]]]:
+    """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`):
+    the joints in ``cut`` lose the given unit direction of their columns. Returns the trial
+    pose and, per joint whose turn its limits clipped, the clipped part of the turn as a
+    unit direction in its columns."""
+    from .jacobian_single_pose import _exp  # (it imports, through jacobian_seed, this module)
+
+    used = cols
+    if cut:
+        used = list(cols)
+        for i, h in cut.items():
+            joint = cols[i]
+            mx = my = mz = 0.0
+            for hk, (cx, cy, cz) in zip(h, joint, strict=True):
+                mx += hk * cx
+                my += hk * cy
+                mz += hk * cz
+            used[i] = [
+                (cx - hk * mx, cy - hk * my, cz - hk * mz)
+                for hk, (cx, cy, cz) in zip(h, joint, strict=True)
+            ]
+    y0, y1, y2 = _damped(used, error, damp)
+    steps = [[cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in joint] for joint in used]
+    biggest = max((abs(s) for joint in steps for s in joint), default=0.0)
+    scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
+    # Each joint turned by exp of its share, then kept within its limits.
+    trial = list(q)
+    outward: dict[int, list[float]] = {}
+    for i, axes in enumerate(facts.axes):
+        if not axes:
+            continue
+        rx = ry = rz = 0.0
+        for (axis, weight), s in zip(axes, steps[i], strict=True):
+            s *= scale * weight
+            rx += s * axis[0]
+            ry += s * axis[1]
+            rz += s * axis[2]
+        turned = _normalize(qmul(q[i], _exp((0.5 * rx, 0.5 * ry, 0.5 * rz))))
+        lim = chain.limits[i]
+        if not lim.is_free:
+            kept = lim.project_floats(turned) if nearest else lim.retract_floats(turned)
+            turned = _positive(turned)
+            moved = max(abs(k - t) for k, t in zip(kept, turned, strict=True))
+            half = 0.5 * math.sqrt(rx * rx + ry * ry + rz * rz)
+            if moved > _CLIPPED * half and moved > _CLIPPED_ABOVE:
+                # The clipped part, kept⁻¹ · turned, in the joint's weighted axes.
+                _, gx, gy, gz = _positive(qmul_conj(kept, turned))
+                h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
+                norm = math.sqrt(sum(hk * hk for hk in h))
+                if norm > 0.0:
+                    outward[i] = [hk / norm for hk in h]
+            turned = kept
+        trial[i] = turned
+    return trial, outward
 
 
 def _cost(start: Pose, q: Pose) -> float:

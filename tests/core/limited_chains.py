@@ -101,6 +101,16 @@ def random_limited_chain(rng: np.random.Generator, links: int | None = None) -> 
     return Chain.from_offsets(vectors, limits=limits)
 
 
+def shoulder_chain(n: int) -> Chain:
+    """``scripts/bench_solvers.py``'s ball chain: ``n`` links (1 in all) gently curved, odd
+    joints knees (X in 0°–150°), the others limited like a shoulder (X in −60°–80°, Z in
+    −40°–40°: Blender's *Limit X*/*Limit Z*)."""
+    ball = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
+    knee = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150)), None, None))
+    offsets = [[0.0, -math.sin(0.1 * i) / n, math.cos(0.1 * i) / n] for i in range(n)]
+    return Chain.from_offsets(offsets, limits=[knee if i % 2 else ball for i in range(n)])
+
+
 def admissible_poses(rng: np.random.Generator, chain: Chain, size: int) -> np.ndarray:
     """``(size, n, 4)`` random poses that every joint's limits allow.
 

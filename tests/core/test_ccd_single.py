@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from limited_chains import shoulder_chain
 from numpy.typing import NDArray
 
 from core import Chain, JointLimits, SolveOptions, forward_kinematics, solve
@@ -301,15 +302,6 @@ def test_reach_under_limits() -> None:
     assert reached / count >= REACHED_UNDER_LIMITS, reached / count
 
 
-def _shoulder_chain(n: int) -> Chain:
-    """``scripts/bench_solvers.py``'s ball chain: odd joints knees (X in 0°–150°), the
-    others limited like a shoulder (X in −60°–80°, Z in −40°–40°)."""
-    ball = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
-    knee = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150)), None, None))
-    offsets = [[0.0, -math.sin(0.1 * i) / n, math.cos(0.1 * i) / n] for i in range(n)]
-    return Chain.from_offsets(offsets, limits=[knee if i % 2 else ball for i in range(n)])
-
-
 @pytest.mark.parametrize("start", ["triangulation", "initial"])
 def test_coarse_sweep_in_floats_equals_the_reference(start: str) -> None:
     """Where CCD stalls on a limited chain it sweeps one joint over coarse angles while CCD
@@ -326,10 +318,10 @@ def test_coarse_sweep_in_floats_equals_the_reference(start: str) -> None:
         sweeps.append(1)
         return ccd_single_sweep.coarse_sweep(*args)  # type: ignore[arg-type]
 
-    chain = _shoulder_chain(5)
+    chain = shoulder_chain(5)
     rng = np.random.default_rng(3)
     opts = SolveOptions(ccd_start=start, max_iterations=60)  # type: ignore[arg-type]
-    for _ in range(12):
+    for _ in range(24):
         target = rng.normal(size=3) * chain.reach * 0.5
         p = problem(chain, target, opts)
         ref = solve_batch(p)
