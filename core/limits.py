@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import rotations as rot
-from .components import qmul, qrotate
+from .components import qmul, qmul_conj, qrotate
 from .errors import ChainError
 from .rotations import FloatArray
 from .swing_region import SwingRegion
@@ -202,6 +202,17 @@ class JointLimits:
         return _AXES[k].copy(), limits
 
     @cached_property
+    def _hinge_floats(
+        self,
+    ) -> tuple[tuple[float, float, float], tuple[float, float, float], tuple[float, float] | None]:
+        """:attr:`hinge` for the float paths: its axis as floats, that axis divided by its
+        norm, and its range (computed once)."""
+        axis, limits = self._hinge
+        ax, ay, az = float(axis[0]), float(axis[1]), float(axis[2])
+        norm = math.sqrt(ax * ax + ay * ay + az * az)
+        return (ax, ay, az), (ax / norm, ay / norm, az / norm), limits
+
+    @cached_property
     def is_free(self) -> bool:
         """True for an unlimited ball joint, whose projection is the identity (computed
         once)."""
@@ -279,14 +290,12 @@ class JointLimits:
         if kind == "fixed":
             return (1.0, 0.0, 0.0, 0.0)
         if kind == "hinge":
-            axis, limits = self.hinge
-            ax, ay, az = float(axis[0]), float(axis[1]), float(axis[2])
+            (ax, ay, az), (ux, uy, uz), limits = self._hinge_floats
             phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
             if limits is not None:
                 phi = _clamp_one(phi, limits[0], limits[1])
-            norm = math.sqrt(ax * ax + ay * ay + az * az)
             s = math.sin(0.5 * phi)
-            return (math.cos(0.5 * phi), s * (ax / norm), s * (ay / norm), s * (az / norm))
+            return (math.cos(0.5 * phi), s * ux, s * uy, s * uz)
         if any(self.lock[k] or self.ranges[k] is not None for k in (0, 2)):
             # X/Z limits: the nearest swing within Blender's ellipse, as project.
             return self._swing_in_region((w, x, y, z), nearest=True)
@@ -398,8 +407,7 @@ class JointLimits:
         if kind == "fixed":
             return abs(x) <= eps and abs(y) <= eps and abs(z) <= eps
         if kind == "hinge":
-            axis, limits = self._hinge
-            ax, ay, az = float(axis[0]), float(axis[1]), float(axis[2])
+            (ax, ay, az), _, limits = self._hinge_floats
             cx, cy, cz = y * az - z * ay, z * ax - x * az, x * ay - y * ax
             if not math.sqrt(cx * cx + cy * cy + cz * cz) <= eps:
                 return False
@@ -447,6 +455,11 @@ class JointLimits:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""
         q = np.asarray(q, dtype=float)
         return rot.angle(rot.multiply(rot.conjugate(self.project(q)), q))
+
+    def violation_floats(self, q: tuple[float, float, float, float]) -> float:
+        """:meth:`violation` for one rotation in plain floats (wxyz; tested against it)."""
+        w, x, y, z = qmul_conj(self.project_floats(q), q)
+        return 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
 
 
 FREE = JointLimits()

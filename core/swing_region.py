@@ -54,6 +54,9 @@ _SAMPLE_HANDICAP = 1e-12
 #: A bracket is searched unless its bound on ``f`` is below the best candidate by this
 #: much (the bound's own rounding, ~1e-16, and a root's move onto the disc).
 _BOUND_SLACK = 1e-12
+#: The steps back toward the centre of :meth:`SwingRegion._inside`: ``1 − 2^(k − 52)``, the
+#: last one the centre itself.
+_BACK_OFF = tuple(1.0 - 2.0 ** (k - 52) for k in range(53))
 
 
 def half_sin(angle: float) -> float:
@@ -257,20 +260,24 @@ class SwingRegion:
     def _inside(self, x: FloatArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Boundary points ``x, z`` moved toward the centre where rounding left them outside
         (at a sharp end of a thin ellipse a rounding error of the ray's length is magnified
-        past the membership test's slack): the farthest point inside without slack, found by
-        bisection."""
+        past the membership test's slack): the first of ``c + s (p − c)``,
+        ``s = 1 − 2^(k − 52)`` for ``k = 0, 1, …`` (:data:`_BACK_OFF`), that the test without
+        slack takes in (``s = 0``, the centre, at the latest)."""
         out = ~self.contains(x, z, 0.0)
         if self.centre is None or not np.any(out):
             return x, z
         cx, cz = self.centre
         px, pz = x[out], z[out]
-        lo, hi = np.zeros(px.shape), np.ones(px.shape)
-        for _ in range(60):
-            s = 0.5 * (lo + hi)
-            ok = self.contains(cx + s * (px - cx), cz + s * (pz - cz), 0.0)
-            lo, hi = np.where(ok, s, lo), np.where(ok, hi, s)
+        s = np.zeros(px.shape)
+        left = np.ones(px.shape, dtype=bool)
+        for scale in _BACK_OFF:
+            ok = left & self.contains(cx + scale * (px - cx), cz + scale * (pz - cz), 0.0)
+            s[ok] = scale
+            left &= ~ok
+            if not left.any():
+                break
         x, z = x.copy(), z.copy()
-        x[out], z[out] = cx + lo * (px - cx), cz + lo * (pz - cz)
+        x[out], z[out] = cx + s * (px - cx), cz + s * (pz - cz)
         return x, z
 
     # ------------------------------------------------------------------ nearest swing
@@ -482,7 +489,7 @@ class SwingRegion:
 
     def toward_centre_one(self, x: float, z: float) -> tuple[float, float]:
         """:meth:`toward_centre` for one swing outside the region, in floats (the same
-        steps: :meth:`_exit`, then :meth:`_inside`'s bisection where rounding left the
+        steps: :meth:`_exit`, then :meth:`_inside`'s steps back where rounding left the
         point outside)."""
         if self.centre is None:
             (x0, z0), (x1, z1) = self.segment()
@@ -517,14 +524,11 @@ class SwingRegion:
         px, pz = cx + rho * ux, cz + rho * uz
         if self.contains_one(px, pz, 0.0):
             return px, pz
-        lo_, hi_ = 0.0, 1.0
-        for _ in range(60):
-            s = 0.5 * (lo_ + hi_)
-            if self.contains_one(cx + s * (px - cx), cz + s * (pz - cz), 0.0):
-                lo_ = s
-            else:
-                hi_ = s
-        return cx + lo_ * (px - cx), cz + lo_ * (pz - cz)
+        for scale in _BACK_OFF:
+            x, z = cx + scale * (px - cx), cz + scale * (pz - cz)
+            if self.contains_one(x, z, 0.0):
+                return x, z
+        return cx, cz
 
     def _in_disc_one(self, x: float, z: float) -> tuple[float, float]:
         """:meth:`_in_disc` for one point."""

@@ -631,3 +631,15 @@ def test_one_rotation_is_allowed_as_in_the_batch(lim: JointLimits, seed: int) ->
         one = [lim.allows_floats(tuple(v), 1e-12) for v in rotations.tolist()]
         assert one == batch.tolist()
     assert all(lim.allows_floats(tuple(v), 1e-9) for v in on.tolist())
+
+
+@FAST
+@given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), (-0.5, 0.7), (-0.8, 0.4))), seed=0)
+def test_one_violation_is_the_batch_violation(lim: JointLimits, seed: int) -> None:
+    """:meth:`JointLimits.violation_floats` equals :meth:`JointLimits.violation` to 1e-12
+    rad on random rotations (mostly refused) and on their projections (zero)."""
+    q = _random_quats(seed, 32)
+    for rotations in (q, lim.project(q)):
+        one = [lim.violation_floats(tuple(v)) for v in rotations.tolist()]
+        np.testing.assert_allclose(one, lim.violation(rotations), rtol=0, atol=1e-12)
