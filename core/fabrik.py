@@ -17,7 +17,9 @@ paper's Algorithm 1 (``d_i`` = link lengths, ``p_i`` = joint positions, ``t`` = 
   back in place.
 * Repeat until ``|p_n − t| ≤ tolerance`` (``options.tolerance``) or ``options.max_iterations``
   iterations, or until the effector stops moving (less than ``1e-13 × reach`` in an
-  iteration: a target the chain cannot reach within its limits).
+  iteration: a target the chain cannot reach within its limits) or the error fell by less
+  than 0.1 % over the last 10 iterations (limits that give the passes back a pose circling
+  short of the target).
 
 Stage 2 here is :func:`core.aim.aim`: each joint turned toward the stage-1 position of the
 next by the shortest turn from its rest link direction, projected into its limits
@@ -41,7 +43,11 @@ chain straightens). Positions are therefore always the forward kinematics of the
   cones), CCD (:mod:`core.ccd`) continues from FABRIK's pose, one joint at a time within
   the limits, and its pose is kept where it comes closer (:func:`_polish`); ``iterations``
   then adds CCD's sweeps. Targets still missed take triangulation within the limits
-  (:mod:`core.triangulation_limits`, one more iteration) where it comes closer.
+  (:mod:`core.triangulation_limits`, one more iteration) where it comes closer. On a chain
+  with joints limited like a shoulder (Blender's *Limit X*/*Limit Z*,
+  :func:`~core.triangulation_limits_single.swing_limited`), where CCD stalls too and
+  sweeps for tens of milliseconds, triangulation within the limits is asked first and
+  taken where it meets the target (one iteration).
 
 Orientation goals are not pursued (position only).
 
@@ -59,6 +65,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import rotations as rot
 from .bend_plane import orient_bend
 from .ccd import solve_ccd
 from .chain import Chain
@@ -70,7 +77,7 @@ from .result import Solution
 from .spread import spread_pose, stack
 from .triangulation_fallback import triangulation_where_closer
 from .triangulation_limits import ends_in_hinge
-from .triangulation_limits_single import meeting
+from .triangulation_limits_single import meeting, reaching, swing_limited
 
 
 def solve_fabrik(problem: Problem) -> Solution:
@@ -174,17 +181,30 @@ def solve_floats(
     chain: Chain, target: Vec, pole: Vec | None, options: SolveOptions
 ) -> tuple[list[list[float]], list[Vec]] | None:
     """:func:`solve_fabrik` for one target from the rest pose without an orientation goal,
-    in and out as plain floats (:func:`core.fabrik_single.fabrik_floats`), or ``None`` where
-    numpy must decide: a two-bone limb ending in a hinge (:func:`_two_bone_limb`), and a
-    target :func:`_polish` works on (:func:`_polishes`). ``target`` and ``pole`` are 3
-    floats in the base frame, checked and pulled in; returns the ``n`` local rotations
-    (wxyz) and the ``n + 1`` joint positions."""
+    in and out as plain floats (:func:`core.fabrik_single.fabrik_floats`, then
+    :func:`_polish` where it has a target to work on, :func:`_polishes`), or ``None`` where
+    numpy must decide: a two-bone limb ending in a hinge (:func:`_two_bone_limb`).
+    ``target`` and ``pole`` are 3 floats in the base frame, checked and pulled in; returns
+    the ``n`` local rotations (wxyz) and the ``n + 1`` joint positions."""
     if chain.n_joints == 2 and ends_in_hinge(chain):
         return None
     tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
-    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance)
-    if rots is None or _polishes(chain, target, pos[-1], tolerance):
+    rots, pos, its = fabrik_floats(chain, target, pole, options, tolerance)
+    if rots is None:
         return None
+    if _polishes(chain, target, pos[-1], tolerance):
+        problem = Problem(
+            chain,
+            np.array([target]),
+            None,
+            None if pole is None else np.array([pole]),
+            rot.identity((1, chain.n_joints)),
+            tolerance,
+            options,
+        )
+        r, p = stack(rots, pos, 1)
+        r, p, _ = _polish(problem, r, p, np.array([its], dtype=np.int64))
+        return r[0].tolist(), p[0].tolist()
     return [list(q) for q in rots], pos
 
 
@@ -217,9 +237,11 @@ def _polish(
     problem: Problem, r: np.ndarray, p: np.ndarray, its: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Targets within the chain's length that the limited passes left unreached (FABRIK
-    stalls where projecting the links into their limits gives back the same pose): CCD
-    (:mod:`core.ccd`) from FABRIK's pose, one joint at a time within the limits, kept where
-    it comes closer; then triangulation within the limits where it comes closer still, and
+    stalls where projecting the links into their limits gives back the same pose): on a
+    :func:`~core.triangulation_limits_single.swing_limited` chain, triangulation within the
+    limits where it meets the target; CCD (:mod:`core.ccd`) from FABRIK's pose, one joint at
+    a time within the limits, kept where it comes closer; then triangulation within the
+    limits where it comes closer still, and
     beyond the length of a limb ending in a hinge where it comes as close
     (:func:`core.triangulation_limits.beyond_limb`; the rule is
     :func:`core.triangulation_fallback.triangulation_where_closer`)."""
@@ -227,6 +249,17 @@ def _polish(
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     left = np.flatnonzero((miss > problem.tolerance) & within)
     r, p, its = r.copy(), p.copy(), its.copy()
+    if left.size and swing_limited(problem.chain):
+        # Joints limited like a shoulder: CCD stalls on them and sweeps (tens of ms a
+        # target); triangulation within the limits, its search included (what the last
+        # step below would run), answers first where it meets the target.
+        q_tri, p_tri, met = reaching(problem.rows(left))
+        take = left[met]
+        r[take] = np.where(q_tri[met, :, :1] < 0.0, -1.0, 1.0) * q_tri[met]
+        p[take] = p_tri[met]
+        its[take] += 1
+        miss[take] = np.linalg.norm(p[take, -1] - problem.targets[take], axis=-1)
+        left = left[~met]
     if left.size:
         sub = Problem(
             problem.chain,

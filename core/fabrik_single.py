@@ -46,6 +46,9 @@ from .triangulation_plan import _plan
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
 _STALL = 1e-13
+#: The error fell by less than this fraction over the last this many iterations: stop.
+_STALL_GAIN = 1e-3
+_STALL_WINDOW = 10
 #: Lengths below this fraction of the reach count as zero (directions undefined).
 _TINY = 1e-12
 #: Floor for divisors whose result is discarded where they vanish.
@@ -90,12 +93,16 @@ def iterate(
 
     Stage 2 is :func:`core.aim.aim` toward stage 1's positions (root back in place, each
     joint turned toward the next within its limits); a target is dropped from the loop
-    once within ``tolerance`` or when its effector stops moving."""
+    once within ``tolerance``, when its effector stops moving, or when its error fell by
+    less than :data:`_STALL_GAIN` over the last :data:`_STALL_WINDOW` iterations (limits
+    that give the passes back a pose circling short of the target)."""
     rots, pos = seed
     miss = vsub(pos[-1], target)
-    active = ops.sqrt(vdot(miss, miss)) > tolerance
+    error = ops.sqrt(vdot(miss, miss))
+    active = error > tolerance
+    last = error
     iterations: Any = ops.where(active, 0, 0)
-    for _ in range(max_iterations):
+    for count in range(1, max_iterations + 1):
         if not ops.any(active):
             break
         wants = forward_reaching(ops, plan, pos, target)
@@ -105,11 +112,11 @@ def iterate(
         pos = [pick(ops, active, a, b) for a, b in zip(new_pos, pos, strict=True)]
         iterations = iterations + ops.where(active, 1, 0)
         miss = vsub(pos[-1], target)
-        active = (
-            active
-            & (ops.sqrt(vdot(miss, miss)) > tolerance)
-            & (ops.sqrt(vdot(moved, moved)) > _STALL * plan.reach)
-        )
+        error = ops.sqrt(vdot(miss, miss))
+        active = active & (error > tolerance) & (ops.sqrt(vdot(moved, moved)) > _STALL * plan.reach)
+        if count % _STALL_WINDOW == 0:
+            active = active & (error < (1.0 - _STALL_GAIN) * last)
+            last = error
     return rots, pos, iterations
 
 
@@ -201,7 +208,7 @@ def fabrik_floats(
                 rest0 = plan.rests[0]
                 q0 = qmul(qmul(qconj(rest0), turn), qmul(rest0, rots[0]))
                 root = chain.limits[0]
-                if root.is_free or float(root.violation(np.array(q0))) <= 1e-9:
+                if root.is_free or root.violation_floats(q0) <= 1e-9:
                     rots = [q0, *rots[1:]]
                 else:
                     turn = None

@@ -13,8 +13,9 @@ import math
 
 import numpy as np
 import pytest
+from limited_chains import admissible_poses, shoulder_chain
 
-from core import SolveInputError, solve
+from core import SolveInputError, kinematics, solve
 from core import rotations as rot
 from core.chain import Chain
 from core.fabrik import solve_fabrik
@@ -329,3 +330,34 @@ def test_even_triangulation_reaches_on_chains_bent_out_of_a_plane() -> None:
         fk = forward_kinematics(chain, res.rotations)[0]
         np.testing.assert_allclose(fk, res.positions, atol=1e-9 * chain.reach)
     assert short > 0  # the spread alone does fall short on such chains
+
+
+def test_a_shoulder_chain_is_polished_by_triangulation_before_ccd() -> None:
+    """On ``bench_solvers``' ball chain (shoulders with *Limit X*/*Limit Z*), the targets
+    FABRIK's rounds leave short are met by triangulation within the limits, asked before
+    CCD's polish: their pose is triangulation's (within the limits, at the target), and
+    CCD is not run for them."""
+    from unittest import mock
+
+    from core import ccd, fabrik
+
+    chain = shoulder_chain(3)
+    rng = np.random.default_rng(8)
+    targets = kinematics.effector(chain, admissible_poses(rng, chain, 40))
+    problem = Problem(
+        chain, targets, None, None, rot.identity((40, 3)), 1e-6 * chain.reach, SolveOptions()
+    )
+    with mock.patch.object(fabrik, "solve_ccd", wraps=ccd.solve_ccd) as polished:
+        sol = solve_fabrik(problem)
+    error = np.linalg.norm(sol.positions[:, -1] - targets, axis=-1)
+    assert np.all(error <= problem.tolerance)
+    tri = solve_triangulation(problem)
+    with mock.patch.object(fabrik, "_polish", lambda _problem, r, p, its: (r, p, its)):
+        rounds = solve_fabrik(problem)
+    short = np.linalg.norm(rounds.positions[:, -1] - targets, axis=-1) > problem.tolerance
+    taken = np.flatnonzero(short)
+    assert taken.size >= 3  # (not vacuous: the rounds left targets to polish)
+    np.testing.assert_allclose(sol.positions[taken], tri.positions[taken], atol=1e-12)
+    for i, lim in enumerate(chain.limits):
+        assert np.all(lim.violation(sol.rotations[:, i]) <= 1e-9)
+    assert polished.call_count == 0
