@@ -141,6 +141,7 @@ def fabrik_floats(
     start: list[Quat] | None = None,
     orient: bool = True,
     points_only: bool = False,
+    rounds: int | None = None,
 ) -> tuple[list[Quat] | None, list[Vec], int]:
     """FABRIK for one target in floats: :func:`core.fabrik.solve_fabrik`'s pose before
     :func:`core.fabrik._polish` (which only a chain with limits takes).
@@ -158,6 +159,8 @@ def fabrik_floats(
             (:attr:`core.spread.Shape.keeps_lengths`), the spread's joints are returned as
             they are (aiming the joints at them gives them back to rounding) and no
             rotation.
+        rounds: the most rounds (``None``: ``options.max_iterations``; ``0``: the seed,
+            the even spread aimed within the limits).
 
     Returns:
         ``(rotations, positions, iterations)``: ``n`` wxyz rotations with ``w ≥ 0`` (or
@@ -190,7 +193,7 @@ def fabrik_floats(
             FLOAT_OPS,
             chain,
             tolerance,
-            options.max_iterations,
+            options.max_iterations if rounds is None else rounds,
             1,
             plan,
             target,

@@ -58,9 +58,12 @@ class SolveOptions:
             straight) or ``"even"`` (the bend spread over every joint, each keeping its
             share of the start pose's bend, a uniform curl for a straight start; see
             :mod:`core.spread`; where the spread misses — a start pose bent out of one
-            plane, offset links — FABRIK's rounds finish it, :mod:`core.fabrik`). Chains
-            with limits always use ``"root"``; on one or two links both are the same pose
-            (the paper's triangle).
+            plane, offset links — FABRIK's rounds finish it, :mod:`core.fabrik`). On a
+            chain with limits ``"even"`` makes the spread aimed within the limits (FABRIK's
+            seed) the pass that the closed form of a last hinge and the search start from,
+            and the pose where it meets the target (paper cones excepted:
+            :func:`core.triangulation_limits_single.spreads_within_limits`). On one or two
+            links both are the same pose (the paper's triangle).
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
             coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
         step: Jacobian methods: β, the fraction of the error to remove per update.

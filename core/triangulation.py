@@ -113,6 +113,7 @@ from .result import Solution
 from .rotations import FloatArray
 from .triangulation_batch import solve_batch
 from .triangulation_limits import hinge_placed, reach_within_limits
+from .triangulation_limits_single import spreads_within_limits
 from .triangulation_plan import _Plan, _plan, _scale, _spreads
 from .triangulation_single import _limited_single, _solve_single
 
@@ -175,12 +176,17 @@ def _within_limits(
     (:func:`core.triangulation_limits.hinge_placed`); every other target is solved as a
     problem of one (:func:`core.triangulation_single._limited_single`, in floats), so its
     pose is the one it gets alone, whatever batch it comes in — a bake's frame is the live
-    preview's also where the search runs. Where the float path declines (the paper's cone
-    joints; a far target whose hinge cannot be placed), the numpy search
+    preview's also where the search runs. Where the float path's pass is the even spread
+    (:func:`core.triangulation_limits_single.spreads_within_limits`), every target is solved
+    so. Where the float path declines (the paper's cone joints; a far target whose hinge
+    cannot be placed), the numpy search
     (:func:`core.triangulation_limits.reach_within_limits`) on those rows."""
     if "cone" in plan.kinds:
         return reach_within_limits(problem, rotations, positions)
-    rotations, positions, met = hinge_placed(problem, rotations, positions)
+    if spreads_within_limits(plan, problem.options):  # (the float path's pass is the spread)
+        met = np.zeros(problem.size, dtype=bool)
+    else:
+        rotations, positions, met = hinge_placed(problem, rotations, positions)
     declined = []
     for i in np.flatnonzero(~met).tolist():
         one = _limited_single(problem.rows([i]))

@@ -6,7 +6,11 @@ numpy reference, which tests pin this module to) for chains whose joints are fre
 limited other than by the paper's cones (every limited joint is projected by the pass):
 
 1. the triangulation pass with every limited joint projected onto its limits
-   (:func:`core.triangulation_single._single_pass`, the float twin of the batch pass);
+   (:func:`core.triangulation_single._single_pass`, the float twin of the batch pass) —
+   or, with ``options.distribution == "even"`` on three or more links, the even spread
+   aimed within the limits (:func:`_pass_pose`: FABRIK's seed,
+   :func:`core.fabrik_single.fabrik_floats` with no rounds; the numpy paths then solve
+   each target on this path, :func:`spreads_within_limits`);
 2. when the last joint is a hinge, the last two joints placed in closed form from the
    pass's pose, the bend facing the pole or the rest pose's side (:func:`_hinge_last`, the
    float twin of :func:`core.triangulation_limits._hinge_last`; :func:`_want`, of
@@ -44,7 +48,7 @@ from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
 from .triangulation_limits import SPIN_STEPS, SPINS, _hinge_reach, _hinge_terms, closed_form
-from .triangulation_plan import _floats, _Plan, _plan, _scale, _start_frame
+from .triangulation_plan import _floats, _Plan, _plan, _scale, _spreads, _start_frame
 from .triangulation_refine_single import Refined, _distance, refine_far, search, side_pose
 from .triangulation_single import _carried_float, _single_pass
 
@@ -285,7 +289,7 @@ def _closed_form(
     ``None`` where that is decided by the numpy path (cone joints)."""
     if "cone" in plan.kinds:
         return None
-    rots, pos = _single_pass(plan, chain, target, init, options, pole, orient)
+    rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
     met = math.dist(pos[-1], target) <= tolerance
     facts = _hinge_facts(chain)
     if facts is None:
@@ -299,6 +303,43 @@ def _closed_form(
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want
     return (rots, pos), met, want
+
+
+def spreads_within_limits(plan: _Plan, options: SolveOptions) -> bool:
+    """True where a limited chain's pass is the even spread aimed within the limits
+    (``options.distribution == "even"``, three or more links, no cone joints): every
+    target is then solved on this module's float path, batches too."""
+    return _spreads(plan, options) and plan.limited and "cone" not in plan.kinds
+
+
+def _pass_pose(
+    plan: _Plan,
+    chain: Chain,
+    target: Vec,
+    init: list[list[float]] | None,
+    options: SolveOptions,
+    pole: Vec | None,
+    orient: bool,
+) -> tuple[list[list[float]], list[Vec]]:
+    """The pose the steps after the pass start from: the pass
+    (:func:`core.triangulation_single._single_pass`), or where :func:`_spreads` the even
+    spread aimed within the limits with its bend plane turned as FABRIK turns it
+    (:func:`core.fabrik_single.fabrik_floats` with no rounds: every joint turned toward the
+    spread's next joint and kept within its limits, a hinge's parent twisting so it can
+    bend). The spread shares the bend between the joints as on a chain without limits;
+    the pass bends the root first and leaves the rest straight, which limits refuse on
+    most targets (then the search runs, ~0.3–1 ms)."""
+    if not _spreads(plan, options):
+        return _single_pass(plan, chain, target, init, options, pole, orient)
+    from .fabrik_single import fabrik_floats  # (FABRIK builds on triangulation)
+
+    start = None
+    if init is not None and any(q != [1.0, 0.0, 0.0, 0.0] for q in init):  # (as FABRIK)
+        start = [(q[0], q[1], q[2], q[3]) for q in init]
+    tolerance = 0.0  # (no rounds: the tolerance only decides whether to run them)
+    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, start, orient, rounds=0)
+    assert rots is not None  # (points_only is not asked)
+    return [list(q) for q in rots], pos
 
 
 def solve_one(
@@ -427,7 +468,8 @@ def meeting_one(problem: Problem) -> tuple[Pose, bool] | None:
 
 def meeting(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
     """:func:`core.triangulation_limits.closed_form` (rotations, positions, met) for any
-    batch: in floats for one target where this module decides it (:func:`meeting_one`),
+    batch: in floats for one target where this module decides it (:func:`meeting_one`), and
+    for each target where the pass is the even spread (:func:`spreads_within_limits`),
     else in numpy. For the methods whose start is triangulation's pose
     (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): on a limited chain that pose is their
     answer where it meets the goal."""
@@ -435,6 +477,17 @@ def meeting(problem: Problem) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]
     if one is not None:
         (rots, pos), met = one
         return np.array([rots]), np.array([pos]), np.array([met])
+    if _scale(problem.chain) == 1.0 and spreads_within_limits(
+        _plan(problem.chain), problem.options
+    ):
+        rots_, pos_, met_ = [], [], []
+        for i in range(problem.size):
+            row = meeting_one(problem.rows([i]))
+            assert row is not None  # (one target, unscaled, no cone joints)
+            rots_.append(row[0][0])
+            pos_.append(row[0][1])
+            met_.append(row[1])
+        return np.array(rots_), np.array(pos_), np.array(met_)
     return closed_form(problem)
 
 

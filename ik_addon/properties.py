@@ -333,8 +333,8 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
     distribution: EnumProperty(  # type: ignore[valid-type]
         name="Bend Spread",
         description=(
-            "Triangulation, and the start of CCD and the Jacobian solvers, on chains without "
-            "limits: how the bend is shared between the joints"
+            "Triangulation, and the start of CCD and the Jacobian solvers: how the bend is "
+            "shared between the joints (with limits, the shared bend turned within them)"
         ),
         items=(
             (

@@ -28,7 +28,7 @@ from core import rotations as rot
 from core import triangulation as tri
 from core import triangulation_limits as tl
 from core import triangulation_limits_single as tls
-from core.limits import JointLimits
+from core.limits import FREE, JointLimits
 from core.problem import Problem
 from core.solver import solve_floats, solve_one, solve_points
 
@@ -351,3 +351,55 @@ def test_a_seed_that_misses_is_not_searched_again_by_the_fallback(
     again = solve_one(chain, target, method=method)
     np.testing.assert_array_equal(again.rotations, first.rotations)
     assert len(calls) == 1
+
+
+def _hinged(n: int) -> Chain:
+    """``bench_solvers``' hinge chain: ``n`` links gently curved, odd joints knees."""
+    offsets = [[0.0, -math.sin(0.1 * i) / n, math.cos(0.1 * i) / n] for i in range(n)]
+    return Chain.from_offsets(offsets, limits=[KNEE if i % 2 else FREE for i in range(n)])
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_the_even_spread_is_the_pass_of_a_limited_chain(n: int) -> None:
+    """With ``distribution="even"`` a limited chain of three or more links starts from the
+    even spread aimed within the limits (FABRIK's seed): on ``bench_solvers``' hinge chains
+    it meets every target at an admissible pose, so nothing is searched; the pose is the
+    seed's (``fabrik_floats`` with no rounds; where the chain ends in a hinge, the last two
+    joints placed in closed form from it, as from the pass), within the limits; a batch
+    gives each target
+    that pose bit for bit; CCD and the Jacobian methods take it with no iteration. With
+    ``"root"`` the pass misses most of these targets and the search runs."""
+    from core import fabrik_single
+    from core import triangulation_refine_single as trs
+
+    chain = _hinged(n)
+    rng = np.random.default_rng(5)
+    targets = kinematics.effector(chain, admissible_poses(rng, chain, 12))
+    even = SolveOptions(distribution="even")
+    tol = 1e-6 * chain.reach
+    with mock.patch.object(tls, "search", wraps=trs.search) as searched:
+        alone = [solve_one(chain, t, options=even) for t in targets]
+    assert searched.call_count == 0
+    batch = solve(chain, targets, options=even)
+    for k, (t, one) in enumerate(zip(targets, alone, strict=True)):
+        seed, points, _ = fabrik_single.fabrik_floats(
+            chain, tuple(t.tolist()), None, even, tol, rounds=0
+        )
+        assert seed is not None
+        kept = n - 2 if tl.ends_in_hinge(chain) else n
+        np.testing.assert_array_equal(one.rotations[0, :kept], np.array(seed)[:kept])
+        np.testing.assert_allclose(
+            one.positions[0, : kept + 1], np.array(points)[: kept + 1], rtol=0, atol=1e-12
+        )
+        assert np.linalg.norm(one.positions[0, -1] - t) <= tol
+        for i, lim in enumerate(chain.limits):
+            assert lim.violation(one.rotations[0, i]) <= 1e-9
+        np.testing.assert_array_equal(batch.rotations[k], one.rotations[0])
+    for method in ("ccd", "jacobian_pinv", "jacobian_dls"):
+        res = solve(chain, targets, method=method, options=even)
+        assert not np.any(res.iterations), method
+        np.testing.assert_allclose(res.positions, batch.positions, rtol=0, atol=1e-12)
+    with mock.patch.object(tls, "search", wraps=trs.search) as searched:
+        for t in targets:
+            solve_one(chain, t, options=SolveOptions(distribution="root"))
+    assert searched.call_count >= len(targets) // 2
