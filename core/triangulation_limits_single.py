@@ -15,7 +15,9 @@ limited other than by the paper's cones (every limited joint is projected by the
    pass's pose, the bend facing the pole or the rest pose's side (:func:`_hinge_last`, the
    float twin of :func:`core.triangulation_limits._hinge_last`; :func:`_want`, of
    :func:`core.bend_plane.wanted_bends`): the answer wherever it reaches, else the pass's
-   pose where that reaches;
+   pose where that reaches (on a two-bone limb the closed form reads nothing of the pass
+   where the wanted side decides its spin: it comes first, and the pass is made only where
+   it is read or the closed form misses);
 3. where the target lies beyond the chain's length, the hinge at its longest allowed
    extension aimed at the target, kept where it comes closer than the pass, else the pass's
    pose refined toward the target (:func:`core.triangulation_refine_single.refine_far`);
@@ -115,23 +117,30 @@ def _axis_angle(axis: Vec, phi: float) -> Quat:
     return math.cos(0.5 * phi), s * (axis[0] / n), s * (axis[1] / n), s * (axis[2] / n)
 
 
+_IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
+
+
 def _hinge_last(
     chain: Chain,
     f: _Hinge,
-    rots: list[list[float]] | list[Quat],
+    rots: list[list[float]] | list[Quat] | None,
     target: Vec,
     toward: Vec | None,
     tolerance: float,
-) -> list[Quat]:
+) -> list[Quat] | None:
     """:func:`core.triangulation_limits._hinge_last` for one pose ``rots`` (not changed):
     the pose with its last two joints placed in closed form, or ``rots`` itself (as tuples)
-    where no placement is allowed."""
+    where no placement is allowed. On a two-joint chain ``rots`` may be ``None`` (the pass
+    not made yet: nothing of it is read where the wanted side ``toward`` decides the spin
+    and a placement is allowed); ``None`` is returned where it would be read."""
     n = chain.n_joints
     j = n - 2
     lim_j, last = chain.limits[j], chain.limits[-1]
     rests, offsets = chain_floats(chain)
     o_j, o_h = offsets[j], offsets[-1]
-    pose: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rots]
+    if rots is None:
+        assert n == 2  # (the joints before the last two are the pass's)
+    pose: list[Quat] = [_IDENTITY] * n if rots is None else [(q[0], q[1], q[2], q[3]) for q in rots]
     pos, world = forward_kinematics_floats(chain, pose)
     parent = rests[j] if j == 0 else qmul(world[j - 1], rests[j])
     inverse = (parent[0], -parent[1], -parent[2], -parent[3])
@@ -142,20 +151,22 @@ def _hinge_last(
     amp = math.hypot(f.b, f.c)
     ratio = need / amp
     if not abs(ratio) <= 1.0 + dist * tolerance / amp:
-        return pose
+        return None if rots is None else pose
     slack = max(1e-12, tolerance / math.sqrt(vdot(o_h, o_h)))
     base = math.atan2(f.c, f.b)
     spread = math.acos(-1.0 if ratio < -1.0 else 1.0 if ratio > 1.0 else ratio)
     inv = 1.0 / max(dist, 1e-300)
     c = qrotate(inverse, (cv[0] * inv, cv[1] * inv, cv[2] * inv))
     # The side the bend should face, across ĉ: toward the wanted side, else the pass's.
-    side = qrotate(pose[j], o_j)
+    side = None if rots is None else qrotate(pose[j], o_j)
     if toward is not None:
         w = qrotate(inverse, (toward[0] - p[0], toward[1] - p[1], toward[2] - p[2]))
         along = vdot(w, c)
         w = (w[0] - along * c[0], w[1] - along * c[1], w[2] - along * c[2])
         if math.sqrt(vdot(w, w)) > 1e-9 * chain.reach:
             side = w
+    if side is None:
+        return None
     along = vdot(side, c)
     side = (side[0] - along * c[0], side[1] - along * c[1], side[2] - along * c[2])
     best_cost = math.inf
@@ -186,7 +197,7 @@ def _hinge_last(
             pose[j] = lim_j.project_floats(pick)
             pose[-1] = qh
             best_cost = chosen
-    return pose
+    return None if rots is None and best_cost == math.inf else pose
 
 
 def _spin(aim: Quat, turned: Quat, psi: float) -> Quat:
@@ -289,16 +300,24 @@ def _closed_form(
     ``None`` where that is decided by the numpy path (cone joints)."""
     if "cone" in plan.kinds:
         return None
-    rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
-    met = math.dist(pos[-1], target) <= tolerance
     facts = _hinge_facts(chain)
     if facts is None:
-        return (rots, pos), met, None
+        rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
+        return (rots, pos), math.dist(pos[-1], target) <= tolerance, None
     want = _want(plan, chain, target, init, options, pole)
     toward = (
         None if want is None else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
     )
+    if plan.n == 2:  # a two-bone limb: the closed form first, the pass where it is read
+        placed = _hinge_last(chain, facts, None, target, toward, tolerance)
+        if placed is not None:
+            at = forward_kinematics_floats(chain, placed)[0]
+            if math.dist(at[-1], target) <= tolerance:
+                return (_positive(placed), at), True, want
+    rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
+    met = math.dist(pos[-1], target) <= tolerance
     placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
+    assert placed is not None  # (given the pass)
     at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want
@@ -419,6 +438,7 @@ def _solve(
                 else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
             )
             placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
+            assert placed is not None  # (given the pass)
             if placed == passed[0]:
                 # No placement allowed: the reference weighs the pass's pose against itself
                 # (its positions from the pass and from forward kinematics, a tie rounding
@@ -437,7 +457,9 @@ def _solve(
             else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
         )
         for base in (passed[0], side_pose(chain, passed[0])):
-            closed.append(_hinge_last(chain, facts, base, target, facing, tolerance))
+            placed = _hinge_last(chain, facts, base, target, facing, tolerance)
+            assert placed is not None  # (given a pose)
+            closed.append(placed)
     return _answer(search(chain, target, start, passed, closed, tolerance))
 
 

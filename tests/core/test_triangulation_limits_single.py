@@ -403,3 +403,24 @@ def test_the_even_spread_is_the_pass_of_a_limited_chain(n: int) -> None:
         for t in targets:
             solve_one(chain, t, options=SolveOptions(distribution="root"))
     assert searched.call_count >= len(targets) // 2
+
+
+def test_a_two_bone_limb_is_placed_without_the_pass() -> None:
+    """On a two-bone limb (a shoulder with *Limit X*/*Limit Z*, then an elbow) the closed
+    form reads nothing of the pass where the wanted bend side decides its spin: every
+    target at an admissible pose is met without making the pass, within the limits; with
+    the bend plane ``"minimal"`` (no wanted side) the pass is made."""
+    ball = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
+    chain = Chain.from_offsets([[0.0, 0.0, 0.5], [0.0, -0.05, 0.5]], limits=[ball, KNEE])
+    rng = np.random.default_rng(9)
+    targets = kinematics.effector(chain, admissible_poses(rng, chain, 20))
+    with mock.patch.object(tls, "_pass_pose", wraps=tls._pass_pose) as passes:
+        for t in targets:
+            one = solve_one(chain, t)
+            assert np.linalg.norm(one.positions[0, -1] - t) <= 1e-6 * chain.reach
+            for i, lim in enumerate(chain.limits):
+                assert lim.violation(one.rotations[0, i]) <= 1e-9
+    assert passes.call_count == 0
+    with mock.patch.object(tls, "_pass_pose", wraps=tls._pass_pose) as passes:
+        solve_one(chain, targets[0], options=SolveOptions(bend_plane="minimal"))
+    assert passes.call_count == 1
