@@ -78,9 +78,10 @@ from .triangulation_refine import (
 #: Spins about the target direction sampled for the joint before a hinge where its limits
 #: refuse the one that faces the wanted side (:func:`_spin_toward`).
 SPINS = 128
-#: Bisection steps from the best allowed sample toward the refused spin: the gap (under
-#: π) shrinks below 2e-13 rad.
-SPIN_STEPS = 44
+#: Bisection steps from the best allowed sample toward the refused spin, over at most the
+#: samples' spacing (its neighbour that way is refused, or the refused spin itself lies
+#: nearer): the gap shrinks below 3e-9 rad.
+SPIN_STEPS = 24
 
 
 def _hinge_last(
@@ -213,10 +214,10 @@ def _spin_toward(
     ``u = s·(ĉ × a)``, largest at ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with
     the angle from it. Where the limits refuse ``ψ*``: of :data:`SPINS` spins evenly
     around the circle, the allowed one nearest ``ψ*``, then the boundary of what is allowed
-    between it and ``ψ*`` by bisection (:data:`SPIN_STEPS`, keeping the allowed end), so
-    the spin moves continuously with the inputs (an allowed stretch narrower than the
-    samples' spacing, 2.8°, can be missed). The rotations are
-    ``cos(ψ/2)·aim + sin(ψ/2)·(0, ĉ)·aim`` (:func:`spin_rotation`)."""
+    between it and the next sample toward ``ψ*`` (or ``ψ*``, where nearer) by bisection
+    (:data:`SPIN_STEPS`, keeping the allowed end), so the spin moves continuously with the
+    inputs (an allowed stretch narrower than the samples' spacing, 2.8°, can be missed).
+    The rotations are ``cos(ψ/2)·aim + sin(ψ/2)·(0, ĉ)·aim`` (:func:`spin_rotation`)."""
     u = bend_sign[:, None] * rot.cross(axis, hinge_axis)
     cu = rot.cross(axis, u)
     psi = np.arctan2(np.sum(cu * side, axis=-1), np.sum(u * side, axis=-1))
@@ -232,6 +233,7 @@ def _spin_toward(
         k = np.argmin(far, axis=1)
         rows = np.arange(r.size)
         start, gap = spins[k], gap[rows, k]
+        gap = np.sign(gap) * np.minimum(np.abs(gap), 2.0 * np.pi / SPINS)
         lo, hi = np.zeros(r.size), np.ones(r.size)
         for _ in range(SPIN_STEPS):
             mid = 0.5 * (lo + hi)

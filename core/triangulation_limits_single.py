@@ -218,8 +218,8 @@ _SAMPLES = np.linspace(-np.pi, np.pi, SPINS, endpoint=False).tolist()
 def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat | None:
     """:func:`core.triangulation_limits._spin_toward` where ``lim`` refuses the spin
     ``psi``: the allowed sample nearest ``psi``, found walking outward from it (the
-    reference tests every sample), then the same bisection toward ``psi``; ``None`` where
-    no sample is allowed."""
+    reference tests every sample), then the same bisection toward ``psi`` (over at most
+    the samples' spacing); ``None`` where no sample is allowed."""
     count = len(_SAMPLES)
     step = 2.0 * math.pi / count
     down = int((psi + math.pi) // step) % count
@@ -238,6 +238,7 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     else:
         return None
     start, width = _SAMPLES[k], gap(k)
+    width = math.copysign(min(abs(width), step), width)
     lo, hi = 0.0, 1.0
     for _ in range(SPIN_STEPS):
         mid = 0.5 * (lo + hi)
