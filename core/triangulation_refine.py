@@ -3,7 +3,8 @@
 
 For :func:`core.triangulation_limits.reach_within_limits` (whose docstring gives the
 candidates, the rounds and the rule that picks one): :func:`_refine` refines poses by
-projected damped least squares (Levenberg–Marquardt), :func:`_keep_best` refines a round's
+projected damped least squares (Levenberg–Marquardt) with an active set of joints held on
+their limits, :func:`_keep_best` refines a round's
 candidates and keeps per target the one the rule picks; :func:`_middle`,
 :func:`_project_all` and :func:`_random_rotations` make candidates. Batched over targets
 ``(M, …)``; every row is refined on its own (its own damping, its own stop), so a row's

@@ -10,7 +10,8 @@ rule picking one (:func:`core.triangulation_limits.reach_within_limits` describe
   least squares, ``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (the ``3 × 3`` system by the Cholesky solve of
   :mod:`core.jacobian_single_linalg`, where numpy's ``solve`` factors it by LU: the steps
   agree to rounding), columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)``, each joint
-  turned by ``exp`` of its share and kept within its limits;
+  turned by ``exp`` of its share and kept within its limits, with the same active set of
+  joints held on their limits (:func:`_step`);
 * :func:`keep_best` — :func:`core.triangulation_refine._keep_best` for one target;
 * :func:`search` and :func:`refine_far` — the candidates and rounds of
   :func:`~core.triangulation_limits.reach_within_limits` for a target within the chain's
