@@ -102,7 +102,8 @@ def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[Float
     """Answers ``q (N, n, 4)``, ``p (N, n + 1, 3)`` on a limited chain, where they miss a
     target within the chain's length, replaced by triangulation *within the limits*
     (:func:`core.triangulation.solve_triangulation` on the limited chain: admissible, and
-    it reaches where an admissible pose does but for rare misses) when that comes closer;
+    it reaches where an admissible pose does but for rare misses) when that meets the
+    target or comes materially closer (:func:`core.triangulation_fallback.as_close`);
     beyond the length of a chain that ends in a hinge, when it comes as close
     (:func:`core.triangulation_limits.beyond_limb`); the rule is
     :func:`core.triangulation_fallback.triangulation_where_closer`. Taken rotations get

@@ -43,7 +43,8 @@ chain straightens). Positions are therefore always the forward kinematics of the
   cones), CCD (:mod:`core.ccd`) continues from FABRIK's pose, one joint at a time within
   the limits, and its pose is kept where it comes closer (:func:`_polish`); ``iterations``
   then adds CCD's sweeps. Targets still missed take triangulation within the limits
-  (:mod:`core.triangulation_limits`, one more iteration) where it comes closer. On a chain
+  (:mod:`core.triangulation_limits`, one more iteration) where it meets them or comes
+  materially closer (:func:`core.triangulation_fallback.as_close`). On a chain
   with joints limited like a shoulder (Blender's *Limit X*/*Limit Z*,
   :func:`~core.triangulation_limits_single.swing_limited`), where CCD stalls too and
   sweeps for tens of milliseconds, triangulation within the limits is asked first and
@@ -241,7 +242,7 @@ def _polish(
     :func:`~core.triangulation_limits_single.swing_limited` chain, triangulation within the
     limits where it meets the target; CCD (:mod:`core.ccd`) from FABRIK's pose, one joint at
     a time within the limits, kept where it comes closer; then triangulation within the
-    limits where it comes closer still, and
+    limits where it meets the target or comes materially closer still, and
     beyond the length of a limb ending in a hinge where it comes as close
     (:func:`core.triangulation_limits.beyond_limb`; the rule is
     :func:`core.triangulation_fallback.triangulation_where_closer`)."""

@@ -152,7 +152,8 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
     """Position goals within reach on a limited chain that the iteration left unreached
     (from the seed and the given start, or from the given start alone for stiffness or a
     posture bias): triangulation within the limits (:mod:`core.triangulation_limits`,
-    admissible; it costs milliseconds, so it runs only here), kept where it comes closer;
+    admissible; it costs milliseconds, so it runs only here), kept where it meets the
+    target or comes materially closer (:func:`core.triangulation_fallback.as_close`);
     beyond the length of a chain that ends in a hinge, kept where it comes as close
     (:func:`core.triangulation_limits.beyond_limb`); the rule is
     :func:`core.triangulation_fallback.triangulation_where_closer`.

@@ -129,8 +129,12 @@ def test_pose_is_the_solve_without_the_free_twist(method: str) -> None:
             _pure_swings(chain, batch.rotations[k], batch.positions[k])
             one = solver.pose(targets[k].tolist(), poles[k].tolist())
             assert one.scales is None
-            np.testing.assert_allclose(one.rotations, batch.rotations[k], atol=1e-9)
-            np.testing.assert_allclose(one.points, batch.positions[k], atol=1e-9 * chain.reach)
+            # Where the target is missed (out of reach, or unreachable within the limits),
+            # the one-target and batch iterations settle on a flat valley and agree to
+            # 1e-6; where it is met, to rounding.
+            tol = 1e-9 if batch.converged[k] else 1e-6
+            np.testing.assert_allclose(one.rotations, batch.rotations[k], atol=tol)
+            np.testing.assert_allclose(one.points, batch.positions[k], atol=tol * chain.reach)
 
 
 @pytest.mark.parametrize("method", ["triangulation", "ccd", "jacobian_dls", "fabrik"])

@@ -16,7 +16,12 @@ from core.chain import Chain
 from core.limits import JointLimits
 from core.problem import Problem
 from core.triangulation import solve_triangulation
-from core.triangulation_fallback import as_close, triangulation_where_closer
+from core.triangulation_fallback import (
+    CLOSER_BY,
+    NEAR,
+    as_close,
+    triangulation_where_closer,
+)
 
 HINGE_X = JointLimits(lock=(False, True, True))
 
@@ -34,14 +39,6 @@ def _problem(chain: Chain, targets: np.ndarray) -> Problem:
     n = chain.n_joints
     start = np.broadcast_to(rot.identity((n,)), (len(targets), n, 4))
     return Problem(chain, targets, None, None, start, 1e-6 * chain.reach, SolveOptions())
-
-
-def test_as_close_is_strictly_closer_or_within_the_tolerance_where_far() -> None:
-    error = np.array([1.0, 1.0, 1.0, 1.0])
-    other = np.array([0.5, 1.0, 1.05, 1.2])
-    far = np.array([False, False, True, True])
-    assert as_close(error, other, far, 0.1).tolist() == [True, False, True, False]
-    assert as_close(error, other, np.zeros(4, bool), 0.1).tolist() == [True, False, False, False]
 
 
 def test_rows_are_misses_within_reach_and_every_target_beyond_a_hinge_limb() -> None:
@@ -74,3 +71,31 @@ def test_nothing_to_do_where_every_target_within_reach_is_met() -> None:
     # ... and a target beyond the length is not a row unless the chain ends in a hinge.
     far = _problem(chain, np.array([[0.0, 5.0, 0.0]]))
     assert triangulation_where_closer(far, np.array([2.0])) is None
+
+
+def test_a_sliver_closer_does_not_switch_to_triangulation() -> None:
+    """:func:`as_close`: triangulation's answer is taken where it meets the target, or is
+    closer by more than ``CLOSER_BY`` tolerances; where neither meets the target, a sliver
+    closer keeps the method's own pose (neighbouring frames' closest poses can lie in
+    different local minima); beyond a hinge limb's length, as close within the tolerance."""
+    tol = 1e-6
+    margin = CLOSER_BY * tol
+    error = np.full(7, 2e-3)
+    other = np.array(
+        [
+            tol,
+            NEAR * tol,
+            2e-3 - 0.5 * margin,
+            2e-3 - 1.5 * margin,
+            2e-3,
+            2e-3 + 0.5 * tol,
+            2e-3 + 2 * tol,
+        ]
+    )
+    far = np.array([False, False, False, False, False, True, True])
+    expected = [True, True, False, True, False, True, False]
+    assert as_close(error, other, far, tol).tolist() == expected
+    within = np.zeros(7, dtype=bool)
+    assert as_close(error, other, within, tol).tolist() == [*expected[:5], False, False]
+    # Meeting the target is not enough where the method's own answer is closer still.
+    assert not as_close(np.array([2 * tol]), np.array([3 * tol]), np.array([False]), tol)[0]
