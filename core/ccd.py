@@ -180,7 +180,7 @@ def solve_batch(problem: Problem) -> Solution:
     start pose, from which it does better on limited chains than from the seed; the seed
     is kept instead where it is closer to the target by more than the tolerance. On a
     limited chain, targets within its length still missed take triangulation within the
-    limits where that comes closer (:func:`core.ccd_seed.within_limits`)."""
+    limits unless CCD's pose is materially closer (:func:`core.ccd_seed.within_limits`)."""
     seeded = ccd_seed.seed(problem)
     if seeded is None:
         return _iterate_batch(problem)

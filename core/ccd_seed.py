@@ -8,7 +8,8 @@ form, or its search) meets the goal, which is then the seed (no stiffness or pos
 :func:`core.ccd.solve_ccd` keeps the seed as its answer where it meets the goal and
 otherwise iterates from the start pose, keeping the closer of the two; targets within the
 chain's length still missed on a limited chain then take triangulation within the limits
-where it comes closer (:func:`within_limits`; ``docs/ccd.md``, *The start pose*).
+unless CCD's pose is materially closer (:func:`within_limits`; ``docs/ccd.md``, *The start
+pose*).
 :func:`seed_one` is the same for one target in plain floats (triangulation's float pass).
 """
 
@@ -102,20 +103,19 @@ def within_limits(problem: Problem, q: FloatArray, p: FloatArray) -> tuple[Float
     """Answers ``q (N, n, 4)``, ``p (N, n + 1, 3)`` on a limited chain, where they miss a
     target within the chain's length, replaced by triangulation *within the limits*
     (:func:`core.triangulation.solve_triangulation` on the limited chain: admissible, and
-    it reaches where an admissible pose does but for rare misses) when that meets the
-    target or comes materially closer (:func:`core.triangulation_fallback.as_close`);
-    beyond the length of a chain that ends in a hinge, when it comes as close
-    (:func:`core.triangulation_limits.beyond_limb`); the rule is
-    :func:`core.triangulation_fallback.triangulation_where_closer`. Taken rotations get
-    ``w >= 0``."""
+    it reaches where an admissible pose does but for rare misses) unless they come closer
+    by more than a margin (:func:`core.triangulation_fallback.as_close`); also beyond the
+    length of a chain that ends in a hinge (:func:`core.triangulation_limits.beyond_limb`);
+    the rule is :func:`core.triangulation_fallback.triangulation_where_closer`. Taken
+    rotations get ``w >= 0``."""
     error = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     fallback = triangulation_where_closer(problem, error)
     if fallback is None:
         return q, p
-    sub, better = fallback.solution, fallback.better
+    sub, chosen = fallback.solution, fallback.chosen
     q, p = q.copy(), p.copy()
-    q[fallback.taken] = rot.positive_w(sub.rotations[better])
-    p[fallback.taken] = sub.positions[better]
+    q[fallback.taken] = rot.positive_w(sub.rotations[chosen])
+    p[fallback.taken] = sub.positions[chosen]
     return q, p
 
 

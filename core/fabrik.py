@@ -40,15 +40,13 @@ chain straightens). Positions are therefore always the forward kinematics of the
   the seed.
 * **Stalls under limits.** Where the projected passes give back the same pose short of a
   target within the chain's length (several hinges whose parents cannot twist, tight
-  cones), CCD (:mod:`core.ccd`) continues from FABRIK's pose, one joint at a time within
-  the limits, and its pose is kept where it comes closer (:func:`_polish`); ``iterations``
-  then adds CCD's sweeps. Targets still missed take triangulation within the limits
-  (:mod:`core.triangulation_limits`, one more iteration) where it meets them or comes
-  materially closer (:func:`core.triangulation_fallback.as_close`). On a chain
-  with joints limited like a shoulder (Blender's *Limit X*/*Limit Z*,
-  :func:`~core.triangulation_limits_single.swing_limited`), where CCD stalls too and
-  sweeps for tens of milliseconds, triangulation within the limits is asked first and
-  taken where it meets the target (one iteration).
+  cones, joints limited like a shoulder), triangulation within the limits
+  (:mod:`core.triangulation_limits`, its search included) is asked first and taken where it
+  meets the target (one iteration); elsewhere CCD (:mod:`core.ccd`) continues from
+  FABRIK's pose, one joint at a time within the limits, and its pose is kept where it comes
+  closer (:func:`_polish`; ``iterations`` then adds CCD's sweeps). Targets still missed
+  take triangulation's pose unless CCD's is materially closer
+  (:func:`core.triangulation_fallback.as_close`).
 
 Orientation goals are not pursued (position only).
 
@@ -78,7 +76,7 @@ from .result import Solution
 from .spread import spread_pose, stack
 from .triangulation_fallback import triangulation_where_closer
 from .triangulation_limits import ends_in_hinge
-from .triangulation_limits_single import meeting, reaching, swing_limited
+from .triangulation_limits_single import meeting, reaching
 
 
 def solve_fabrik(problem: Problem) -> Solution:
@@ -238,22 +236,20 @@ def _polish(
     problem: Problem, r: np.ndarray, p: np.ndarray, its: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Targets within the chain's length that the limited passes left unreached (FABRIK
-    stalls where projecting the links into their limits gives back the same pose): on a
-    :func:`~core.triangulation_limits_single.swing_limited` chain, triangulation within the
-    limits where it meets the target; CCD (:mod:`core.ccd`) from FABRIK's pose, one joint at
-    a time within the limits, kept where it comes closer; then triangulation within the
-    limits where it meets the target or comes materially closer still, and
-    beyond the length of a limb ending in a hinge where it comes as close
-    (:func:`core.triangulation_limits.beyond_limb`; the rule is
-    :func:`core.triangulation_fallback.triangulation_where_closer`)."""
+    stalls where projecting the links into their limits gives back the same pose):
+    triangulation within the limits where it meets the target; CCD (:mod:`core.ccd`) from
+    FABRIK's pose, one joint at a time within the limits, kept where it comes closer; then
+    triangulation within the limits unless CCD's pose is materially closer, also beyond the
+    length of a limb ending in a hinge (:func:`core.triangulation_limits.beyond_limb`; the
+    rule is :func:`core.triangulation_fallback.triangulation_where_closer`)."""
     miss = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     left = np.flatnonzero((miss > problem.tolerance) & within)
     r, p, its = r.copy(), p.copy(), its.copy()
-    if left.size and swing_limited(problem.chain):
-        # Joints limited like a shoulder: CCD stalls on them and sweeps (tens of ms a
-        # target); triangulation within the limits, its search included (what the last
-        # step below would run), answers first where it meets the target.
+    if left.size:
+        # Triangulation within the limits, its search included (what the last step below
+        # would run), answers first where it meets the target: CCD stalls on joints limited
+        # like a shoulder and sweeps (tens of ms a target).
         q_tri, p_tri, met = reaching(problem.rows(left))
         take = left[met]
         r[take] = np.where(q_tri[met, :, :1] < 0.0, -1.0, 1.0) * q_tri[met]
@@ -279,14 +275,14 @@ def _polish(
         p[take] = sol.positions[better]
         its[take] += sol.iterations[better]
         miss[take] = error[better]
-    # Still missed: triangulation within the limits (core.triangulation_fallback), kept
-    # where it comes closer; beyond the length of a limb ending in a hinge, where as close.
+    # Still missed: triangulation within the limits (core.triangulation_fallback) unless
+    # CCD's pose is materially closer; also beyond the length of a limb ending in a hinge.
     fallback = triangulation_where_closer(problem, miss)
     if fallback is None:
         return r, p, its
-    tri, better, take = fallback.solution, fallback.better, fallback.taken
-    r[take] = np.where(tri.rotations[better, :, :1] < 0.0, -1.0, 1.0) * tri.rotations[better]
-    p[take] = tri.positions[better]
+    tri, chosen, take = fallback.solution, fallback.chosen, fallback.taken
+    r[take] = np.where(tri.rotations[chosen, :, :1] < 0.0, -1.0, 1.0) * tri.rotations[chosen]
+    p[take] = tri.positions[chosen]
     its[take] += 1
     return r, p, its
 

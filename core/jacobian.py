@@ -152,9 +152,9 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
     """Position goals within reach on a limited chain that the iteration left unreached
     (from the seed and the given start, or from the given start alone for stiffness or a
     posture bias): triangulation within the limits (:mod:`core.triangulation_limits`,
-    admissible; it costs milliseconds, so it runs only here), kept where it meets the
-    target or comes materially closer (:func:`core.triangulation_fallback.as_close`);
-    beyond the length of a chain that ends in a hinge, kept where it comes as close
+    admissible; it costs milliseconds, so it runs only here), taken unless the iteration's
+    pose comes closer by more than a margin (:func:`core.triangulation_fallback.as_close`),
+    also beyond the length of a chain that ends in a hinge
     (:func:`core.triangulation_limits.beyond_limb`); the rule is
     :func:`core.triangulation_fallback.triangulation_where_closer`.
     ``jacobian_start="initial"`` (the references' protocol) has no such fallback."""
@@ -167,7 +167,7 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
         tri = replace(
             tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
         )
-    return _keep_closer(sol, fallback.rows, fallback.better, tri)
+    return _take_rows(sol, fallback.rows, fallback.chosen, tri)
 
 
 def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
@@ -185,31 +185,31 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
     )
     other = _dispatch(again, rule)
     other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
-    return _keep_closer(sol, rows, other_error < error[rows], other)
+    return _take_rows(sol, rows, other_error < error[rows], other)
 
 
-def _keep_closer(
-    sol: Solution, rows: NDArray[np.intp], better: NDArray[np.bool_], other: Solution
+def _take_rows(
+    sol: Solution, rows: NDArray[np.intp], chosen: NDArray[np.bool_], other: Solution
 ) -> Solution:
     """``sol`` with rows ``rows`` taken from ``other`` (the answer to those rows' problem)
-    where ``better`` (``(R,)``: it comes closer, or as close where the caller's rule says
-    so); the iterations of every row in ``rows`` add up."""
-    if not np.any(better):
+    where ``chosen`` (``(R,)``, the caller's rule); the iterations of every row in ``rows``
+    add up."""
+    if not np.any(chosen):
         return sol
-    take = rows[better]
+    take = rows[chosen]
     rotations, positions = sol.rotations.copy(), sol.positions.copy()
-    rotations[take] = other.rotations[better]
-    positions[take] = other.positions[better]
+    rotations[take] = other.rotations[chosen]
+    positions[take] = other.positions[chosen]
     iterations = sol.iterations.copy()
     iterations[rows] += other.iterations
     sigma = sol.min_singular_value
     if sigma is not None and other.min_singular_value is not None:
         sigma = sigma.copy()
-        sigma[take] = other.min_singular_value[better]
+        sigma[take] = other.min_singular_value[chosen]
     effector = sol.effector_rotation
     if effector is not None and other.effector_rotation is not None:
         effector = effector.copy()
-        effector[take] = other.effector_rotation[better]
+        effector[take] = other.effector_rotation[chosen]
     return replace(
         sol,
         rotations=rotations,

@@ -18,8 +18,8 @@
   pass's pose projected onto the limits, an admissible pose near a solution instead of the
   straight chain — or, where triangulation *within* the limits (its search included:
   :func:`core.triangulation_limits_single.reaching`) meets the goal, from that pose, which
-  then takes no update (targets still missed take triangulation within the limits where
-  that comes closer: :func:`core.jacobian._within_limits`). The seed
+  then takes no update (targets still missed take triangulation within the limits unless
+  the iteration's pose is materially closer: :func:`core.jacobian._within_limits`). The seed
   depends only on the problem's inputs (target, pole, start pose, options), so the answer
   stays a function of the frame's inputs. Orientation and pose goals, chains with
   stiffness and a posture bias start from the given pose: triangulation pursues none of

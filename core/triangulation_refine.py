@@ -243,6 +243,12 @@ def _step(
 #: the result depends on the inputs only).
 _ROUNDS = 4
 _SEED = 2007
+#: Where no candidate reaches, the first one refined (the pass's pose, then the best so far)
+#: is kept unless another comes closer by more than this many tolerances (1e-3 × reach by
+#: default). Equally close poses can lie in different local minima, or anywhere along a
+#: family of them (a leg whose knee is held straight, spun about the line to the target),
+#: and a sliver of distance flipped the limb between neighbouring frames.
+CLOSER_BY = 1000.0
 
 
 def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
@@ -261,7 +267,8 @@ def _keep_best(
     first_is_pass: bool = False,
 ) -> None:
     """Refine ``candidates`` (each ``(M, n, 4)`` for targets ``miss``) and store, per target,
-    the one of lowest cost among those that reach, else the closest, where it beats what
+    the one of lowest cost among those that reach, else the first that is not farther than
+    the closest by more than :data:`CLOSER_BY` tolerances, where it beats what
     ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place)."""
     chain = problem.chain
     tol = problem.tolerance
@@ -294,7 +301,8 @@ def _keep_best(
     score = np.where(reached, cost, np.inf)
     if first_is_pass:  # the pass's own pose, refined, keeps its (pole's) bend plane
         score[0] = np.where(reached[0], -np.inf, score[0])
-    best = np.where(reached.any(axis=0), np.argmin(score, axis=0), np.argmin(cerr, axis=0))
+    close = np.argmax(cerr <= np.min(cerr, axis=0) + CLOSER_BY * tol, axis=0)
+    best = np.where(reached.any(axis=0), np.argmin(score, axis=0), close)
     pick = np.arange(m)
     better = cerr[best, pick] < err[miss]
     idx = miss[better]

@@ -50,6 +50,7 @@ from .triangulation_refine import (
     _STALL_GAIN,
     _STALL_WINDOW,
     _STEPS,
+    CLOSER_BY,
     _axes,
     _middle,
     _project_all,
@@ -277,7 +278,9 @@ def keep_best(
 ) -> Refined:
     """:func:`core.triangulation_refine._keep_best` for one target: ``candidates`` refined,
     and the one of lowest cost among those that reach (the first, refined, wherever it
-    reaches when ``first_is_pass``), else the closest, where it comes closer than ``best``
+    reaches when ``first_is_pass``), else the first that is not farther than the closest by
+    more than :data:`~core.triangulation_refine.CLOSER_BY` tolerances, where it comes closer
+    than ``best``
     (the stored pose, ``w ≥ 0``); else ``best``."""
     if first_is_pass:
         q0, pos0, err0 = refine(chain, candidates[0], target, tolerance, nearest)
@@ -293,7 +296,8 @@ def keep_best(
             scores[0] = -math.inf
         k = min(range(len(refined)), key=lambda j: (scores[j], j))
     else:
-        k = min(range(len(refined)), key=lambda j: (refined[j][2], j))
+        close = min(r[2] for r in refined) + CLOSER_BY * tolerance
+        k = next(j for j, r in enumerate(refined) if r[2] <= close)
     q, pos, err = refined[k]
     if err < best[2]:
         return [_positive(r) for r in q], pos, err

@@ -248,3 +248,35 @@ def test_joints_on_their_limits_are_held_so_the_error_falls_fast(n: int) -> None
             steps.append(fk.call_count - 1)
     assert len(steps) >= 20  # (not vacuous)
     assert float(np.median(steps)) <= 6, sorted(steps)
+
+
+@pytest.mark.parametrize("margins", [0.5, 2.0], ids=["sliver", "material"])
+def test_of_missed_targets_the_first_candidate_is_kept_unless_materially_farther(
+    margins: float,
+) -> None:
+    """Where no candidate reaches, both twins keep the first one unless another comes closer
+    by more than ``CLOSER_BY`` tolerances (equally close poses of neighbouring frames can
+    lie in different minima or anywhere along a family of them). Locked joints make the
+    refinement keep each candidate as it is, so only the choice is under test."""
+    locked = JointLimits(lock=(True, True, True))
+    chain = Chain.from_lengths([1.0, 1.0], limits=[locked, locked])
+    straight = np.array([[1.0, 0.0, 0.0, 0.0]] * 2)
+    bent = straight.copy()
+    bent[0] = rot.from_axis_angle([1.0, 0.0, 0.0], 0.3)
+    target = 1.5 * kinematics.effector(chain, straight)  # beyond the reach, along the chain
+    errors = [
+        float(np.linalg.norm(kinematics.effector(chain, q) - target)) for q in (bent, straight)
+    ]
+    # the straight pose comes closer by `margins` × the margin
+    tolerance = (errors[0] - errors[1]) / (margins * tr.CLOSER_BY)
+    expected = straight if margins > 1.0 else bent
+    start = [trs._quat(q) for q in straight.tolist()]
+    candidates = [[trs._quat(q) for q in c.tolist()] for c in (bent, straight)]
+    worst: trs.Refined = (start, [], math.inf)
+    best = trs.keep_best(chain, tuple(target), start, candidates, worst, tolerance, False)
+    _same_rotations(np.array(best[0]), expected, 0.0)
+    problem = Problem(chain, target[None], None, None, straight[None], tolerance, SolveOptions())
+    rotations, positions, err = np.zeros((1, 2, 4)), np.zeros((1, 3, 3)), np.array([np.inf])
+    stacked = [c[None] for c in (bent, straight)]
+    tr._keep_best(problem, np.array([0]), stacked, rotations, positions, err, False)
+    _same_rotations(rotations[0], expected, 0.0)
