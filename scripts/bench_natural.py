@@ -6,7 +6,7 @@ Run with the ``bpy`` module (``make bench``)::
     .venv/bin/python scripts/bench_natural.py [--zip dist/reach_ik-<version>.zip] [--out out/bench]
 
 It installs the extension zip (built with ``make extension`` when not given) the way a
-user's *Install from Disk* does, and builds five rigs, each in a scene with three copies of
+user's *Install from Disk* does, and builds nine rigs, each in a scene with three copies of
 the armature: one with Blender's IK constraint (Standard solver, the chain's length, no
 pole), one with a Reach IK chain (the *Add Reach IK* operator), one without IK. The target
 follows the same smooth path for each (240 frames, keyed on every frame):
@@ -21,14 +21,17 @@ follows the same smooth path for each (240 frames, keyed on every frame):
 * ``hind_leg``: a 3-bone quadruped hind leg (thigh, shin, hock; rest zigzag), no pole, the
   foot sweeping through 45–97 % of the reach;
 * ``tail``: 5 bones, straight at rest, the tip following a loop at 35–95 % of the reach;
-* ``neck``: 7 bones, straight at rest, the head following a loop at 40–95 % of the reach.
+* ``neck``: 7 bones, straight at rest, the head following a loop at 40–95 % of the reach;
+* ``hind_leg_knee``: the hind leg with its knee limited one-sided to 0°…140° beyond its
+  rest bend (it cannot straighten: about a fifth of the path is out of reach within the
+  limits); ``hind_leg_hinges``: the hind leg with its knee and hock hinges (Lock IK Y+Z);
+  ``tail_hinged``: the tail with its second and fourth joints hinges.
 
 Blender's IK is read back from Blender's own evaluation (``scene.frame_set``, evaluated
 pose matrices), frame by frame. Every Reach IK method is solved through the add-on's own
 solve path for all 240 frames at once (``solve_frames.solve_chain_frames``, the path a bake
-takes and the live preview matches; the live pose Blender shows is read back on three
-frames per method and the largest difference reported as ``live_vs_batch_max_deg``) —
-the live one-frame path of a slow iterative method would take minutes for 240 frames.
+takes and the live preview matches; the live pose Blender shows is read back on every
+frame per method and the largest difference reported as ``live_vs_batch_max_deg``).
 
 Per rig and solver: **reach** (share of frames whose target is within the straight
 chain's reach that the effector meets to 1e-3 × reach), the **largest joint change** in
@@ -142,6 +145,9 @@ def rigs() -> list[Rig]:
         Rig("hind_leg", hind_pts, (None, None, None), hind_path),
         Rig("tail", tail_pts, (None,) * 5, tail_path),
         Rig("neck", neck_pts, (None,) * 7, neck_path),
+        Rig("hind_leg_knee", hind_pts, (None, (0.0, math.radians(140.0)), None), hind_path),
+        Rig("hind_leg_hinges", hind_pts, (None, True, True), hind_path),
+        Rig("tail_hinged", tail_pts, (None, True, None, True, None), tail_path),
     ]
 
 
@@ -411,7 +417,7 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
             reach_settings.solver = method
             reach_settings.enabled = True
             worst = 0.0
-            for f in (1, FRAMES // 3, (2 * FRAMES) // 3):
+            for f in range(1, FRAMES + 1):
                 scene.frame_set(f)
                 shown = read_frame(scene, objs["reach_ik"], n)[0]
                 dots = np.abs(np.einsum("ij,ij->i", shown, sol.rotations[f - 1]))
@@ -448,17 +454,18 @@ def verdict(results: dict[str, Any]) -> dict[str, Any]:
 def markdown(results: dict[str, Any], ok: dict[str, Any]) -> str:
     lines = [
         "| rig | solver | reach | max change (°/frame) | median change | pops > 20° | "
-        "inversions | sharpest bend (°) | cost (ms/frame) | ≥ Blender IK |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "inversions | sharpest bend (°) | cost (ms/frame) | live vs batch (°) | ≥ Blender IK |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for name, rig in results.items():
         for kind, row in rig["rows"].items():
             mark = "ref" if kind == "blender_ik" else ("yes" if ok[name][kind] else "**no**")
+            live = rig["live_vs_batch_max_deg"].get(kind)
             lines.append(
                 f"| {name} ({rig['bones']}) | {kind} | {100 * row['reach']:.1f} % | "
                 f"{row['max_change_deg']:.1f} | {row['median_change_deg']:.2f} | {row['pops']} | "
                 f"{row['inversions']} | {row['sharpest_bend_deg']:.1f} | {row['cost_ms']:.3f} | "
-                f"{mark} |"
+                f"{'–' if live is None else f'{live:.3f}'} | {mark} |"
             )
     return "\n".join(lines) + "\n"
 
