@@ -22,11 +22,12 @@ from .component_rows import (
     Rows,
     cross_into,
     dot_into,
+    mapply_const_into,
     matrix_into,
     products_into,
     terms_into,
 )
-from .components import Num, Quat, Vec, mapply, qrotate, vscale
+from .components import Num, Quat, Vec, qrotate, vscale
 from .problem import Problem
 from .rotations import FloatArray
 from .triangulation_plan import (
@@ -186,10 +187,10 @@ def orient_batch(
         np.multiply(eff[k], inv, axis[k])
     bend = work.bend
     for k in range(3):
-        np.copyto(bend[k], points[0][k])
+        total = points[0][k]
         for j in range(1, n - 1):
-            np.add(bend[k], points[j][k], bend[k])
-        np.multiply(bend[k], 1.0 / (n - 1), bend[k])
+            total = np.add(total, points[j][k], bend[k])
+        np.multiply(total, 1.0 / (n - 1), bend[k])
     _across(bend, axis, bend, work)
     want = _across(poles, axis, work.want, work)
     axis_len = np.sqrt(dot_into(axis, axis, t3, t1), t3)
@@ -224,7 +225,7 @@ def orient_batch(
     # The root's world rotation becomes turn · rest_0 · q_0, so q_0 ← (rest_0⁻¹ turn rest_0) q_0.
     vector: Vec = turn[1:]
     if plan.rest0_inverse != MATRIX_IDENTITY:
-        vector = mapply(plan.rest0_inverse, vector)
+        vector = mapply_const_into(plan.rest0_inverse, vector, work.poles, t1)  # (poles spent)
     q0: Quat = products_into((turn[0], *vector), root, QMUL, work.q0, t1)
     limits0 = problem.chain.limits[0]
     if not limits0.is_free:
