@@ -13,6 +13,7 @@ converts on every call.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,14 @@ from .rotations import FloatArray
 Rows = tuple[Any, ...]
 
 
+@functools.lru_cache(maxsize=256)
 def const(x: float) -> FloatArray:
-    """``x`` as a one-element array: it broadcasts like the float, and a ufunc takes it
-    about 1 µs faster than a Python float (which it converts on every call)."""
-    return np.array([x])
+    """``x`` as a one-element read-only array, made once per value: it broadcasts like the
+    float, and a ufunc takes it about 1 µs faster than a Python float (which it converts on
+    every call)."""
+    out = np.array([x])
+    out.flags.writeable = False
+    return out
 
 
 ONE, ZERO, TWO = const(1.0), const(0.0), const(2.0)
@@ -74,7 +79,11 @@ def terms_into(terms: list[tuple[int, Num, Num]], out: FloatArray, tmp: FloatArr
 
 def _arrays(*parts: tuple[Num, ...]) -> bool:
     """True when no component is a Python float (the unrolled paths below apply)."""
-    return all(float not in map(type, part) for part in parts)
+    for part in parts:
+        for x in part:
+            if type(x) is float:
+                return False
+    return True
 
 
 _mul, _add, _sub = np.multiply, np.add, np.subtract

@@ -101,6 +101,18 @@ _LAYOUT: tuple[tuple[str, Any], ...] = (
 _ROWS = sum(s if isinstance(s, int) else s[0] * s[1] for _, s in _LAYOUT)
 
 
+def _slots() -> tuple[tuple[str, int, Any], ...]:
+    """:data:`_LAYOUT` as ``(name, first row, shape)``."""
+    out, at = [], 0
+    for name, shape in _LAYOUT:
+        out.append((name, at, shape))
+        at += shape if isinstance(shape, int) else shape[0] * shape[1]
+    return tuple(out)
+
+
+_SLOTS = _slots()
+
+
 class _Scratch:
     """The rows one call of the pass writes into: one ``(rows, N)`` block, named by use
     (:data:`_LAYOUT`); :meth:`view` gives the same names on the first ``m`` columns (the
@@ -108,14 +120,15 @@ class _Scratch:
 
     def __init__(self, block: FloatArray) -> None:
         self.block = block
-        rows = iter(block)
-        for name, shape in _LAYOUT:
+        rows = list(block)
+        for name, at, shape in _SLOTS:
             if shape == 1:
-                value: Any = next(rows)
+                value: Any = rows[at]
             elif isinstance(shape, int):
-                value = tuple(next(rows) for _ in range(shape))
+                value = tuple(rows[at : at + shape])
             else:
-                value = tuple(tuple(next(rows) for _ in range(shape[1])) for _ in range(shape[0]))
+                mid = at + shape[1]
+                value = (tuple(rows[at:mid]), tuple(rows[mid : mid + shape[1]]))
             setattr(self, name, value)
         # The bend-plane step runs after the pass, on the rows the joints used (except
         # spin, turn, dot and t1…t4, which it uses as they are named).
