@@ -219,6 +219,9 @@ def _spin_toward(
     between it and the next sample toward ``ψ*`` (or ``ψ*``, where nearer) by bisection
     (:data:`SPIN_STEPS`, keeping the allowed end), so the spin moves continuously with the
     inputs (an allowed stretch narrower than the samples' spacing, 2.8°, can be missed).
+    A joint with one degree of freedom or none (a hinge, a fixed joint) is not sampled:
+    its rotations meet the spins' circle at isolated points, which samples hit only by
+    chance (on ``bench_natural``'s leg of two hinges the sampling was 60 % of a solve).
     The rotations are ``cos(ψ/2)·aim + sin(ψ/2)·(0, ĉ)·aim`` (:func:`spin_rotation`)."""
     u = bend_sign[:, None] * rot.cross(axis, hinge_axis)
     cu = rot.cross(axis, u)
@@ -226,7 +229,9 @@ def _spin_toward(
     turned = rot.multiply(np.concatenate((np.zeros((len(axis), 1)), axis), axis=-1), aim)
     best = spin_rotation(aim, turned, psi)
     refused = ~lim.allows(best, 1e-12)
-    if refused.any():
+    if refused.any() and lim.kind != "ball":
+        best[refused] = np.nan
+    elif refused.any():
         r = np.flatnonzero(refused)
         spins = np.linspace(-np.pi, np.pi, SPINS, endpoint=False)
         cand = spin_rotation(aim[r, None, :], turned[r, None, :], spins[None, :])  # (R, S, 4)

@@ -188,7 +188,7 @@ def _hinge_last(
         turned = qmul((0.0, c[0], c[1], c[2]), aim)
         pick = _spin(aim, turned, psi)
         if not lim_j.allows_floats(pick, 1e-12):
-            allowed = _allowed_spin(lim_j, aim, turned, psi)
+            allowed = None if lim_j.kind != "ball" else _allowed_spin(lim_j, aim, turned, psi)
             if allowed is None:
                 continue
             pick = allowed

@@ -424,3 +424,26 @@ def test_a_two_bone_limb_is_placed_without_the_pass() -> None:
     with mock.patch.object(tls, "_pass_pose", wraps=tls._pass_pose) as passes:
         solve_one(chain, targets[0], options=SolveOptions(bend_plane="minimal"))
     assert passes.call_count == 1
+
+
+def test_a_hinge_before_the_last_hinge_is_not_sampled_for_a_spin() -> None:
+    """A hinge's rotations meet the circle of spins about the target direction at isolated
+    points, so the samples of a refused spin find none but by chance: on a leg of two
+    hinges (``bench_natural``'s ``hind_leg_hinges``) neither path samples them, both give
+    the same pose, and the leg still meets every target at an admissible pose."""
+    leg = np.array([[0.0, -0.15, -0.4], [0.0, 0.25, -0.35], [0.0, -0.08, -0.25]])
+    chain = Chain.from_offsets(leg, limits=[FREE, KNEE, KNEE])
+    rng = np.random.default_rng(3)
+    targets = kinematics.effector(chain, admissible_poses(rng, chain, 16))
+    with mock.patch.object(tls, "_allowed_spin", wraps=tls._allowed_spin) as sampled:
+        alone = [solve_one(chain, t, options=SolveOptions(distribution="even")) for t in targets]
+    assert sampled.call_count == 0
+    batch = solve(chain, targets, options=SolveOptions(distribution="root"))
+    for t, one, k in zip(targets, alone, range(len(targets)), strict=True):
+        assert np.linalg.norm(one.positions[0, -1] - t) <= 1e-6 * chain.reach
+        root = solve_one(chain, t, options=SolveOptions(distribution="root"))
+        _same_rotations(batch.rotations[k], root.rotations[0], 1e-9)
+    aim = rot.normalize(rng.normal(size=(8, 4)))
+    axis = rot.normalize(rng.normal(size=(8, 3)))
+    picked = tl._spin_toward(KNEE, aim, axis, axis[::-1], np.ones(8), rng.normal(size=(8, 3)))
+    assert np.isnan(picked).all()
