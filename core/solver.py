@@ -150,8 +150,10 @@ def solve_floats(
     caller that solves one small chain at a time and works in floats (a live solver).
     The same numbers as :func:`solve_one` (tested); triangulation on a chain without limits
     runs its float pass without numpy at all, and on a limited chain its float path within
-    the limits where that answers (:mod:`core.triangulation_limits_single`); other methods
-    and chains go through :func:`solve_one`.
+    the limits where that answers (:mod:`core.triangulation_limits_single`); CCD and the
+    Jacobian methods seeded from triangulation's pose (:data:`_TRIANGULATION_SEEDED`) return
+    that pose where it meets the goal, as they would with 0 iterations; other methods,
+    chains and targets go through :func:`solve_one`.
 
     Args:
         chain: the chain.
@@ -181,9 +183,13 @@ def _floats(
     pole: ArrayLike | None,
 ) -> tuple[list[list[float]], list[Any]]:
     """:func:`solve_floats` with the method and options already checked."""
-    if method == "triangulation" and not stretch.applies(chain, opts):
-        out = triangulation_single.solve_single(chain, *_single_inputs(chain, target, pole), opts)
-        if out is not None:
+    # (On a free chain the Jacobian methods' positions are their own forward kinematics,
+    # which rounding tells from the pass's: there the seed is taken by _points alone.)
+    seeded = not chain.is_free and _returns_its_seed(method, chain, opts)
+    if (method == "triangulation" or seeded) and not stretch.applies(chain, opts):
+        t, p = _single_inputs(chain, target, pole)
+        out = triangulation_single.solve_single(chain, t, p, opts)
+        if out is not None and (not seeded or _meets(out[1][-1], t, chain, opts)):
             return out
     if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
         fab = fabrik.solve_floats(chain, *_single_inputs(chain, target, pole), opts)
@@ -244,10 +250,11 @@ def _points(
     return _floats(chain, method, impl, opts, target, pole)[1]
 
 
-#: The methods whose default start is triangulation's pose on the chain without its limits,
-#: and the option that chooses it (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`). On a
-#: free chain without stiffness or posture bias, that seed is their answer wherever it meets
-#: the goal (CCD keeps it with 0 sweeps, the Jacobian methods take 0 updates).
+#: The methods whose default start is triangulation's pose, and the option that chooses it
+#: (:mod:`core.ccd_seed`, :mod:`core.jacobian_seed`): without stiffness or posture bias, that
+#: pose (on a limited chain triangulation's within the limits, its search included) is their
+#: answer wherever it meets the goal (CCD keeps it with 0 sweeps, the Jacobian methods take
+#: 0 updates).
 _TRIANGULATION_SEEDED = {
     "ccd": "ccd_start",
     "jacobian_transpose": "jacobian_start",
@@ -264,7 +271,6 @@ def _returns_its_seed(method: str, chain: Chain, opts: SolveOptions) -> bool:
         start is not None
         and getattr(opts, start) == "triangulation"
         and opts.posture_weight == 0.0
-        and chain.is_free
         and not any(any(lim.stiffness) for lim in chain.limits)
     )
 

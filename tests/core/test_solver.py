@@ -4,6 +4,8 @@ for every method on random chains, targets, poles and limits; inputs checked onc
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 
@@ -168,3 +170,31 @@ def test_pose_of_a_stretching_chain_reports_the_scales() -> None:
     np.testing.assert_allclose(pose.points[-1], far, atol=1e-9)  # stretched to reach it
     lengths = np.linalg.norm(np.diff(np.array(pose.points), axis=0), axis=1)
     np.testing.assert_allclose(lengths, chain.lengths * np.array(pose.scales), rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"])
+def test_a_seeded_method_answers_a_met_target_on_the_float_path(method: str) -> None:
+    """On a limited chain, where triangulation within the limits meets the target, a method
+    seeded from it answers with that pose and 0 iterations: the one-target path returns it
+    without building the method's numpy problem, with the numbers of the method's own path
+    (``core.solve``); where triangulation misses, the method runs."""
+    from core import solver as solver_module
+
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        chain = _random_chain(rng, True)
+        pose = rot.identity((chain.n_joints,))
+        pose[0] = rot.normalize(rng.normal(size=4))
+        pose[-1] = rot.from_axis_angle([1.0, 0.0, 0.0], rng.uniform(-1.0, 1.0))  # (the hinge)
+        near = forward_kinematics(chain, pose)[0][-1]  # reachable within the limits
+        far = [0.0, 3.0 * chain.reach, 0.0]
+        solver = Solver(chain, method)
+        assert solve(chain, near, method=method).iterations == 0
+        with mock.patch.object(solver_module, "_one", wraps=solver_module._one) as numpy_path:
+            rotations, points = solver.solve_one(near)
+            assert numpy_path.call_count == 0
+            solver.solve_one(far)
+            assert numpy_path.call_count == 1
+        reference = solve(chain, near, method=method)
+        np.testing.assert_array_equal(rotations, reference.rotations)
+        np.testing.assert_array_equal(points, reference.positions)
