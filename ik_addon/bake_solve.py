@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import ReachIKError
 from ..core import rotations as rot
-from . import affine, constraints, evaluate
+from . import affine, constraints, dependencies, evaluate, handlers, stored
 from .affine import Rows, Vec
 from .bake_sampling import (
     SAMPLED,
@@ -127,11 +127,18 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
 
 
 def _rest_dependencies(obj: ArmatureObject, spec: ChainSpec, rig: RigChain) -> set[str]:
-    """Bones of ``obj`` whose pose this chain's inputs depend on."""
+    """Bones of ``obj`` whose pose this chain's inputs depend on (through constraints too:
+    :func:`.dependencies.constraint_dependencies`)."""
     deps = _ancestors(obj, rig.parent) if rig.parent else set()
     for goal, bone in ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone)):
-        if goal is not None and bone and goal.original == obj.original:
-            deps |= _ancestors(obj, bone)
+        if goal is None:
+            continue
+        name = bone if goal.type == "ARMATURE" else ""
+        if name and goal.original == obj.original:
+            deps |= _ancestors(obj, name)
+        through = dependencies.constraint_dependencies(goal.original or goal, name)
+        own = (obj.original or obj).name
+        deps |= {b for a, b in through if a == own}
     return deps
 
 
@@ -256,9 +263,16 @@ def _solve_frame_by_frame(
     failed: dict[str, str] = {}
     step = max(count // 100, 1)
     world_scale = 1.0
+    settles = evaluate.waits_for_evaluation(obj)
     for i, frame in enumerate(frames):
         scene.frame_set(int(frame))
-        report = evaluate.solve_chains(obj, depsgraph)
+        if settles:  # (live solving's passes: a goal that follows another chain's bones)
+            time = scene.frame_current_final
+            handlers.solve_settled([obj], depsgraph, time)
+            depsgraph.update()
+            report = evaluate.solve_chains(obj, depsgraph, stored.known(obj, time))
+        else:
+            report = evaluate.solve_chains(obj, depsgraph)
         if i == 0:
             m = np.array(obj.evaluated_get(depsgraph).matrix_world, dtype=float)
             world_scale = float(np.mean(np.linalg.norm(m[:3, :3], axis=0)))

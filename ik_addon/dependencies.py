@@ -15,13 +15,20 @@ bones it is parented to, through every parent in turn. A chain is refused when
 A refused chain is not solved: its bones show their FK pose, and :func:`problems` gives the
 message that the live solver's status (panel), the operators, the bake and
 ``scripts/bake.py --chain`` show. One function for all of them: :func:`problems`. Goals are
-followed through object parents (``parent_type`` ``BONE``, ``OBJECT`` or ``ARMATURE``);
-constraints and drivers on goal objects are not followed.
+followed through object parents (``parent_type`` ``BONE``, ``OBJECT`` or ``ARMATURE``) for
+the refusals and the order of chains.
+
+A goal can also depend on another chain's bones through **constraints** that Blender
+evaluates: a Rigify quadruped's front paw aims a helper bone at one IK chain's bones
+(*Damped Track*) and the other chain's target follows it (*Copy Location*). Such a chain
+is *evaluated* (:attr:`Analysis.evaluated`, :func:`constraint_dependencies`): its goal is
+right only after Blender has evaluated the other chain's new pose, so live solving and the
+bake solve it again once Blender has (:mod:`.handlers`). Drivers are not followed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +41,8 @@ if TYPE_CHECKING:
 
 #: A pose bone, named by its armature object and bone.
 BoneKey = tuple[str, str]
+#: A goal: an object, and a bone name for an armature (``""`` for the object itself).
+Goal = tuple[bpy.types.Object, str]
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,54 @@ def goal_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
         if parent is not None and parent.type == "ARMATURE" and obj.parent_type == "BONE":
             out |= _bone_and_above(parent, obj.parent_bone)
         obj = parent
+    return out
+
+
+def _constraint_targets(constraints: Iterable[bpy.types.Constraint]) -> Iterator[Goal]:
+    """The objects (and bones) that ``constraints`` read: every constraint's target and
+    sub-target, an IK constraint's pole, an Armature constraint's targets."""
+    for con in constraints:
+        if con.type == "ARMATURE":
+            for t in con.targets:  # type: ignore[attr-defined]
+                if t.target is not None:
+                    yield t.target, t.subtarget
+        for obj_attr, bone_attr in (("target", "subtarget"), ("pole_target", "pole_subtarget")):
+            target = getattr(con, obj_attr, None)
+            if isinstance(target, bpy.types.Object):
+                yield target, str(getattr(con, bone_attr, "") or "")
+
+
+def _placing_constraints(goal: bpy.types.Object, bone: str) -> Iterator[Goal]:
+    """The targets of the constraints on everything that places ``goal``/``bone``: the
+    pose bones of :func:`goal_dependencies` and the goal object with its object parents."""
+    for name, bone_name in goal_dependencies(goal, bone):
+        armature = bpy.data.objects.get(name)
+        pose = armature.pose if armature is not None else None
+        pose_bone = pose.bones.get(bone_name) if pose is not None else None
+        if pose_bone is not None:
+            yield from _constraint_targets(pose_bone.constraints)
+    obj: bpy.types.Object | None = goal
+    seen: set[str] = set()
+    while obj is not None and obj.name not in seen:
+        seen.add(obj.name)
+        yield from _constraint_targets(obj.constraints)
+        obj = obj.parent
+
+
+def constraint_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
+    """The pose bones a goal depends on through constraints (module docstring): what places
+    each constraint target of the goal and of what places it, and so on, following
+    constraints in turn."""
+    out: set[BoneKey] = set()
+    seen: set[tuple[str, str]] = set()
+    stack = list(_placing_constraints(goal, bone))
+    while stack:
+        obj, sub = stack.pop()
+        if (obj.name, sub) in seen:
+            continue
+        seen.add((obj.name, sub))
+        out |= goal_dependencies(obj, sub if obj.type == "ARMATURE" else "")
+        stack.extend(_placing_constraints(obj, sub if obj.type == "ARMATURE" else ""))
     return out
 
 
@@ -139,10 +196,14 @@ class Analysis:
         ranks: for every chain not refused, how many chains must be solved before it (the
             longest path of chains it depends on): solving in increasing rank makes each
             frame's pose independent of the previous evaluation.
+        evaluated: the chains whose goal depends on another chain's bones through
+            constraints (module docstring): right only after Blender evaluated that chain's
+            new pose.
     """
 
     problems: dict[ChainKey, str]
     ranks: dict[ChainKey, int]
+    evaluated: frozenset[ChainKey] = frozenset()
 
 
 def problems(chains: Sequence[ChainGoals]) -> dict[ChainKey, str]:
@@ -162,14 +223,17 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         moved[(c.armature.name, c.tip)] = moved_bones(c.armature, c.bones, tree)
     out: dict[tuple[str, str], str] = {}
     needs: dict[tuple[str, str], set[BoneKey]] = {}
+    through: dict[ChainKey, set[BoneKey]] = {}
     for c in chains:
         key = (c.armature.name, c.tip)
         message = _self_problem(c, moved[key])
         if message:
             out[key] = message
         deps: set[BoneKey] = set()
+        through[key] = set()
         for _, goal, bone in c.goals:
             deps |= goal_dependencies(goal, bone)
+            through[key] |= constraint_dependencies(goal, bone)
         root = get_item(c.armature.data.bones, c.bones[0]) if c.bones else None
         if root is not None and root.parent is not None:
             deps |= _bone_and_above(c.armature, root.parent.name)
@@ -198,7 +262,10 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
     for key in edges:
         if key not in out:
             rank(key)
-    return Analysis(out, {k: v for k, v in ranks.items() if k not in out})
+    evaluated = frozenset(
+        a for a in needs if a not in out and any(through[a] & moved[b] for b in moved if b != a)
+    )
+    return Analysis(out, {k: v for k, v in ranks.items() if k not in out}, evaluated)
 
 
 def _cycle_through(

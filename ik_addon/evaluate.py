@@ -162,6 +162,9 @@ class _Planned:
     rig: RigChain | None
     problem: str
     fixed: _Fixed
+    #: Its goal depends on another chain's bones through constraints
+    #: (:attr:`.dependencies.Analysis.evaluated`).
+    evaluated: bool = False
 
 
 def _planned(obj: ArmatureObject) -> list[_Planned]:
@@ -185,12 +188,22 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
         problem = analysis.problems.get((obj.name, tip))
         if problem and item.rig is not None:
             item = _Planned(tip, item.rig, problem, item.fixed)
+        if (obj.name, tip) in analysis.evaluated:
+            item = _Planned(tip, item.rig, item.problem, item.fixed, evaluated=True)
         rank = analysis.ranks.get((obj.name, tip), 0)
         out[k] = ((rank, depth), tip, item)
     out.sort(key=lambda item: (item[0], item[1]))
     plan = [item[2] for item in out]
     live.plans[key] = (live.generation, plan)
     return plan
+
+
+def waits_for_evaluation(obj: ArmatureObject) -> bool:
+    """Whether some chain of ``obj`` reads a goal that depends on another chain's bones
+    through constraints (:mod:`.dependencies`): solved right only once Blender has
+    evaluated that chain's new pose, so live solving and the bake solve it again after an
+    evaluation (:func:`.handlers.solve_scene`)."""
+    return any(item.evaluated for item in _planned(obj))
 
 
 def solve_chains(

@@ -140,20 +140,45 @@ def paused() -> Iterator[None]:
 
 def solve_scene(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> set[str]:
     """Solve every armature of ``scene`` that has chains at the scene's current frame and
-    subframe; never raises. Returns the names of the armatures whose helpers were written."""
-    written: set[str] = set()
+    subframe; never raises. Returns the names of the armatures whose helpers were written
+    and not yet evaluated.
+
+    Where a chain's goal depends on another chain's bones through constraints
+    (:func:`.evaluate.waits_for_evaluation`), a pass that wrote is followed by an
+    evaluation (``depsgraph.update()``) and another pass, which solves again the chains
+    whose inputs changed, until one writes nothing (at most one pass per chain, and one):
+    the pose then depends on the frame's inputs alone, not on what was shown before."""
     if live.busy:
-        return written
-    time = scene.frame_current_final
+        return set()
     with paused():
-        for obj in _armatures(scene):
-            if not obj.library or obj.override_library:
-                try:
-                    if solve_object(obj, depsgraph, time):
-                        written.add(obj.name)
-                except Exception:
-                    _report_once(obj.name)
-    return written
+        armatures = [obj for obj in _armatures(scene) if not obj.library or obj.override_library]
+        return solve_settled(armatures, depsgraph, scene.frame_current_final)
+
+
+def solve_settled(
+    armatures: Sequence[ArmatureObject], depsgraph: bpy.types.Depsgraph, time: float
+) -> set[str]:
+    """:func:`solve_object` for each of ``armatures`` at ``time``, in passes with an
+    evaluation between them where a chain waits for one (:func:`solve_scene`); exceptions
+    are reported, not raised. Returns the names of the armatures written by the last pass
+    (not yet evaluated)."""
+    passes = 1
+    if any(evaluate.waits_for_evaluation(obj) for obj in armatures):
+        passes += sum(len(chain_spec.armature_chains(obj)) for obj in armatures)
+    pending: set[str] = set()
+    for k in range(passes):
+        if k:
+            depsgraph.update()
+        pending = set()
+        for obj in armatures:
+            try:
+                if solve_object(obj, depsgraph, time):
+                    pending.add(obj.name)
+            except Exception:
+                _report_once(obj.name)
+        if not pending:
+            break
+    return pending
 
 
 def _report_once(name: str) -> None:

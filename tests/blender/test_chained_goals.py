@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A chain whose target follows another chain through a constraint, as a Rigify quadruped's
+front paw has it (a helper bone aims at one IK chain, the other chain's target follows it).
+
+Blender evaluates the constraint, so the second chain's target is right only once Blender
+has evaluated the first chain's new pose. Oracle: Blender's own evaluation — after a frame
+is shown, the second chain's effector (its tip's tail) lies on its target as Blender
+evaluated it, whatever was shown before; and the bake, replayed without the extension,
+shows the live pose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rigs import add_empty, blender_module, select_only, tail_world
+from test_bake import assert_same_pose, probe_without_addon, world_track
+
+FRAMES = list(range(1, 25))
+BONES = ("b0", "b1", "a0", "a1")
+
+
+def _legs() -> Any:
+    """Two 2-bone legs side by side: ``b0``→``b1`` reaches for an empty; ``hang`` copies the
+    location of ``b1``'s tail (*Copy Location*, head/tail 1) and carries ``follow``, half a
+    metre beside it, which ``a0``→``a1`` reaches for."""
+    bpy = blender_module()
+    data = bpy.data.armatures.new("Legs")
+    obj = bpy.data.objects.new("Legs", data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = data.edit_bones
+    points = {
+        "b0": ((0.0, 0.0, 1.0), (0.0, -0.06, 0.5), None),
+        "b1": ((0.0, -0.06, 0.5), (0.0, 0.0, 0.0), "b0"),
+        "a0": ((0.5, 0.0, 1.0), (0.5, -0.06, 0.5), None),
+        "a1": ((0.5, -0.06, 0.5), (0.5, 0.0, 0.0), "a0"),
+        "hang": ((0.0, 0.0, 0.0), (0.0, 0.1, 0.0), None),
+        "follow": ((0.5, 0.0, 0.0), (0.5, 0.1, 0.0), "hang"),
+    }
+    for name, (head, tail, parent) in points.items():
+        bone = eb.new(name)
+        bone.head, bone.tail = head, tail
+        if parent is not None:
+            bone.parent = eb[parent]
+            bone.use_connect = name in ("b1", "a1")
+    bpy.ops.object.mode_set(mode="POSE")
+    copy = obj.pose.bones["hang"].constraints.new("COPY_LOCATION")
+    copy.target, copy.subtarget, copy.head_tail = obj, "b1", 1.0
+    return obj
+
+
+def _chains(obj: Any) -> Any:
+    """Reach IK on both legs (the operator): ``b1`` for a keyed empty, ``a1`` for
+    ``follow``. Returns the empty."""
+    bpy = blender_module()
+    target = add_empty("FootTarget", (0.1, 0.1, 0.15))
+    rng = np.random.default_rng(8)
+    for f in FRAMES[::4]:
+        target.location = (rng.normal() * 0.15, rng.normal() * 0.15, rng.uniform(0.05, 0.3))
+        target.keyframe_insert("location", frame=f)
+    target.select_set(True)
+    select_only(obj, ["b1"], "b1")
+    assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
+    target.select_set(False)
+    select_only(obj, ["a1", "follow"], "a1")
+    assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
+    assert obj.pose.bones["a1"].reach_ik.target_bone == "follow"
+    return target
+
+
+def _followers_gap(obj: Any) -> float:
+    """How far ``a1``'s tail is from ``follow``'s head, as Blender shows them (metres)."""
+    follow = np.array(obj.matrix_world @ obj.pose.bones["follow"].head)
+    return float(np.linalg.norm(tail_world(obj, "a1") - follow))
+
+
+def test_a_goal_that_follows_another_chain_is_met_on_first_showing(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Every frame shown for the first time shows the second leg on its target (its target
+    moves with the first leg's new pose; before, the second leg was solved against the
+    first leg's previous pose), the same matrices as when shown again, in any order."""
+    bpy = blender_module()
+    obj = _legs()
+    _chains(obj)
+    assert addon.evaluate.waits_for_evaluation(obj)
+    scene = bpy.context.scene
+    first = {}
+    for f in FRAMES:
+        scene.frame_set(f)
+        assert _followers_gap(obj) <= 1e-5, f"frame {f}: {_followers_gap(obj):.2e} m"
+        first[f] = world_track([("Legs", b) for b in BONES], [f])
+    for f in reversed(FRAMES):
+        scene.frame_set(f)
+        np.testing.assert_array_equal(world_track([("Legs", b) for b in BONES], [f]), first[f])
+    # Without the constraint nothing follows the first leg: one pass, as for any rig.
+    hang = obj.pose.bones["hang"]
+    hang.constraints.remove(hang.constraints[0])
+    addon.live_state.live.invalidate()
+    assert not addon.evaluate.waits_for_evaluation(obj)
+
+
+def test_a_goal_that_follows_another_chain_is_baked_as_it_plays(
+    clean_scene: Any, addon: Any, tmp_path: Any
+) -> None:
+    """The bake keys what live solving shows (replayed without the extension)."""
+    bpy = blender_module()
+    obj = _legs()
+    _chains(obj)
+    bones = [("Legs", b) for b in BONES]
+    live = world_track(bones, FRAMES)
+    result = addon.bake.bake(obj, addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False))
+    assert result.frames == len(FRAMES)
+    path = tmp_path / "legs.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    baked = probe_without_addon(path, bones, FRAMES, tmp_path)
+    assert_same_pose(live, baked, [obj.data.bones[b].length for _, b in bones], bones)
