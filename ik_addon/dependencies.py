@@ -15,15 +15,15 @@ bones it is parented to, through every parent in turn. A chain is refused when
 A refused chain is not solved: its bones show their FK pose, and :func:`problems` gives the
 message that the live solver's status (panel), the operators, the bake and
 ``scripts/bake.py --chain`` show. One function for all of them: :func:`problems`. Goals are
-followed through object parents (``parent_type`` ``BONE``, ``OBJECT`` or ``ARMATURE``) for
-the refusals and the order of chains.
+followed through object parents (``parent_type`` ``BONE``, ``OBJECT`` or ``ARMATURE``).
 
-A goal can also depend on another chain's bones through **constraints** that Blender
-evaluates: a Rigify quadruped's front paw aims a helper bone at one IK chain's bones
-(*Damped Track*) and the other chain's target follows it (*Copy Location*). Such a chain
-is *evaluated* (:attr:`Analysis.evaluated`, :func:`constraint_dependencies`): its goal is
-right only after Blender has evaluated the other chain's new pose, so live solving and the
-bake solve it again once Blender has (:mod:`.handlers`). Drivers are not followed.
+A goal can also depend on bones through **constraints** that Blender evaluates: a Rigify
+quadruped's front paw aims a helper bone at one IK chain's bones (*Damped Track*) and the
+other chain's target follows it (*Copy Location*). Those dependencies count for the
+refusals and the order as the others do, and such a chain is *evaluated*
+(:attr:`Analysis.evaluated`, :func:`constraint_dependencies`): its goal is right only after
+Blender has evaluated the other chain's new pose, so live solving and the bake solve it
+again once Blender has (:mod:`.handlers`). Drivers are not followed.
 """
 
 from __future__ import annotations
@@ -173,11 +173,13 @@ def _label(goal: bpy.types.Object, bone: str) -> str:
 def _self_problem(chain: ChainGoals, moved: set[BoneKey]) -> str:
     for what, goal, bone in chain.goals:
         hit = goal_dependencies(goal, bone) & moved
-        if hit:
-            _, name = sorted(hit)[0]
+        through = constraint_dependencies(goal, bone) & moved
+        if hit or through:
+            _, name = sorted(hit or through)[0]
             how = "is one of its bones" if name in chain.bones else "lies below its bones"
+            moves = "is moved by" if hit else "follows, through constraints,"
             return (
-                f"the {what} '{_label(goal, bone)}' is moved by this chain itself (bone "
+                f"the {what} '{_label(goal, bone)}' {moves} this chain itself (bone "
                 f"'{name}' {how}): a feedback loop, so the chain is not solved and shows its "
                 f"FK pose; choose a {what} the chain does not move"
             )
@@ -237,7 +239,7 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         root = get_item(c.armature.data.bones, c.bones[0]) if c.bones else None
         if root is not None and root.parent is not None:
             deps |= _bone_and_above(c.armature, root.parent.name)
-        needs[key] = deps
+        needs[key] = deps | through[key]
     # Edges: a chain depends on another when what it reads is moved by that one.
     edges = {a: {b for b in moved if b != a and needs[a] & moved[b]} for a in needs}
     for start in edges:

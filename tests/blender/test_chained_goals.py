@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from rigs import add_empty, blender_module, select_only, tail_world
 from test_bake import assert_same_pose, probe_without_addon, world_track
 
@@ -119,3 +120,14 @@ def test_a_goal_that_follows_another_chain_is_baked_as_it_plays(
     bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
     baked = probe_without_addon(path, bones, FRAMES, tmp_path)
     assert_same_pose(live, baked, [obj.data.bones[b].length for _, b in bones], bones)
+
+
+def test_a_target_that_follows_its_own_chain_is_refused(clean_scene: Any, addon: Any) -> None:
+    """A target that follows the chain's own bones through a constraint is a feedback loop
+    (each solve would move what it reaches for): *Add Reach IK* refuses it and says why."""
+    bpy = blender_module()
+    obj = _legs()
+    select_only(obj, ["b1", "follow"], "b1")  # `follow` hangs from `hang`, which copies b1
+    with pytest.raises(RuntimeError, match="follows, through constraints, this chain itself"):
+        bpy.ops.reach_ik.add(chain_length=2)
+    assert not obj.pose.bones["b1"].reach_ik.has_chain
