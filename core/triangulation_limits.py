@@ -58,6 +58,9 @@ Where it lives: this module holds the closed form of a last hinge and the driver
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -168,7 +171,8 @@ def _hinge_last(
         bend = _bend_about_hinge(chain, phi)
         bend_sign = np.where(bend != 0.0, np.sign(bend), 1.0 if rest_bend >= 0.0 else -1.0)
         hinge_axis = rot.rotate(aim, rot.rotate(rest_h, h))
-        pick_q = _spin_toward(chain.limits[j], aim, c_local, hinge_axis, bend_sign, side)
+        lean = _rest_lean(chain)
+        pick_q = _spin_toward(chain.limits[j], aim, c_local, hinge_axis, bend_sign, side, lean)
         chosen = np.abs(phi) + np.where(np.isfinite(pick_q[:, 0]), 0.0, np.inf)
         # Against the rest bend: after any solution on the rest side (|φ| is below 2π).
         chosen = np.where(rest_bend * bend < 0.0, chosen + 4 * np.pi, chosen)
@@ -202,6 +206,7 @@ def _spin_toward(
     hinge_axis: FloatArray,
     bend_sign: FloatArray,
     side: FloatArray,
+    lean: float = 0.0,
 ) -> FloatArray:
     """Of the rotations ``R(axis, ψ)·aim`` (``aim (M, 4)``, unit ``axis (M, 3)``: the
     target direction ĉ), the one that ``lim`` allows whose bend faces ``side (M, 3)``
@@ -209,28 +214,40 @@ def _spin_toward(
 
     A hinge with axis ``a`` (``hinge_axis (M, 3)``, ``aim``'s) bending by a signed angle of
     sign ``s`` (``bend_sign (M,)``) puts the joint before it on the side ``s·(ĉ × a)`` of
-    the line to the target (the bend turns the last link from ĉ toward ``a × ĉ``; aiming
-    the chord back at ĉ turns the joint the other way) — defined even where the chain is
-    straight, so the choice stays continuous through full extension. As the spin commutes
-    with ``ĉ ×``, ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ`` with
-    ``u = s·(ĉ × a)``, largest at ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with
-    the angle from it. Where the limits refuse ``ψ*``: of :data:`SPINS` spins evenly
-    around the circle, the allowed one nearest ``ψ*``, then the boundary of what is allowed
+    the line to the target when its axis is normal to the link before it (the bend turns
+    the last link from ĉ toward ``a × ĉ``; aiming the chord back at ĉ turns the joint the
+    other way) — defined even where the chain is straight, so the choice stays continuous
+    through full extension. A hinge axis leaning on that link (a Rigify paw's, 1–3°) puts
+    the joint a few degrees around the line from there: ``u`` is that side turned about ĉ
+    by ``lean`` (:func:`_rest_lean`: where the rest pose puts the joint), so the rest
+    pose's target with the rest pose's side gives the rest pose. As the spin
+    commutes with ``ĉ ×``,
+    ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ``, largest at
+    ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with the angle from it. Where the
+    limits refuse ``ψ*``: of :data:`SPINS` spins evenly around the circle, the allowed one
+    nearest ``ψ*``, then the boundary of what is allowed
     between it and the next sample toward ``ψ*`` (or ``ψ*``, where nearer) by bisection
     (:data:`SPIN_STEPS`, keeping the allowed end), so the spin moves continuously with the
     inputs (an allowed stretch narrower than the samples' spacing, 2.8°, can be missed).
     A joint with one degree of freedom or none (a hinge, a fixed joint) is not sampled:
-    its rotations meet the spins' circle at isolated points, which samples hit only by
-    chance (on ``bench_natural``'s leg of two hinges the sampling was 60 % of a solve).
+    its rotations meet the spins' circle at isolated points; the one the samples meet is
+    ``ψ = 0``, ``aim`` itself, where the target direction lies in the hinge's plane (the
+    pass aims a leg so), and the bisection from there finds nothing nearer — so ``aim``
+    where allowed, else none (on ``bench_natural``'s leg of two hinges the sampling was
+    60 % of a solve).
     The rotations are ``cos(ψ/2)·aim + sin(ψ/2)·(0, ĉ)·aim`` (:func:`spin_rotation`)."""
     u = bend_sign[:, None] * rot.cross(axis, hinge_axis)
+    if lean:
+        u = math.cos(lean) * u + math.sin(lean) * rot.cross(axis, u)
     cu = rot.cross(axis, u)
     psi = np.arctan2(np.sum(cu * side, axis=-1), np.sum(u * side, axis=-1))
     turned = rot.multiply(np.concatenate((np.zeros((len(axis), 1)), axis), axis=-1), aim)
     best = spin_rotation(aim, turned, psi)
     refused = ~lim.allows(best, 1e-12)
     if refused.any() and lim.kind != "ball":
-        best[refused] = np.nan
+        # (the sample ψ = 0 is ``aim`` itself, allowed where ĉ lies in the hinge's plane)
+        kept = lim.allows(aim[refused], 1e-12)[:, None]
+        best[refused] = np.where(kept, aim[refused], np.nan)
     elif refused.any():
         r = np.flatnonzero(refused)
         spins = np.linspace(-np.pi, np.pi, SPINS, endpoint=False)
@@ -249,6 +266,25 @@ def _spin_toward(
         found = np.isfinite(far[rows, k])[:, None]
         best[r] = np.where(found, spin_rotation(aim[r], turned[r], start + lo * gap), np.nan)
     return best
+
+
+@functools.lru_cache(maxsize=64)
+def _rest_lean(chain: Chain) -> float:
+    """How far around the shoulder→hand line (radians, about it) the rest pose puts the
+    joint before a last hinge from the hinge's own side ``s·(ĉ × a)`` (:func:`_spin_toward`):
+    0 for a hinge axis normal to the link before it, a few degrees for one leaning on it,
+    0 where the rest pose is straight (the joint on the line)."""
+    o_j, o_h = chain.offsets[-2], chain.offsets[-1]
+    rest_h = chain.rest_rotations[-1]
+    h, _ = chain.limits[-1].hinge
+    chord = o_j + rot.rotate(rest_h, o_h)
+    c = chord / np.linalg.norm(chord)
+    rest_bend = float(_bend_about_hinge(chain, np.zeros(1))[0])
+    side = (1.0 if rest_bend >= 0.0 else -1.0) * rot.cross(c, rot.rotate(rest_h, h))
+    across = o_j - float(o_j @ c) * c
+    if np.linalg.norm(across) <= 1e-9 * np.linalg.norm(o_j) or np.linalg.norm(side) <= 1e-12:
+        return 0.0
+    return math.atan2(float(rot.cross(side, across) @ c), float(side @ across))
 
 
 def spin_rotation(aim: FloatArray, turned: FloatArray, psi: FloatArray | float) -> FloatArray:

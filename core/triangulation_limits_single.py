@@ -49,7 +49,14 @@ from .limits import JointLimits
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
-from .triangulation_limits import SPIN_STEPS, SPINS, _hinge_reach, _hinge_terms, closed_form
+from .triangulation_limits import (
+    SPIN_STEPS,
+    SPINS,
+    _hinge_reach,
+    _hinge_terms,
+    _rest_lean,
+    closed_form,
+)
 from .triangulation_plan import _floats, _Plan, _plan, _scale, _spreads, _start_frame
 from .triangulation_refine_single import Refined, _distance, refine_far, search, side_pose
 from .triangulation_single import _carried_float, _single_pass
@@ -75,6 +82,7 @@ class _Hinge:
     rest_axis: Vec
     bent: bool
     rest_bend: float
+    lean: float
 
 
 @functools.lru_cache(maxsize=64)
@@ -95,8 +103,8 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
     rest_axis = qrotate(rests[-1], axis)
     rest = qrotate(rests[-1], offsets[-1])
     bent = abs(vdot(vcross(link, rest), rest_axis)) / math.sqrt(vdot(rest, rest)) > 1e-9
-    facts = _Hinge(axis, float(lo), float(hi), a_, b_, c_, longest, link, rest_axis, bent, 0.0)
-    return replace(facts, rest_bend=_bend(chain, facts, 0.0))
+    facts = _Hinge(axis, float(lo), float(hi), a_, b_, c_, longest, link, rest_axis, bent, 0.0, 0.0)
+    return replace(facts, rest_bend=_bend(chain, facts, 0.0), lean=_rest_lean(chain))
 
 
 def _bend(chain: Chain, f: _Hinge, phi: float) -> float:
@@ -184,11 +192,18 @@ def _hinge_last(
         # The spin about ĉ that faces the bend toward the side (_spin_toward).
         hx, hy, hz = vcross(c, qrotate(aim, f.rest_axis))
         u = (bend_sign * hx, bend_sign * hy, bend_sign * hz)
+        if f.lean:
+            cl, sl = math.cos(f.lean), math.sin(f.lean)
+            cx, cy, cz = vcross(c, u)
+            u = (cl * u[0] + sl * cx, cl * u[1] + sl * cy, cl * u[2] + sl * cz)
         psi = math.atan2(vdot(vcross(c, u), side), vdot(u, side))
         turned = qmul((0.0, c[0], c[1], c[2]), aim)
         pick = _spin(aim, turned, psi)
         if not lim_j.allows_floats(pick, 1e-12):
-            allowed = None if lim_j.kind != "ball" else _allowed_spin(lim_j, aim, turned, psi)
+            if lim_j.kind == "ball":
+                allowed = _allowed_spin(lim_j, aim, turned, psi)
+            else:  # (a hinge's one sample met is ψ = 0: _spin_toward)
+                allowed = aim if lim_j.allows_floats(aim, 1e-12) else None
             if allowed is None:
                 continue
             pick = allowed

@@ -428,22 +428,41 @@ def test_a_two_bone_limb_is_placed_without_the_pass() -> None:
 
 def test_a_hinge_before_the_last_hinge_is_not_sampled_for_a_spin() -> None:
     """A hinge's rotations meet the circle of spins about the target direction at isolated
-    points, so the samples of a refused spin find none but by chance: on a leg of two
-    hinges (``bench_natural``'s ``hind_leg_hinges``) neither path samples them, both give
-    the same pose, and the leg still meets every target at an admissible pose."""
-    leg = np.array([[0.0, -0.15, -0.4], [0.0, 0.25, -0.35], [0.0, -0.08, -0.25]])
-    chain = Chain.from_offsets(leg, limits=[FREE, KNEE, KNEE])
-    rng = np.random.default_rng(3)
-    targets = kinematics.effector(chain, admissible_poses(rng, chain, 16))
+    points; the one the samples meet is ``ψ = 0`` (the aim itself, where the target lies in
+    the hinge's plane), so neither path samples a hinge: ``_spin_toward`` gives the aim
+    where the hinge allows it, else none. On a hind leg of two free hinges
+    (``bench_natural``'s ``hind_leg_hinges``) following its loop, the float path samples
+    nothing, meets every target, and both hinges bend the way they bend at rest on every
+    frame (taking no spin at all instead turned them over on all 240 frames)."""
+    from test_limited_leg import POINTS, _path
+
+    hinge = JointLimits(lock=(False, True, True))
+    chain = Chain.from_offsets(np.diff(POINTS, axis=0), limits=[FREE, hinge, hinge])
+    targets = _path(chain.reach)
+    options = SolveOptions(distribution="even", bend_plane="rest")
     with mock.patch.object(tls, "_allowed_spin", wraps=tls._allowed_spin) as sampled:
-        alone = [solve_one(chain, t, options=SolveOptions(distribution="even")) for t in targets]
+        poses = [solve_one(chain, t, options=options) for t in targets]
     assert sampled.call_count == 0
-    batch = solve(chain, targets, options=SolveOptions(distribution="root"))
-    for t, one, k in zip(targets, alone, range(len(targets)), strict=True):
+    x = np.array([1.0, 0.0, 0.0])
+
+    def bends(rotations: np.ndarray) -> np.ndarray:
+        """Signed bends of joints 1 and 2 from the link before, about their own X axes."""
+        world = kinematics.forward_kinematics(chain, rotations)[1][0]
+        links = rot.rotate(world, [0.0, 1.0, 0.0])
+        return np.array(
+            [np.cross(links[k - 1], links[k]) @ rot.rotate(world[k], x) for k in (1, 2)]
+        )
+
+    rest = np.sign(bends(rot.identity((1, 3))))
+    assert np.all(rest != 0.0)
+    for t, one in zip(targets, poses, strict=True):
         assert np.linalg.norm(one.positions[0, -1] - t) <= 1e-6 * chain.reach
-        root = solve_one(chain, t, options=SolveOptions(distribution="root"))
-        _same_rotations(batch.rotations[k], root.rotations[0], 1e-9)
-    aim = rot.normalize(rng.normal(size=(8, 4)))
+        np.testing.assert_array_equal(np.sign(bends(one.rotations)), rest)
+    rng = np.random.default_rng(3)
+    aim = np.concatenate(
+        [rot.from_axis_angle(x, rng.uniform(-2.0, 2.0, 4)), rot.normalize(rng.normal(size=(4, 4)))]
+    )
     axis = rot.normalize(rng.normal(size=(8, 3)))
-    picked = tl._spin_toward(KNEE, aim, axis, axis[::-1], np.ones(8), rng.normal(size=(8, 3)))
-    assert np.isnan(picked).all()
+    picked = tl._spin_toward(hinge, aim, axis, axis[::-1], np.ones(8), rng.normal(size=(8, 3)))
+    np.testing.assert_array_equal(picked[:4], aim[:4])
+    assert np.isnan(picked[4:]).all()
