@@ -170,10 +170,14 @@ def _label(goal: bpy.types.Object, bone: str) -> str:
     return f"{goal.name}:{bone}" if bone else goal.name
 
 
-def _self_problem(chain: ChainGoals, moved: set[BoneKey]) -> str:
-    for what, goal, bone in chain.goals:
-        hit = goal_dependencies(goal, bone) & moved
-        through = constraint_dependencies(goal, bone) & moved
+def _self_problem(
+    chain: ChainGoals, moved: set[BoneKey], deps: Sequence[tuple[set[BoneKey], set[BoneKey]]]
+) -> str:
+    """Why ``chain`` reaches for what it moves, or ``""``; ``deps`` holds each goal's
+    :func:`goal_dependencies` and :func:`constraint_dependencies`."""
+    for (what, goal, bone), (placed, followed) in zip(chain.goals, deps, strict=True):
+        hit = placed & moved
+        through = followed & moved
         if hit or through:
             _, name = sorted(hit or through)[0]
             how = "is one of its bones" if name in chain.bones else "lies below its bones"
@@ -228,14 +232,15 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
     through: dict[ChainKey, set[BoneKey]] = {}
     for c in chains:
         key = (c.armature.name, c.tip)
-        message = _self_problem(c, moved[key])
+        per_goal = [
+            (goal_dependencies(goal, bone), constraint_dependencies(goal, bone))
+            for _, goal, bone in c.goals
+        ]
+        message = _self_problem(c, moved[key], per_goal)
         if message:
             out[key] = message
-        deps: set[BoneKey] = set()
-        through[key] = set()
-        for _, goal, bone in c.goals:
-            deps |= goal_dependencies(goal, bone)
-            through[key] |= constraint_dependencies(goal, bone)
+        deps: set[BoneKey] = set().union(*(placed for placed, _ in per_goal))
+        through[key] = set().union(*(followed for _, followed in per_goal))
         root = get_item(c.armature.data.bones, c.bones[0]) if c.bones else None
         if root is not None and root.parent is not None:
             deps |= _bone_and_above(c.armature, root.parent.name)

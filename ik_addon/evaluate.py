@@ -65,7 +65,7 @@ them (:mod:`.constraints`), so they always hold it and
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple, cast
 
@@ -187,9 +187,9 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
     for k, (depth, tip, item) in enumerate(out):
         problem = analysis.problems.get((obj.name, tip))
         if problem and item.rig is not None:
-            item = _Planned(tip, item.rig, problem, item.fixed)
+            item = replace(item, problem=problem)
         if (obj.name, tip) in analysis.evaluated:
-            item = _Planned(tip, item.rig, item.problem, item.fixed, evaluated=True)
+            item = replace(item, evaluated=True)
         rank = analysis.ranks.get((obj.name, tip), 0)
         out[k] = ((rank, depth), tip, item)
     out.sort(key=lambda item: (item[0], item[1]))
