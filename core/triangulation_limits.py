@@ -220,13 +220,12 @@ def _spin_toward(
     through full extension. A hinge axis leaning on that link (a Rigify paw's, 1–3°) puts
     the joint a few degrees around the line from there: ``u`` is that side turned about ĉ
     by ``lean`` (:func:`_rest_lean`: where the rest pose puts the joint), so the rest
-    pose's target with the rest pose's side gives the rest pose. As the spin
-    commutes with ``ĉ ×``,
-    ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ``, largest at
-    ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with the angle from it. Where the
+    pose's target with the rest pose's side gives the rest pose. As the spin commutes with
+    ``ĉ ×``, ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ``, largest
+    at ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with the angle from it. Where the
     limits refuse ``ψ*``: of :data:`SPINS` spins evenly around the circle, the allowed one
-    nearest ``ψ*``, then the boundary of what is allowed
-    between it and the next sample toward ``ψ*`` (or ``ψ*``, where nearer) by bisection
+    nearest ``ψ*``, then the boundary of what is allowed between it and the next sample
+    toward ``ψ*`` (or ``ψ*``, where nearer) by bisection
     (:data:`SPIN_STEPS`, keeping the allowed end), so the spin moves continuously with the
     inputs (an allowed stretch narrower than the samples' spacing, 2.8°, can be missed).
     A joint with one degree of freedom or none (a hinge, a fixed joint) is not sampled:
@@ -270,10 +269,10 @@ def _spin_toward(
 
 @functools.lru_cache(maxsize=64)
 def _rest_lean(chain: Chain) -> float:
-    """How far around the shoulder→hand line (radians, about it) the rest pose puts the
-    joint before a last hinge from the hinge's own side ``s·(ĉ × a)`` (:func:`_spin_toward`):
-    0 for a hinge axis normal to the link before it, a few degrees for one leaning on it,
-    0 where the rest pose is straight (the joint on the line)."""
+    """How far around the line from the joint before a last hinge to the effector (radians,
+    about it) the rest pose puts the hinge's joint from the hinge's own side ``s·(ĉ × a)``
+    (:func:`_spin_toward`): 0 for a hinge axis normal to the link before it, a few degrees
+    for one leaning on it, 0 where the rest pose is straight (the joint on the line)."""
     o_j, o_h = chain.offsets[-2], chain.offsets[-1]
     rest_h = chain.rest_rotations[-1]
     h, _ = chain.limits[-1].hinge
