@@ -71,6 +71,18 @@ def select_only(obj: Any, names: list[str], active: str) -> None:
     obj.data.bones.active = obj.data.bones[active]
 
 
+def new_armature(name: str) -> Any:
+    """A new armature object ``name`` (data of the same name) in the scene, active and
+    selected, in object mode."""
+    bpy = blender_module()
+
+    obj = bpy.data.objects.new(name, bpy.data.armatures.new(name))
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    return obj
+
+
 def build_arm(
     name: str = "Arm",
     *,
@@ -86,11 +98,8 @@ def build_arm(
     """
     bpy = blender_module()
 
-    arm = bpy.data.armatures.new(name)
-    obj = bpy.data.objects.new(name, arm)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    obj.select_set(True)
+    obj = new_armature(name)
+    arm = obj.data
     obj.location = location
     obj.rotation_euler = rotation
     obj.scale = (scale, scale, scale)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rigs import add_empty, blender_module, select_only, tail_world
+from rigs import add_empty, blender_module, new_armature, select_only, tail_world
 from test_bake import assert_same_pose, probe_without_addon, world_track
 
 FRAMES = list(range(1, 25))
@@ -27,13 +27,9 @@ def _legs() -> Any:
     location of ``b1``'s tail (*Copy Location*, head/tail 1) and carries ``follow``, half a
     metre beside it, which ``a0``→``a1`` reaches for."""
     bpy = blender_module()
-    data = bpy.data.armatures.new("Legs")
-    obj = bpy.data.objects.new("Legs", data)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    obj.select_set(True)
+    obj = new_armature("Legs")
     bpy.ops.object.mode_set(mode="EDIT")
-    eb = data.edit_bones
+    eb = obj.data.edit_bones
     points = {
         "b0": ((0.0, 0.0, 1.0), (0.0, -0.06, 0.5), None),
         "b1": ((0.0, -0.06, 0.5), (0.0, 0.0, 0.0), "b0"),

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rigs import blender_module
+from rigs import blender_module, new_armature
 
 FRAMES = list(range(1, 41, 3))
 #: The paws' IK controls that are keyed.
@@ -37,10 +37,7 @@ def wolf_file(blender: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from rigify.metarigs.Animals import wolf
 
     blender.ops.wm.read_homefile(use_empty=True)
-    data = blender.data.armatures.new("wolf_metarig")
-    meta = blender.data.objects.new("wolf_metarig", data)
-    blender.context.scene.collection.objects.link(meta)
-    blender.context.view_layer.objects.active = meta
+    meta = new_armature("wolf_metarig")
     wolf.create(meta)
     blender.ops.object.mode_set(mode="OBJECT")
     assert blender.ops.pose.rigify_generate() == {"FINISHED"}

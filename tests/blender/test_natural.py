@@ -17,6 +17,7 @@ from rigs import (
     blender_module,
     build_arm,
     chain_length,
+    new_armature,
     select_only,
     tail_world,
     world_matrix,
@@ -66,11 +67,8 @@ def _build_tail(links: int, length: float) -> Any:
     """A straight tail of ``links`` connected bones of ``length`` each along +Y from the
     origin (rolls 0: every bone bends about its X axis); pose mode, the tip active."""
     bpy = blender_module()
-    arm = bpy.data.armatures.new("Tail")
-    obj = bpy.data.objects.new("Tail", arm)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    obj.select_set(True)
+    obj = new_armature("Tail")
+    arm = obj.data
     bpy.ops.object.mode_set(mode="EDIT")
     parent = None
     for i in range(links):
