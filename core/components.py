@@ -90,6 +90,22 @@ def qrotate(q: Quat, v: Vec) -> Vec:
     )
 
 
+def qunrotate(q: Quat, v: Vec) -> Vec:
+    """``v`` rotated by ``conj(q)`` (``v`` seen from the frame ``q``): :func:`qrotate` of
+    :func:`qconj` ``(q)`` to the bit (the same products, their signs moved out), without
+    the conjugate's tuple."""
+    w, ux, uy, uz = q
+    vx, vy, vz = v
+    tx = 2.0 * (uz * vy - uy * vz)
+    ty = 2.0 * (ux * vz - uz * vx)
+    tz = 2.0 * (uy * vx - ux * vy)
+    return (
+        vx + w * tx + (uz * ty - uy * tz),
+        vy + w * ty + (ux * tz - uz * tx),
+        vz + w * tz + (uy * tx - ux * ty),
+    )
+
+
 def vperpendicular(v: Vec, hint: Vec | None = None) -> Vec:
     """A unit vector perpendicular to ``v`` (floats only), as
     :func:`core.rotations.perpendicular`: ``hint`` made orthogonal to ``v`` where more than

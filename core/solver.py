@@ -40,7 +40,7 @@ from .solve import (
     solve,
 )
 from .triangulation_plan import _plan
-from .untwist import aims_every_joint, untwist, untwist_floats
+from .untwist import _untwist_plan, _untwisted, untwist
 
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
@@ -181,15 +181,15 @@ def _floats(
     opts: SolveOptions,
     target: ArrayLike,
     pole: ArrayLike | None,
+    route: _Route | None = None,
 ) -> tuple[list[list[float]], list[Any]]:
-    """:func:`solve_floats` with the method and options already checked."""
-    # (On a free chain the Jacobian methods' positions are their own forward kinematics,
-    # which rounding tells from the pass's: there the seed is taken by _points alone.)
-    seeded = not chain.is_free and _returns_its_seed(method, chain, opts)
-    if (method == "triangulation" or seeded) and not stretch.applies(chain, opts):
+    """:func:`solve_floats` with the method and options already checked (and, from a
+    :class:`Solver`, its :class:`_Route`)."""
+    route = _route(method, chain, opts) if route is None else route
+    if route.floats:
         t, p = _single_inputs(chain, target, pole)
         out = triangulation_single.solve_single(chain, t, p, opts)
-        if out is not None and (not seeded or _meets(out[1][-1], t, chain, opts)):
+        if out is not None and (not route.seeded or _meets(out[1][-1], t, chain, opts)):
             return out
     if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
         fab = fabrik.solve_floats(chain, *_single_inputs(chain, target, pole), opts)
@@ -239,15 +239,17 @@ def _points(
     opts: SolveOptions,
     target: ArrayLike,
     pole: ArrayLike | None,
+    route: _Route | None = None,
 ) -> list[Any]:
-    """:func:`solve_points` with the method and options already checked."""
-    seeded = _returns_its_seed(method, chain, opts)
-    if (method == "triangulation" or seeded) and not stretch.applies(chain, opts):
+    """:func:`solve_points` with the method and options already checked (and, from a
+    :class:`Solver`, its :class:`_Route`)."""
+    route = _route(method, chain, opts) if route is None else route
+    if route.points:
         t, p = _single_inputs(chain, target, pole)
         out = triangulation_single.solve_single_points(chain, t, p, opts)
-        if out is not None and (not seeded or _meets(out[-1], t, chain, opts)):
+        if out is not None and (not route.seeded or _meets(out[-1], t, chain, opts)):
             return out
-    return _floats(chain, method, impl, opts, target, pole)[1]
+    return _floats(chain, method, impl, opts, target, pole, route)[1]
 
 
 #: The methods whose default start is triangulation's pose, and the option that chooses it
@@ -273,6 +275,32 @@ def _returns_its_seed(method: str, chain: Chain, opts: SolveOptions) -> bool:
         and opts.posture_weight == 0.0
         and not any(any(lim.stiffness) for lim in chain.limits)
     )
+
+
+class _Route(NamedTuple):
+    """Where the one-target fast path takes triangulation's float pass for a method on a
+    chain with its options (:func:`_route`: made once by a :class:`Solver`, on every call
+    by the module functions)."""
+
+    #: :func:`_points` may answer with the pass's positions: the method is triangulation or
+    #: returns its seed (:func:`_returns_its_seed`), and neither stretch nor soft reach
+    #: changes where the chain aims.
+    points: bool
+    #: :func:`_floats` may answer with the pass's pose: as :attr:`points`, but a seeded
+    #: method only on a limited chain (on a free chain the Jacobian methods' positions are
+    #: their own forward kinematics, which rounding tells from the pass's).
+    floats: bool
+    #: The method is a seeded one: the pass answers only where it meets the goal.
+    seeded: bool
+
+
+def _route(method: str, chain: Chain, opts: SolveOptions) -> _Route:
+    """The :class:`_Route` of ``method`` on ``chain`` with ``opts``."""
+    seeded = _returns_its_seed(method, chain, opts)
+    aims_as_without = not stretch.applies(chain, opts)
+    passes = (method == "triangulation" or seeded) and aims_as_without
+    floats = passes and (method == "triangulation" or not chain.is_free)
+    return _Route(passes, floats, seeded)
 
 
 def _meets(
@@ -329,6 +357,9 @@ class Solver:
         #: Triangulation's per-chain plan, made here once (it is cached per chain; the
         #: triangulation pass and the methods seeded from its pose read it on every call).
         self.plan = _plan(chain)
+        self._route = _route(method, chain, self.options)
+        self._stretches = stretch.stretches(chain, self.options)
+        self._untwist = _untwist_plan(chain)
 
     def solve_one(
         self, target: ArrayLike, pole: ArrayLike | None = None
@@ -336,12 +367,12 @@ class Solver:
         """One target from the rest pose, position goal, in and out as plain floats
         (:func:`solve_floats`): the ``n`` local rotations (4 floats each, wxyz) and the
         ``n + 1`` joint positions (3 floats each, base frame)."""
-        return _floats(self.chain, self.method, self._impl, self.options, target, pole)
+        return _floats(self.chain, self.method, self._impl, self.options, target, pole, self._route)
 
     def solve_points(self, target: ArrayLike, pole: ArrayLike | None = None) -> list[Any]:
         """The joint positions of :meth:`solve_one` alone (:func:`solve_points`: for a
         caller that derives the rotations from where the joints are)."""
-        return _points(self.chain, self.method, self._impl, self.options, target, pole)
+        return _points(self.chain, self.method, self._impl, self.options, target, pole, self._route)
 
     def solve_rotation(
         self, target: ArrayLike, target_rotation: ArrayLike, pole: ArrayLike | None = None
@@ -371,19 +402,19 @@ class Solver:
             pole: a point (3 numbers, base frame), or ``None``.
             target_rotation: goal orientation ``(4,)`` wxyz, or ``None``.
         """
-        chain, opts = self.chain, self.options
-        if target_rotation is not None or stretch.stretches(chain, opts):
+        chain, opts, plan = self.chain, self.options, self._untwist
+        if target_rotation is not None or self._stretches:
             sol = _one(chain, self._impl, opts, target, pole, target_rotation)
             rotations, points = sol.rotations[0].tolist(), sol.positions[0].tolist()
             scales = None if sol.scales is None else sol.scales[0].tolist()
             if not self.keeps_twist(target_rotation):
-                rotations = untwist_floats(chain, rotations, points)
+                rotations = _untwisted(plan, rotations, points)
             return Pose(rotations, points, scales)
-        if aims_every_joint(chain):  # untwist gives every rotation from the positions
+        if plan[0] == 0:  # every joint is re-aimed: untwist gives them from the positions
             points = self.solve_points(target, pole)
-            return Pose(untwist_floats(chain, None, points), points, None)
+            return Pose(_untwisted(plan, None, points), points, None)
         rotations, points = self.solve_one(target, pole)
-        return Pose(untwist_floats(chain, rotations, points), points, None)
+        return Pose(_untwisted(plan, rotations, points), points, None)
 
     def poses(
         self,

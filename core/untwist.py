@@ -20,7 +20,7 @@ The same maths twice, pinned together by ``tests/core/test_untwist.py``:
 * numpy (:func:`untwist_arrays`): rotations ``(N, n, 4)`` and positions ``(N, n + 1, 3)``,
   one vectorised step per joint with :mod:`core.rotations`;
 * plain floats (:func:`untwist_floats`), one pose as lists of tuples, on the component
-  algebra of :mod:`core.components` (``qmul``, ``qrotate``, ``qbetween``): a live solver
+  algebra of :mod:`core.components` (``qmul``, ``qunrotate``, ``qbetween``): a live solver
   calls it for every chain on every frame, where numpy's per-call cost dominates.
 
 :func:`untwist` picks one: floats pose by pose for a few poses, arrays for many.
@@ -35,7 +35,7 @@ import numpy as np
 
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qbetween, qconj, qmul, qrotate
+from .components import Quat, Vec, qbetween, qmul, qunrotate
 from .rotations import FloatArray
 
 #: Up to this many poses :func:`untwist` works pose by pose in plain floats; above it, on
@@ -128,7 +128,13 @@ def untwist_floats(chain: Chain, pose: list[Any] | None, points: list[Any]) -> l
     Raises:
         ValueError: ``pose`` is ``None`` but not every joint is re-aimed.
     """
-    first, rests, offsets = _untwist_plan(chain)
+    return _untwisted(_untwist_plan(chain), pose, points)
+
+
+def _untwisted(plan: _Plan, pose: list[Any] | None, points: list[Any]) -> list[Any]:
+    """:func:`untwist_floats` with the chain's plan (:func:`_untwist_plan`) at hand (a
+    :class:`core.Solver` holds it)."""
+    first, rests, offsets = plan
     n = len(rests)
     if pose is None:
         if first:
@@ -139,11 +145,11 @@ def untwist_floats(chain: Chain, pose: list[Any] | None, points: list[Any]) -> l
     out: list[Any] = list(pose)
     world: Quat = _IDENTITY
     for i in range(n):
-        parent = qmul(world, rests[i])
+        parent = qmul(world, rests[i]) if i else rests[0]  # (W_{−1} is the identity)
         if i >= first:
             a, b = points[i], points[i + 1]
             link = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-            out[i] = qbetween(offsets[i], qrotate(qconj(parent), link))
+            out[i] = qbetween(offsets[i], qunrotate(parent, link))
         if i + 1 < n:
             world = qmul(parent, out[i])
     return out

@@ -116,6 +116,12 @@ def length(v: Vec) -> Value:
     return (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) ** 0.5
 
 
+def distance(a: Vec, b: Vec) -> Value:
+    """Euclidean distance from ``a`` to ``b`` (:func:`length` of ``a − b``)."""
+    dx, dy, dz = a[0] - b[0], a[1] - b[1], a[2] - b[2]
+    return (dx * dx + dy * dy + dz * dz) ** 0.5
+
+
 def inverse(a: Rows) -> list[list[Value]]:
     """The inverse of ``a`` (cofactor expansion; inside Blender, LAPACK calls on tiny
     matrices can cost milliseconds, and this runs every frame).

@@ -122,10 +122,11 @@ class Solved(NamedTuple):
     scales: list[float] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class SolveReport:
     """What :func:`solve_chains` found: the solved chains, why other chains were skipped,
-    and the bones of the chains not solved (disabled, or skipped)."""
+    and the bones of the chains not solved (disabled, or skipped). Read it, do not change
+    it (not frozen: a frozen dataclass costs twice as much to make, on every frame)."""
 
     solved: list[Solved]
     problems: dict[str, str]

@@ -10,6 +10,7 @@ world position and rotation through it (:func:`.evaluate.solve_chains`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 import bpy
 from mathutils import Matrix, Quaternion
@@ -30,8 +31,8 @@ class _PoseState:
     """
 
     def __init__(self, obj_eval: ArmatureObject) -> None:
+        self._obj = obj_eval
         self.pose_bones = obj_eval.pose.bones
-        self.bones = obj_eval.data.bones
         self.solved: dict[str, Sequence[float]] = {}  # bone → solved rotation of this pass
         self.scales: dict[str, float] = {}  # bone → its scale factor from stretch
         self._cache: dict[str, Matrix] = {}
@@ -48,6 +49,12 @@ class _PoseState:
             self.scales.update(zip(names, scales, strict=True))
         self._cache.clear()
         self._moved.clear()
+
+    @cached_property
+    def bones(self) -> bpy.types.ArmatureBones:
+        """The armature's bones (read when first needed: a pass without chains above
+        another chain's target never does)."""
+        return self._obj.data.bones
 
     def _basis(self, name: str) -> Matrix:
         basis = self.pose_bones[name].matrix_basis

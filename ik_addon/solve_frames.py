@@ -168,7 +168,12 @@ def _prepared(
     """A :class:`core.Solver` prepared once per chain, method, settings (iterations,
     tolerance, advanced, stretch, soft reach, stretch rule), pole angle and weight: it
     checks them and plans the chain when made, and live solving asks for the same one on
-    every frame. A solver does not change once made, so the memo answers as a new one."""
+    every frame. A solver does not change once made, so the memo answers as a new one.
+
+    Raises:
+        ReachIKError: the method is not one of the add-on's solvers.
+    """
+    _check_solver(method)
     iterations, tolerance, advanced, stretch, soft_reach, stretch_rule = settings
     options = _options(
         iterations, tolerance, pole_angle, weight, advanced, stretch, soft_reach, stretch_rule
@@ -231,9 +236,10 @@ def _solve_one(
     pose, points, links = solver.pose(target_b, pole_b if frame.use_pole else None, goal)
     if not math.isfinite(sum(map(sum, pose))):
         raise ReachIKError(f"solver '{fixed.solver}' returned non-finite rotations")
-    share = min(max(float(frame.influence), 0.0), 1.0)
+    share = float(frame.influence)
     if share >= 1.0:
         return pose, points[-1], links
+    share = max(share, 0.0)
     ik, effector = np.array([pose], dtype=np.float64), np.array([points[-1]], dtype=np.float64)
     stretch = None if links is None else np.array([links], dtype=np.float64)
     _blend(chain, ik, effector, stretch, np.array([share]), frame.fk)
@@ -311,7 +317,6 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     Raises:
         ReachIKError: unknown solver, zero scale, non-finite result, FK pose missing.
     """
-    _check_solver(fixed.solver)
     chain = rig.chain
     count = frame.frame_count
     if count is None:
@@ -337,14 +342,13 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     if count is None:
         pose, effector_b, links = _solve_one(chain, fixed, frame, target_b, pole_b, goal, weight)
         effector = affine.transform(base, effector_b)
-        miss = [e - t for e, t in zip(effector, frame.target, strict=True)]
         return FrameSolution(
-            rotations=pose,
-            errors=affine.length(miss),
-            reachable=bool(reachable),
-            effectors=effector,
-            distances=distance,
-            scales=None if links is None else bone_scales(np.array(links)).tolist(),
+            pose,
+            affine.distance(effector, frame.target),
+            bool(reachable),
+            effector,
+            distance,
+            None if links is None else bone_scales(np.array(links)).tolist(),
         )
     ik, effectors_b, stretch = _solve_groups(
         chain,
@@ -356,10 +360,9 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
         weight,
     )
     effectors = affine.transform(base, list(effectors_b.T))
-    miss = [e - t for e, t in zip(effectors, frame.target, strict=True)]
     return FrameSolution(
         rotations=ik,
-        errors=affine.length(miss),
+        errors=affine.distance(effectors, frame.target),
         reachable=np.asarray(reachable, dtype=bool),
         effectors=_stacked(effectors, count),
         distances=distance,
