@@ -127,8 +127,8 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
 
 
 def _rest_dependencies(obj: ArmatureObject, spec: ChainSpec, rig: RigChain) -> set[str]:
-    """Bones of ``obj`` whose pose this chain's inputs depend on (through constraints too:
-    :func:`.dependencies.constraint_dependencies`)."""
+    """Bones of ``obj`` whose pose this chain's inputs depend on (through constraints and
+    drivers too: :func:`.dependencies.constraint_dependencies`)."""
     deps = _ancestors(obj, rig.parent) if rig.parent else set()
     for goal, bone in ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone)):
         if goal is None:

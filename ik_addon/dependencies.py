@@ -17,17 +17,22 @@ message that the live solver's status (panel), the operators, the bake and
 ``scripts/bake.py --chain`` show. One function for all of them: :func:`problems`. Goals are
 followed through object parents (``parent_type`` ``BONE``, ``OBJECT`` or ``ARMATURE``).
 
-A goal can also depend on bones through **constraints** that Blender evaluates: a Rigify
-quadruped's front paw aims a helper bone at one IK chain's bones (*Damped Track*) and the
-other chain's target follows it (*Copy Location*). Those dependencies count for the
+A goal can also depend on bones through **constraints and drivers** that Blender
+evaluates: a Rigify quadruped's front paw aims a helper bone at one IK chain's bones
+(*Damped Track*) and the other chain's target follows it (*Copy Location*); a driver on a
+goal's location may read a bone's evaluated transform. Those dependencies count for the
 refusals and the order as the others do, and such a chain is *evaluated*
 (:attr:`Analysis.evaluated`, :func:`constraint_dependencies`): its goal is right only after
 Blender has evaluated the other chain's new pose, so live solving and the bake solve it
-again once Blender has (:mod:`.handlers`). Drivers are not followed.
+again once Blender has (:mod:`.handlers`). A driver counts through its variables that read
+an evaluated transform (*Transform Channel*, *Distance*, *Rotational Difference*, and a
+*Single Property* whose path reads a matrix, head or tail); one that reads a property or a
+bone's own channels (which Reach IK never writes live) does not.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -104,27 +109,67 @@ def _constraint_targets(constraints: Iterable[bpy.types.Constraint]) -> Iterator
                 yield target, str(getattr(con, bone_attr, "") or "")
 
 
+#: Driver variables that read evaluated transforms, and how many targets each reads.
+_TRANSFORM_VARIABLES = {"TRANSFORMS": 1, "LOC_DIFF": 2, "ROTATION_DIFF": 2}
+#: A *Single Property* path that reads an evaluated transform.
+_EVALUATED_PATH = re.compile(r"\b(matrix\w*|head|tail)\b")
+_BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]')
+
+
+def _driver_targets(obj: bpy.types.Object, bone: str) -> Iterator[Goal]:
+    """The objects (and bones) whose evaluated transforms the drivers of ``obj`` read
+    (module docstring): its own drivers for ``bone`` ``""``, else those of the pose bone
+    ``bone`` (paths under ``pose.bones["bone"]``)."""
+    ad = obj.animation_data
+    if ad is None:
+        return
+    for fc in ad.drivers:
+        driven = _BONE_PATH.match(fc.data_path)
+        owner = "" if driven is None else _unescape(driven.group(1))
+        if owner != bone or fc.mute or fc.driver is None:
+            continue
+        for var in fc.driver.variables:
+            if var.type == "SINGLE_PROP":
+                t = var.targets[0]
+                if isinstance(t.id, bpy.types.Object) and _EVALUATED_PATH.search(t.data_path):
+                    read = _BONE_PATH.match(t.data_path)
+                    yield t.id, "" if read is None else _unescape(read.group(1))
+                continue
+            for t in list(var.targets)[: _TRANSFORM_VARIABLES.get(var.type, 0)]:
+                if isinstance(t.id, bpy.types.Object):
+                    yield t.id, t.bone_target if t.id.type == "ARMATURE" else ""
+
+
+def _unescape(name: str) -> str:
+    """A bone name as written inside ``pose.bones["…"]`` (``bpy.utils.escape_identifier``
+    undone)."""
+    return re.sub(r"\\(.)", r"\1", name)
+
+
 def _placing_constraints(goal: bpy.types.Object, bone: str) -> Iterator[Goal]:
-    """The targets of the constraints on everything that places ``goal``/``bone``: the
-    pose bones of :func:`goal_dependencies` and the goal object with its object parents."""
+    """What the constraints and drivers on everything that places ``goal``/``bone`` read:
+    on the pose bones of :func:`goal_dependencies` and on the goal object with its object
+    parents."""
     for name, bone_name in goal_dependencies(goal, bone):
         armature = bpy.data.objects.get(name)
         pose = armature.pose if armature is not None else None
         pose_bone = pose.bones.get(bone_name) if pose is not None else None
         if pose_bone is not None:
             yield from _constraint_targets(pose_bone.constraints)
+            yield from _driver_targets(armature, bone_name)
     obj: bpy.types.Object | None = goal
     seen: set[str] = set()
     while obj is not None and obj.name not in seen:
         seen.add(obj.name)
         yield from _constraint_targets(obj.constraints)
+        yield from _driver_targets(obj, "")
         obj = obj.parent
 
 
 def constraint_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
-    """The pose bones a goal depends on through constraints (module docstring): what places
-    each constraint target of the goal and of what places it, and so on, following
-    constraints in turn."""
+    """The pose bones a goal depends on through constraints and drivers (module docstring):
+    what places each constraint target (or driver variable's target) of the goal and of
+    what places it, and so on, following them in turn."""
     out: set[BoneKey] = set()
     seen: set[tuple[str, str]] = set()
     stack = list(_placing_constraints(goal, bone))
@@ -181,7 +226,7 @@ def _self_problem(
         if hit or through:
             _, name = sorted(hit or through)[0]
             how = "is one of its bones" if name in chain.bones else "lies below its bones"
-            moves = "is moved by" if hit else "follows, through constraints,"
+            moves = "is moved by" if hit else "follows, through constraints or drivers,"
             return (
                 f"the {what} '{_label(goal, bone)}' {moves} this chain itself (bone "
                 f"'{name}' {how}): a feedback loop, so the chain is not solved and shows its "

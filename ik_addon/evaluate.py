@@ -163,7 +163,7 @@ class _Planned:
     rig: RigChain | None
     problem: str
     fixed: _Fixed
-    #: Its goal depends on another chain's bones through constraints
+    #: Its goal depends on another chain's bones through constraints or drivers
     #: (:attr:`.dependencies.Analysis.evaluated`).
     evaluated: bool = False
 
@@ -201,9 +201,9 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
 
 def waits_for_evaluation(obj: ArmatureObject) -> bool:
     """Whether some chain of ``obj`` reads a goal that depends on another chain's bones
-    through constraints (:mod:`.dependencies`): solved right only once Blender has
-    evaluated that chain's new pose, so live solving and the bake solve it again after an
-    evaluation (:func:`.handlers.solve_scene`)."""
+    through constraints or drivers (:mod:`.dependencies`): solved right only once Blender
+    has evaluated that chain's new pose, so live solving and the bake solve it again after
+    an evaluation (:func:`.handlers.solve_scene`)."""
     return any(item.evaluated for item in _planned(obj))
 
 

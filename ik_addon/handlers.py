@@ -144,7 +144,7 @@ def solve_scene(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> set[s
     and not yet evaluated.
 
     Where a chain's goal depends on another chain's bones through constraints
-    (:func:`.evaluate.waits_for_evaluation`), a pass that wrote is followed by an
+    or drivers (:func:`.evaluate.waits_for_evaluation`), a pass that wrote is followed by an
     evaluation (``depsgraph.update()``) and another pass, which solves again the chains
     whose inputs changed, until one writes nothing (at most one pass per chain, and one):
     the pose then depends on the frame's inputs alone, not on what was shown before."""

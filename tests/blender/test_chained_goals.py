@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A chain whose target follows another chain through a constraint, as a Rigify quadruped's
-front paw has it (a helper bone aims at one IK chain, the other chain's target follows it).
+front paw has it (a helper bone aims at one IK chain, the other chain's target follows it),
+or through drivers that read a bone's evaluated transform.
 
-Blender evaluates the constraint, so the second chain's target is right only once Blender
-has evaluated the first chain's new pose. Oracle: Blender's own evaluation — after a frame
-is shown, the second chain's effector (its tip's tail) lies on its target as Blender
-evaluated it, whatever was shown before; and the bake, replayed without the extension,
-shows the live pose.
+Blender evaluates the constraint (the drivers), so the second chain's target is right only
+once Blender has evaluated the first chain's new pose. Oracle: Blender's own evaluation —
+after a frame is shown, the second chain's effector (its tip's tail) lies on its target as
+Blender evaluated it, whatever was shown before; and the bake, replayed without the
+extension, shows the live pose.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ FRAMES = list(range(1, 25))
 BONES = ("b0", "b1", "a0", "a1")
 
 
-def _legs() -> Any:
-    """Two 2-bone legs side by side: ``b0``→``b1`` reaches for an empty; ``hang`` copies the
-    location of ``b1``'s tail (*Copy Location*, head/tail 1) and carries ``follow``, half a
-    metre beside it, which ``a0``→``a1`` reaches for."""
+def _legs(link: str = "constraint") -> Any:
+    """Two 2-bone legs side by side: ``b0``→``b1`` reaches for an empty; ``hang`` follows
+    ``b1`` and carries ``follow``, half a metre beside it, which ``a0``→``a1`` reaches for.
+    ``link`` ``"constraint"``: ``hang`` copies the location of ``b1``'s tail (*Copy
+    Location*, head/tail 1); ``"driver"``: drivers on ``hang``'s location read ``b1``'s
+    head in world space (*Transform Channel* variables)."""
     bpy = blender_module()
     obj = new_armature("Legs")
     bpy.ops.object.mode_set(mode="EDIT")
@@ -45,8 +48,20 @@ def _legs() -> Any:
             bone.parent = eb[parent]
             bone.use_connect = name in ("b1", "a1")
     bpy.ops.object.mode_set(mode="POSE")
-    copy = obj.pose.bones["hang"].constraints.new("COPY_LOCATION")
-    copy.target, copy.subtarget, copy.head_tail = obj, "b1", 1.0
+    hang = obj.pose.bones["hang"]
+    if link == "constraint":
+        copy = hang.constraints.new("COPY_LOCATION")
+        copy.target, copy.subtarget, copy.head_tail = obj, "b1", 1.0
+        return obj
+    for i, axis in enumerate("XYZ"):  # (hang's rest frame is the world's: no parent, no roll)
+        driver = hang.driver_add("location", i).driver
+        driver.type = "AVERAGE"
+        var = driver.variables.new()
+        var.type = "TRANSFORMS"
+        var.targets[0].id = obj
+        var.targets[0].bone_target = "b1"
+        var.targets[0].transform_type = f"LOC_{axis}"
+        var.targets[0].transform_space = "WORLD_SPACE"
     return obj
 
 
@@ -75,14 +90,15 @@ def _followers_gap(obj: Any) -> float:
     return float(np.linalg.norm(tail_world(obj, "a1") - follow))
 
 
+@pytest.mark.parametrize("link", ["constraint", "driver"])
 def test_a_goal_that_follows_another_chain_is_met_on_first_showing(
-    clean_scene: Any, addon: Any
+    clean_scene: Any, addon: Any, link: str
 ) -> None:
     """Every frame shown for the first time shows the second leg on its target (its target
     moves with the first leg's new pose; before, the second leg was solved against the
     first leg's previous pose), the same matrices as when shown again, in any order."""
     bpy = blender_module()
-    obj = _legs()
+    obj = _legs(link)
     _chains(obj)
     assert addon.evaluate.waits_for_evaluation(obj)
     scene = bpy.context.scene
@@ -94,19 +110,25 @@ def test_a_goal_that_follows_another_chain_is_met_on_first_showing(
     for f in reversed(FRAMES):
         scene.frame_set(f)
         np.testing.assert_array_equal(world_track([("Legs", b) for b in BONES], [f]), first[f])
-    # Without the constraint nothing follows the first leg: one pass, as for any rig.
+    # Without the constraint (the drivers) nothing follows the first leg: one pass, as for
+    # any rig.
     hang = obj.pose.bones["hang"]
-    hang.constraints.remove(hang.constraints[0])
+    if link == "constraint":
+        hang.constraints.remove(hang.constraints[0])
+    else:
+        for i in range(3):
+            hang.driver_remove("location", i)
     addon.live_state.live.invalidate()
     assert not addon.evaluate.waits_for_evaluation(obj)
 
 
+@pytest.mark.parametrize("link", ["constraint", "driver"])
 def test_a_goal_that_follows_another_chain_is_baked_as_it_plays(
-    clean_scene: Any, addon: Any, tmp_path: Any
+    clean_scene: Any, addon: Any, tmp_path: Any, link: str
 ) -> None:
     """The bake keys what live solving shows (replayed without the extension)."""
     bpy = blender_module()
-    obj = _legs()
+    obj = _legs(link)
     _chains(obj)
     bones = [("Legs", b) for b in BONES]
     live = world_track(bones, FRAMES)
@@ -118,12 +140,17 @@ def test_a_goal_that_follows_another_chain_is_baked_as_it_plays(
     assert_same_pose(live, baked, [obj.data.bones[b].length for _, b in bones], bones)
 
 
-def test_a_target_that_follows_its_own_chain_is_refused(clean_scene: Any, addon: Any) -> None:
-    """A target that follows the chain's own bones through a constraint is a feedback loop
-    (each solve would move what it reaches for): *Add Reach IK* refuses it and says why."""
+@pytest.mark.parametrize("link", ["constraint", "driver"])
+def test_a_target_that_follows_its_own_chain_is_refused(
+    clean_scene: Any, addon: Any, link: str
+) -> None:
+    """A target that follows the chain's own bones through a constraint (drivers) is a
+    feedback loop (each solve would move what it reaches for): *Add Reach IK* refuses it
+    and says why."""
     bpy = blender_module()
-    obj = _legs()
-    select_only(obj, ["b1", "follow"], "b1")  # `follow` hangs from `hang`, which copies b1
-    with pytest.raises(RuntimeError, match="follows, through constraints, this chain itself"):
+    obj = _legs(link)
+    select_only(obj, ["b1", "follow"], "b1")  # `follow` hangs from `hang`, which follows b1
+    loop = "follows, through constraints or drivers, this chain itself"
+    with pytest.raises(RuntimeError, match=loop):
         bpy.ops.reach_ik.add(chain_length=2)
     assert not obj.pose.bones["b1"].reach_ik.has_chain
