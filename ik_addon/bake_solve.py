@@ -143,7 +143,11 @@ def _rest_dependencies(obj: ArmatureObject, spec: ChainSpec, rig: RigChain) -> s
 
 
 def _batchable(obj: ArmatureObject, rigs: dict[str, RigChain], specs: list[ChainSpec]) -> bool:
-    """No baked chain depends on a bone that an enabled chain drives."""
+    """No baked chain depends on a bone that an enabled chain drives, nor reads one that
+    another chain moves as Blender evaluated it (:func:`.evaluate.waits_for_evaluation`:
+    through constraints, drivers or the parents of an object goal, on any armature)."""
+    if evaluate.waits_for_evaluation(obj):
+        return False
     driven = {name for name, enabled in constraints.driven(obj).items() if enabled}
     return all(not (_rest_dependencies(obj, s, rigs[s.tip]) & driven) for s in specs)
 
@@ -264,11 +268,14 @@ def _solve_frame_by_frame(
     step = max(count // 100, 1)
     world_scale = 1.0
     settles = evaluate.waits_for_evaluation(obj)
+    # Live solving's passes cover every armature it solves (the chain followed may be
+    # another armature's), this one included even when it is not in the scene's list.
+    armatures = [o for o in handlers.solved_armatures(scene) if o != obj] + [obj]
     for i, frame in enumerate(frames):
         scene.frame_set(int(frame))
         if settles:  # (live solving's passes: a goal that follows another chain's bones)
             time = scene.frame_current_final
-            handlers.solve_settled([obj], depsgraph, time)
+            handlers.solve_settled(armatures, depsgraph, time)
             depsgraph.update()
             report = evaluate.solve_chains(obj, depsgraph, stored.known(obj, time))
         else:

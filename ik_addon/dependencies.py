@@ -28,6 +28,13 @@ again once Blender has (:mod:`.handlers`). A driver counts through its variables
 an evaluated transform (*Transform Channel*, *Distance*, *Rotational Difference*, and a
 *Single Property* whose path reads a matrix, head or tail); one that reads a property or a
 bone's own channels (which Reach IK never writes live) does not.
+
+A chain is *evaluated* too where it reads another chain's bones through parents that a
+pass does not recompute (:func:`_read_evaluated`): its goal is an object, or a bone of
+another armature, parented below bones another chain moves (a prop's IK reaching for an
+empty in a character's hand), or its armature object is. Live solving reads those from
+Blender's evaluated matrices; a pass recomputes only the bones of the chain's own armature
+below the chains solved before it.
 """
 
 from __future__ import annotations
@@ -247,9 +254,10 @@ class Analysis:
         ranks: for every chain not refused, how many chains must be solved before it (the
             longest path of chains it depends on): solving in increasing rank makes each
             frame's pose independent of the previous evaluation.
-        evaluated: the chains whose goal depends on another chain's bones through
-            constraints (module docstring): right only after Blender evaluated that chain's
-            new pose.
+        evaluated: the chains that read, as Blender evaluated them, bones another chain
+            moves (module docstring): through constraints or drivers, or a goal that is an
+            object or another armature's bone placed by them (the armature object too); right
+            only after Blender evaluated that chain's new pose.
     """
 
     problems: dict[ChainKey, str]
@@ -285,7 +293,12 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         if message:
             out[key] = message
         deps: set[BoneKey] = set().union(*(placed for placed, _ in per_goal))
-        through[key] = set().union(*(followed for _, followed in per_goal))
+        placing = goal_dependencies(c.armature, "")  # the armature object's bone parents
+        through[key] = set().union(
+            placing,
+            *(followed for _, followed in per_goal),
+            *(_read_evaluated(c.armature, goal, bone) for _, goal, bone in c.goals),
+        )
         root = get_item(c.armature.data.bones, c.bones[0]) if c.bones else None
         if root is not None and root.parent is not None:
             deps |= _bone_and_above(c.armature, root.parent.name)
@@ -318,6 +331,18 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         a for a in needs if a not in out and any(through[a] & moved[b] for b in moved if b != a)
     )
     return Analysis(out, {k: v for k, v in ranks.items() if k not in out}, evaluated)
+
+
+def _read_evaluated(armature: ArmatureObject, goal: bpy.types.Object, bone: str) -> set[BoneKey]:
+    """The bones placing a goal (:func:`goal_dependencies`) whose pose live solving reads
+    as Blender evaluated it: all of them but, for a bone of the chain's own armature, that
+    bone and those above it, which a pass recomputes from the chains solved before
+    (:class:`.pose_state._PoseState`). An object or another armature's bone is read from
+    its evaluated matrix."""
+    deps = goal_dependencies(goal, bone)
+    if bone and goal == armature:
+        deps -= _bone_and_above(goal, bone)
+    return deps
 
 
 def _cycle_through(

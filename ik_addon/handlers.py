@@ -118,11 +118,16 @@ def solve_object(
     return written
 
 
-def _armatures(scene: bpy.types.Scene) -> list[ArmatureObject]:
+def solved_armatures(scene: bpy.types.Scene) -> list[ArmatureObject]:
+    """The armatures of ``scene`` that live solving solves: with chains, not in Edit Mode,
+    local or overridden (a linked armature's pose cannot be written)."""
     return [
         obj
         for obj in scene.objects
-        if is_armature(obj) and obj.mode != "EDIT" and chain_spec.armature_chains(obj)
+        if is_armature(obj)
+        and obj.mode != "EDIT"
+        and (not obj.library or obj.override_library)
+        and chain_spec.armature_chains(obj)
     ]
 
 
@@ -151,8 +156,7 @@ def solve_scene(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> set[s
     if live.busy:
         return set()
     with paused():
-        armatures = [obj for obj in _armatures(scene) if not obj.library or obj.override_library]
-        return solve_settled(armatures, depsgraph, scene.frame_current_final)
+        return solve_settled(solved_armatures(scene), depsgraph, scene.frame_current_final)
 
 
 def solve_settled(

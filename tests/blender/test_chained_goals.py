@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A chain whose target follows another chain through a constraint, as a Rigify quadruped's
 front paw has it (a helper bone aims at one IK chain, the other chain's target follows it),
-or through drivers that read a bone's evaluated transform.
+or through drivers that read a bone's evaluated transform; and a prop held by another chain
+(an empty parented to its bone, reached for by a chain of the same or another armature).
 
-Blender evaluates the constraint (the drivers), so the second chain's target is right only
-once Blender has evaluated the first chain's new pose. Oracle: Blender's own evaluation —
-after a frame is shown, the second chain's effector (its tip's tail) lies on its target as
-Blender evaluated it, whatever was shown before; and the bake, replayed without the
-extension, shows the live pose.
+Blender evaluates the constraint (the drivers, the empty's parent), so the second chain's
+target is right only once Blender has evaluated the first chain's new pose. Oracle:
+Blender's own evaluation — after a frame is shown, the second chain's effector (its tip's
+tail) lies on its target as Blender evaluated it, whatever was shown before; and the bake,
+replayed without the extension, shows the live pose.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def _legs(link: str = "constraint") -> Any:
     ``b1`` and carries ``follow``, half a metre beside it, which ``a0``→``a1`` reaches for.
     ``link`` ``"constraint"``: ``hang`` copies the location of ``b1``'s tail (*Copy
     Location*, head/tail 1); ``"driver"``: drivers on ``hang``'s location read ``b1``'s
-    head in world space (*Transform Channel* variables)."""
+    head in world space (*Transform Channel* variables); ``"none"``: ``hang`` stays."""
     bpy = blender_module()
     obj = new_armature("Legs")
     bpy.ops.object.mode_set(mode="EDIT")
@@ -53,7 +54,8 @@ def _legs(link: str = "constraint") -> Any:
         copy = hang.constraints.new("COPY_LOCATION")
         copy.target, copy.subtarget, copy.head_tail = obj, "b1", 1.0
         return obj
-    for i, axis in enumerate("XYZ"):  # (hang's rest frame is the world's: no parent, no roll)
+    # (hang's rest frame is the world's: no parent, no roll)
+    for i, axis in enumerate("XYZ" if link == "driver" else ""):
         driver = hang.driver_add("location", i).driver
         driver.type = "AVERAGE"
         var = driver.variables.new()
@@ -65,9 +67,8 @@ def _legs(link: str = "constraint") -> Any:
     return obj
 
 
-def _chains(obj: Any) -> Any:
-    """Reach IK on both legs (the operator): ``b1`` for a keyed empty, ``a1`` for
-    ``follow``. Returns the empty."""
+def _first_leg(obj: Any) -> Any:
+    """Reach IK on ``b0``→``b1`` (the operator) for a keyed empty; returns the empty."""
     bpy = blender_module()
     target = add_empty("FootTarget", (0.1, 0.1, 0.15))
     rng = np.random.default_rng(8)
@@ -78,6 +79,14 @@ def _chains(obj: Any) -> Any:
     select_only(obj, ["b1"], "b1")
     assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
     target.select_set(False)
+    return target
+
+
+def _chains(obj: Any) -> Any:
+    """Reach IK on both legs (the operator): ``b1`` for a keyed empty, ``a1`` for
+    ``follow``. Returns the empty."""
+    bpy = blender_module()
+    target = _first_leg(obj)
     select_only(obj, ["a1", "follow"], "a1")
     assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
     assert obj.pose.bones["a1"].reach_ik.target_bone == "follow"
@@ -154,3 +163,90 @@ def test_a_target_that_follows_its_own_chain_is_refused(
     with pytest.raises(RuntimeError, match=loop):
         bpy.ops.reach_ik.add(chain_length=2)
     assert not obj.pose.bones["b1"].reach_ik.has_chain
+
+
+def _held(where: str) -> tuple[Any, Any, str]:
+    """A prop in the first leg's foot: an empty parented to ``b1`` (half a metre beside
+    its tail and 0.4 m up it, in the bone's frame), and a 2-bone chain reaching for it —
+    ``a0``→``a1`` of the same armature (``where`` ``"same"``) or ``p0``→``p1`` of a second
+    armature in the same place (``"other"``). Returns the follower's armature, the empty and
+    its tip."""
+    bpy = blender_module()
+    legs = _legs("none")
+    _first_leg(legs)
+    empty = add_empty("InFoot", (0.5, -0.4, 0.0))
+    empty.parent, empty.parent_type, empty.parent_bone = legs, "BONE", "b1"
+    follower, tip = legs, "a1"
+    if where == "other":
+        bpy.ops.object.mode_set(mode="OBJECT")
+        follower, tip = new_armature("Prop"), "p1"
+        bpy.ops.object.mode_set(mode="EDIT")
+        for name, head, tail, parent in (
+            ("p0", (0.5, 0.0, 1.0), (0.5, -0.06, 0.5), None),
+            ("p1", (0.5, -0.06, 0.5), (0.5, 0.0, 0.0), "p0"),
+        ):
+            bone = follower.data.edit_bones.new(name)
+            bone.head, bone.tail = head, tail
+            if parent is not None:
+                bone.parent, bone.use_connect = follower.data.edit_bones[parent], True
+        bpy.ops.object.mode_set(mode="POSE")
+    for other in bpy.context.scene.objects:
+        other.select_set(other in (follower, empty))
+    select_only(follower, [tip], tip)
+    assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
+    assert follower.pose.bones[tip].reach_ik.target == empty
+    return follower, empty, tip
+
+
+def _held_gap(follower: Any, empty: Any, tip: str) -> float:
+    """How far the follower's tip tail is from the empty, as Blender shows them (m)."""
+    depsgraph = blender_module().context.evaluated_depsgraph_get()
+    where = np.array(empty.evaluated_get(depsgraph).matrix_world.translation)
+    return float(np.linalg.norm(tail_world(follower, tip) - where))
+
+
+@pytest.mark.parametrize("where", ["same", "other"])
+def test_a_goal_held_by_another_chain_is_met_on_first_showing(
+    clean_scene: Any, addon: Any, where: str
+) -> None:
+    """An object goal parented to a bone another chain moves — of the same armature or
+    another one — is read as Blender evaluated it: every frame shown for the first time
+    shows the follower on it (before, 0.33 m off), the same as when shown again."""
+    bpy = blender_module()
+    follower, empty, tip = _held(where)
+    assert addon.evaluate.waits_for_evaluation(follower)
+    bones = [(follower.name, b) for b in (tip[0] + "0", tip)]
+    scene = bpy.context.scene
+    first = {}
+    for f in FRAMES:
+        scene.frame_set(f)
+        gap = _held_gap(follower, empty, tip)
+        assert gap <= 1e-5, f"frame {f}: {gap:.2e} m"
+        first[f] = world_track(bones, [f])
+    for f in reversed(FRAMES):
+        scene.frame_set(f)
+        np.testing.assert_array_equal(world_track(bones, [f]), first[f])
+
+
+@pytest.mark.parametrize("where", ["same", "other"])
+def test_a_goal_held_by_another_chain_is_baked_as_it_plays(
+    clean_scene: Any, addon: Any, tmp_path: Any, where: str
+) -> None:
+    """Baked before any frame is shown, the follower keys what live solving shows (the
+    bake replayed without the extension; before, 0.33 m off)."""
+    bpy = blender_module()
+    follower, _, tip = _held(where)
+    name = follower.name
+    bones = [(name, b) for b in (tip[0] + "0", tip)]
+    setup = tmp_path / "setup.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(setup), copy=True)
+    result = addon.bake.bake(follower, addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False))
+    assert result.frames == len(FRAMES)
+    path = tmp_path / "held.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    baked = probe_without_addon(path, bones, FRAMES, tmp_path)
+    bpy.ops.wm.open_mainfile(filepath=str(setup))
+    world_track(bones, FRAMES)  # (every frame shown once: the reference is the settled pose)
+    live = world_track(bones, FRAMES)
+    lengths = [bpy.data.objects[name].data.bones[b].length for _, b in bones]
+    assert_same_pose(live, baked, lengths, bones)
