@@ -153,7 +153,7 @@ def _unescape(name: str) -> str:
     return re.sub(r"\\(.)", r"\1", name)
 
 
-def _placing_constraints(goal: bpy.types.Object, bone: str) -> Iterator[Goal]:
+def _placing_inputs(goal: bpy.types.Object, bone: str) -> Iterator[Goal]:
     """What the constraints and drivers on everything that places ``goal``/``bone`` read:
     on the pose bones of :func:`goal_dependencies` and on the goal object with its object
     parents."""
@@ -179,14 +179,14 @@ def constraint_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
     what places it, and so on, following them in turn."""
     out: set[BoneKey] = set()
     seen: set[tuple[str, str]] = set()
-    stack = list(_placing_constraints(goal, bone))
+    stack = list(_placing_inputs(goal, bone))
     while stack:
         obj, sub = stack.pop()
         if (obj.name, sub) in seen:
             continue
         seen.add((obj.name, sub))
         out |= goal_dependencies(obj, sub if obj.type == "ARMATURE" else "")
-        stack.extend(_placing_constraints(obj, sub if obj.type == "ARMATURE" else ""))
+        stack.extend(_placing_inputs(obj, sub if obj.type == "ARMATURE" else ""))
     return out
 
 
