@@ -32,9 +32,10 @@ bone's own channels (which Reach IK never writes live) does not.
 A chain is *evaluated* too where it reads another chain's bones through parents that a
 pass does not recompute (:func:`_read_evaluated`): its goal is an object, or a bone of
 another armature, parented below bones another chain moves (a prop's IK reaching for an
-empty in a character's hand), or its armature object is. Live solving reads those from
-Blender's evaluated matrices; a pass recomputes only the bones of the chain's own armature
-below the chains solved before it.
+empty in a character's hand), or its armature object is placed by such bones (parented, or
+carried by a constraint such as *Child Of*: a rider on a horse whose spine is a chain).
+Live solving reads those from Blender's evaluated matrices; a pass recomputes only the
+bones of the chain's own armature below the chains solved before it.
 """
 
 from __future__ import annotations
@@ -256,8 +257,8 @@ class Analysis:
             frame's pose independent of the previous evaluation.
         evaluated: the chains that read, as Blender evaluated them, bones another chain
             moves (module docstring): through constraints or drivers, or a goal that is an
-            object or another armature's bone placed by them (the armature object too); right
-            only after Blender evaluated that chain's new pose.
+            object or another armature's bone placed by them, or an armature object placed
+            by them; right only after Blender evaluated that chain's new pose.
     """
 
     problems: dict[ChainKey, str]
@@ -293,7 +294,8 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         if message:
             out[key] = message
         deps: set[BoneKey] = set().union(*(placed for placed, _ in per_goal))
-        placing = goal_dependencies(c.armature, "")  # the armature object's bone parents
+        # What places the armature object: its bone parents, constraints and drivers.
+        placing = goal_dependencies(c.armature, "") | constraint_dependencies(c.armature, "")
         through[key] = set().union(
             placing,
             *(followed for _, followed in per_goal),
