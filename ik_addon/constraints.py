@@ -65,12 +65,9 @@ import bpy
 from . import stored
 from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
 from .live_state import live
+from .own_constraints import NAME, SCALE_NAME, is_ours
 from .rig import RigError, chain_bones
 
-#: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
-NAME = "Reach IK"
-#: Name of the Copy Scale constraint through which a stretching chain's bone shows its scale.
-SCALE_NAME = "Reach IK Scale"
 #: Custom property of a helper empty: the name of the armature object it serves.
 OWNER_KEY = "reach_ik_owner"
 
@@ -90,11 +87,6 @@ def driven(obj: ArmatureObject) -> dict[str, bool]:
         for name in names:
             out[name] = out.get(name, False) or bool(s.enabled)
     return out
-
-
-def is_ours(con: bpy.types.Constraint) -> bool:
-    """``con`` is a Reach IK constraint."""
-    return con.type == "COPY_ROTATION" and con.name.startswith(NAME)
 
 
 def find(pose_bone: bpy.types.PoseBone) -> bpy.types.CopyRotationConstraint | None:

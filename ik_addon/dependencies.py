@@ -35,7 +35,10 @@ another armature, parented below bones another chain moves (a prop's IK reaching
 empty in a character's hand), or its armature object is placed by such bones (parented, or
 carried by a constraint such as *Child Of*: a rider on a horse whose spine is a chain).
 Live solving reads those from Blender's evaluated matrices; a pass recomputes only the
-bones of the chain's own armature below the chains solved before it.
+bones of the chain's own armature below the chains solved before it, and not even those
+where constraints of their own place them (:func:`.own_constraints.reshapes`: a hand
+below an arm chain that keeps its world rotation, with a finger chain below it) — a chain
+that reads such a bone waits for the evaluation too.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING
 
 import bpy
 
+from . import own_constraints
 from .blender_types import ArmatureObject, get_item
 
 if TYPE_CHECKING:
@@ -302,8 +306,14 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
             *(_read_evaluated(c.armature, goal, bone) for _, goal, bone in c.goals),
         )
         root = get_item(c.armature.data.bones, c.bones[0]) if c.bones else None
+        recomputed: set[BoneKey] = set()  # own bones a pass recomputes (.pose_state)
         if root is not None and root.parent is not None:
-            deps |= _bone_and_above(c.armature, root.parent.name)
+            recomputed |= _bone_and_above(c.armature, root.parent.name)
+        for _, goal, bone in c.goals:
+            if bone and goal == c.armature:
+                recomputed |= _bone_and_above(goal, bone)
+        deps |= recomputed
+        through[key] |= _reshaped(c.armature, recomputed)
         needs[key] = deps | through[key]
     # Edges: a chain depends on another when what it reads is moved by that one.
     edges = {a: {b for b in moved if b != a and needs[a] & moved[b]} for a in needs}
@@ -345,6 +355,19 @@ def _read_evaluated(armature: ArmatureObject, goal: bpy.types.Object, bone: str)
     if bone and goal == armature:
         deps -= _bone_and_above(goal, bone)
     return deps
+
+
+def _reshaped(armature: ArmatureObject, bones: set[BoneKey]) -> set[BoneKey]:
+    """Those of ``bones`` (of ``armature``) that constraints of their own place
+    (:func:`.own_constraints.reshapes`): a pass cannot recompute them below a chain solved
+    before, it reads Blender's evaluation."""
+    pose = armature.pose
+    out: set[BoneKey] = set()
+    for key in bones:
+        pose_bone = pose.bones.get(key[1]) if pose is not None else None
+        if pose_bone is not None and own_constraints.reshapes(pose_bone):
+            out.add(key)
+    return out
 
 
 def _cycle_through(

@@ -16,7 +16,7 @@ import bpy
 from mathutils import Matrix, Quaternion
 
 from ..core import ReachIKError
-from . import affine
+from . import affine, own_constraints
 from .affine import Rows, Vec
 from .blender_types import ArmatureObject, is_armature
 from .rig import RigChain
@@ -27,7 +27,9 @@ class _PoseState:
     chains solved in this pass.
 
     Bones below a chain solved earlier in the pass are recomputed from its new rotations
-    (``M = M_parent · rest_rel · basis``); all others are Blender's evaluated matrices.
+    (``M = M_parent · rest_rel · basis``), but for one placed by constraints of its own
+    (:func:`.own_constraints.reshapes`), whose matrix only Blender's evaluation gives; all
+    others are Blender's evaluated matrices.
     """
 
     def __init__(self, obj_eval: ArmatureObject) -> None:
@@ -37,6 +39,7 @@ class _PoseState:
         self.scales: dict[str, float] = {}  # bone → its scale factor from stretch
         self._cache: dict[str, Matrix] = {}
         self._moved: dict[str, bool] = {}
+        self._constrained: dict[str, bool] = {}  # bone → placed by other constraints
 
     def add_solved(
         self,
@@ -64,6 +67,12 @@ class _PoseState:
         scale = basis.to_scale() * self.scales.get(name, 1.0)
         return Matrix.LocRotScale(basis.translation[:], Quaternion(q), scale[:])
 
+    def _reshaped(self, name: str) -> bool:
+        hit = self._constrained.get(name)
+        if hit is None:
+            hit = self._constrained[name] = own_constraints.reshapes(self.pose_bones[name])
+        return hit
+
     def _is_moved(self, name: str) -> bool:
         moved = self._moved.get(name)
         if moved is None:
@@ -89,6 +98,10 @@ class _PoseState:
         if m is not None:
             return m
         if not self.solved or not self._is_moved(name):
+            m = self.pose_bones[name].matrix
+        elif name not in self.solved and self._reshaped(name):
+            # Placed by constraints: Blender's evaluated matrix, right once the chains above
+            # are evaluated (a chain that reads it waits for that: .dependencies).
             m = self.pose_bones[name].matrix
         else:
             bone = self.bones[name]

@@ -265,3 +265,75 @@ def test_a_goal_held_by_another_chain_is_baked_as_it_plays(
     live = world_track(bones, FRAMES)
     lengths = [bpy.data.objects[name].data.bones[b].length for _, b in bones]
     assert_same_pose(live, baked, lengths, bones)
+
+
+def _hand_and_fingers() -> tuple[Any, Any]:
+    """The first leg with a ``hand`` below ``b1`` that keeps its world rotation (*Copy
+    Rotation* from an empty that stays) and a 2-bone finger ``f0``→``f1`` below it, a chain
+    reaching for an empty that stays. Returns the armature and the finger's target."""
+    bpy = blender_module()
+    legs = _legs("none")
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = legs.data.edit_bones
+    for name, head, tail, parent in (
+        ("hand", (0.0, 0.0, 0.0), (0.0, 0.1, 0.0), "b1"),
+        ("f0", (0.0, 0.1, 0.0), (0.0, 0.3, 0.02), "hand"),
+        ("f1", (0.0, 0.3, 0.02), (0.0, 0.5, 0.0), "f0"),
+    ):
+        bone = eb.new(name)
+        bone.head, bone.tail = head, tail
+        bone.parent, bone.use_connect = eb[parent], True
+    bpy.ops.object.mode_set(mode="POSE")
+    keep = legs.pose.bones["hand"].constraints.new("COPY_ROTATION")
+    keep.target = add_empty("Keep", (0.0, 0.0, 0.0))
+    _first_leg(legs)
+    target = add_empty("FingerTarget", (0.0, 0.25, 0.15))
+    for other in bpy.context.scene.objects:
+        other.select_set(other in (legs, target))
+    select_only(legs, ["f1"], "f1")
+    assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
+    return legs, target
+
+
+def test_a_chain_below_a_constrained_bone_of_another_chain_shows_what_it_reports(
+    clean_scene: Any, addon: Any
+) -> None:
+    """A bone below a chain that constraints of its own place (a hand keeping its world
+    rotation) is read as Blender evaluates it, not recomputed from the chain's rotations
+    alone: on every first showing the finger's tip is where Reach IK reports it (before,
+    the report said 0 where Blender showed it up to 0.12 m off), and on its target
+    wherever it is reported met (18 of 24 frames; the others lie out of its reach)."""
+    bpy = blender_module()
+    legs, target = _hand_and_fingers()
+    assert addon.evaluate.waits_for_evaluation(legs)
+    scene = bpy.context.scene
+    met = 0
+    for f in FRAMES:
+        scene.frame_set(f)
+        report = addon.evaluate.solve_chains(legs, bpy.context.evaluated_depsgraph_get())
+        error = next(p.error for p in report.poses if p.tip == "f1")
+        shown = float(np.linalg.norm(tail_world(legs, "f1") - np.array(target.location)))
+        assert abs(shown - error) <= 1e-6, f"frame {f}: shown {shown:.3e} m, reported {error:.3e}"
+        met += error <= 1e-9
+    assert met >= len(FRAMES) // 2
+
+
+def test_a_chain_below_a_constrained_bone_of_another_chain_is_baked_as_it_plays(
+    clean_scene: Any, addon: Any, tmp_path: Any
+) -> None:
+    """Baked before any frame is shown, the finger keys what live solving shows."""
+    bpy = blender_module()
+    legs, _ = _hand_and_fingers()
+    bones = [("Legs", b) for b in ("b0", "b1", "f0", "f1")]
+    setup = tmp_path / "setup.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(setup), copy=True)
+    result = addon.bake.bake(legs, addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False))
+    assert result.frames == len(FRAMES)
+    path = tmp_path / "fingers.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    baked = probe_without_addon(path, bones, FRAMES, tmp_path)
+    bpy.ops.wm.open_mainfile(filepath=str(setup))
+    world_track(bones, FRAMES)
+    live = world_track(bones, FRAMES)
+    lengths = [bpy.data.objects["Legs"].data.bones[b].length for _, b in bones]
+    assert_same_pose(live, baked, lengths, bones)
