@@ -212,6 +212,29 @@ def _held(where: str) -> tuple[Any, Any, str]:
     return follower, empty, tip
 
 
+def _assert_baked_before_shown_as_it_plays(
+    addon: Any, obj: Any, names: tuple[str, ...], tmp_path: Any
+) -> None:
+    """Bake ``obj`` before any frame is shown, replay the bake without the extension, and
+    compare the bones ``names`` with live solving (the file as it was before the bake,
+    every frame shown once first: the reference is the settled pose)."""
+    bpy = blender_module()
+    name = obj.name
+    bones = [(name, b) for b in names]
+    setup = tmp_path / "setup.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(setup), copy=True)
+    result = addon.bake.bake(obj, addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False))
+    assert result.frames == len(FRAMES)
+    path = tmp_path / "baked.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    baked = probe_without_addon(path, bones, FRAMES, tmp_path)
+    bpy.ops.wm.open_mainfile(filepath=str(setup))
+    world_track(bones, FRAMES)
+    live = world_track(bones, FRAMES)
+    lengths = [bpy.data.objects[name].data.bones[b].length for b in names]
+    assert_same_pose(live, baked, lengths, bones)
+
+
 def _held_gap(follower: Any, empty: Any, tip: str) -> float:
     """How far the follower's tip tail is from the empty, as Blender shows them (m)."""
     depsgraph = blender_module().context.evaluated_depsgraph_get()
@@ -249,22 +272,8 @@ def test_a_goal_held_by_another_chain_is_baked_as_it_plays(
 ) -> None:
     """Baked before any frame is shown, the follower keys what live solving shows (the
     bake replayed without the extension; before, 0.20–0.33 m off)."""
-    bpy = blender_module()
     follower, _, tip = _held(where)
-    name = follower.name
-    bones = [(name, b) for b in (tip[0] + "0", tip)]
-    setup = tmp_path / "setup.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(setup), copy=True)
-    result = addon.bake.bake(follower, addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False))
-    assert result.frames == len(FRAMES)
-    path = tmp_path / "held.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    baked = probe_without_addon(path, bones, FRAMES, tmp_path)
-    bpy.ops.wm.open_mainfile(filepath=str(setup))
-    world_track(bones, FRAMES)  # (every frame shown once: the reference is the settled pose)
-    live = world_track(bones, FRAMES)
-    lengths = [bpy.data.objects[name].data.bones[b].length for _, b in bones]
-    assert_same_pose(live, baked, lengths, bones)
+    _assert_baked_before_shown_as_it_plays(addon, follower, (tip[0] + "0", tip), tmp_path)
 
 
 def _hand_and_fingers() -> tuple[Any, Any]:
@@ -322,18 +331,5 @@ def test_a_chain_below_a_constrained_bone_of_another_chain_is_baked_as_it_plays(
     clean_scene: Any, addon: Any, tmp_path: Any
 ) -> None:
     """Baked before any frame is shown, the finger keys what live solving shows."""
-    bpy = blender_module()
     legs, _ = _hand_and_fingers()
-    bones = [("Legs", b) for b in ("b0", "b1", "f0", "f1")]
-    setup = tmp_path / "setup.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(setup), copy=True)
-    result = addon.bake.bake(legs, addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False))
-    assert result.frames == len(FRAMES)
-    path = tmp_path / "fingers.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    baked = probe_without_addon(path, bones, FRAMES, tmp_path)
-    bpy.ops.wm.open_mainfile(filepath=str(setup))
-    world_track(bones, FRAMES)
-    live = world_track(bones, FRAMES)
-    lengths = [bpy.data.objects["Legs"].data.bones[b].length for _, b in bones]
-    assert_same_pose(live, baked, lengths, bones)
+    _assert_baked_before_shown_as_it_plays(addon, legs, ("b0", "b1", "f0", "f1"), tmp_path)
