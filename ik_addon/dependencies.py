@@ -38,7 +38,9 @@ Live solving reads those from Blender's evaluated matrices; a pass recomputes on
 bones of the chain's own armature below the chains solved before it, and not even those
 where constraints of their own place them (:func:`.own_constraints.reshapes`: a hand
 below an arm chain that keeps its world rotation, with a finger chain below it) — a chain
-that reads such a bone waits for the evaluation too.
+that reads such a bone waits for the evaluation too, as does one whose root's parent
+follows another chain through constraints or drivers (a Rigify hand copying its IK
+chain's tip, with finger chains below it).
 """
 
 from __future__ import annotations
@@ -309,6 +311,9 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         recomputed: set[BoneKey] = set()  # own bones a pass recomputes (.pose_state)
         if root is not None and root.parent is not None:
             recomputed |= _bone_and_above(c.armature, root.parent.name)
+            # (and what the constraints and drivers on those read: a Rigify hand copies
+            # its IK chain's tip)
+            through[key] |= constraint_dependencies(c.armature, root.parent.name)
         for _, goal, bone in c.goals:
             if bone and goal == c.armature:
                 recomputed |= _bone_and_above(goal, bone)
