@@ -124,7 +124,8 @@ def solved_armatures(scene: bpy.types.Scene) -> list[ArmatureObject]:
     return [
         obj
         for obj in scene.objects
-        if is_armature(obj)
+        if obj.type == "ARMATURE"  # (first: a scene's objects are mostly not armatures)
+        and is_armature(obj)
         and obj.mode != "EDIT"
         and (not obj.library or obj.override_library)
         and chain_spec.armature_chains(obj)
