@@ -40,7 +40,7 @@ from .solve import (
     solve,
 )
 from .triangulation_plan import _plan
-from .untwist import _untwist_plan, _untwisted, untwist
+from .untwist import _untwist_plan, _untwisted, aims_every_joint, untwist
 
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
@@ -360,6 +360,7 @@ class Solver:
         self._route = _route(method, chain, self.options)
         self._stretches = stretch.stretches(chain, self.options)
         self._untwist = _untwist_plan(chain)
+        self._aims_every_joint = aims_every_joint(chain)
 
     def solve_one(
         self, target: ArrayLike, pole: ArrayLike | None = None
@@ -410,7 +411,7 @@ class Solver:
             if not self.keeps_twist(target_rotation):
                 rotations = _untwisted(plan, rotations, points)
             return Pose(rotations, points, scales)
-        if plan[0] == 0:  # every joint is re-aimed: untwist gives them from the positions
+        if self._aims_every_joint:  # untwist gives every rotation from the positions
             points = self.solve_points(target, pole)
             return Pose(_untwisted(plan, None, points), points, None)
         rotations, points = self.solve_one(target, pole)
