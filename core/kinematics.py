@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qmul, qrotate
+from .components import Quat, Vec
 from .errors import SolveInputError
 from .rotations import FloatArray
 
@@ -65,16 +65,30 @@ def forward_kinematics_floats(chain: Chain, rots: list[Quat]) -> tuple[list[Vec]
         ``n + 1`` joint positions (3 floats each, base frame) and ``n`` world rotations.
     """
     rests, offsets = chain_floats(chain)
-    world: Quat = (1.0, 0.0, 0.0, 0.0)
-    p: Vec = (0.0, 0.0, 0.0)
-    positions = [p]
-    frames = []
-    for rest, offset, q in zip(rests, offsets, rots, strict=True):
-        world = qmul(qmul(world, rest), q)
-        frames.append(world)
-        d = qrotate(world, offset)
-        p = (p[0] + d[0], p[1] + d[1], p[2] + d[2])
-        positions.append(p)
+    # qmul(qmul(world, rest), q) and p + qrotate(world, offset) of core.components, written
+    # out: the same operations in the same order (the one-target solvers call this in their
+    # innermost loops).
+    ww, wx, wy, wz = 1.0, 0.0, 0.0, 0.0
+    px = py = pz = 0.0
+    positions: list[Vec] = [(px, py, pz)]
+    frames: list[Quat] = []
+    for (rw, rx, ry, rz), (ox, oy, oz), (qw, qx, qy, qz) in zip(rests, offsets, rots, strict=True):
+        aw = ww * rw - wx * rx - wy * ry - wz * rz
+        ax = ww * rx + wx * rw + wy * rz - wz * ry
+        ay = ww * ry - wx * rz + wy * rw + wz * rx
+        az = ww * rz + wx * ry - wy * rx + wz * rw
+        ww = aw * qw - ax * qx - ay * qy - az * qz
+        wx = aw * qx + ax * qw + ay * qz - az * qy
+        wy = aw * qy - ax * qz + ay * qw + az * qx
+        wz = aw * qz + ax * qy - ay * qx + az * qw
+        frames.append((ww, wx, wy, wz))
+        tx = 2.0 * (wy * oz - wz * oy)
+        ty = 2.0 * (wz * ox - wx * oz)
+        tz = 2.0 * (wx * oy - wy * ox)
+        px = px + (ox + ww * tx + (wy * tz - wz * ty))
+        py = py + (oy + ww * ty + (wz * tx - wx * tz))
+        pz = pz + (oz + ww * tz + (wx * ty - wy * tx))
+        positions.append((px, py, pz))
     return positions, frames
 
 

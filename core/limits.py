@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import rotations as rot
-from .components import qmul, qmul_conj, qrotate
+from .components import qmul_conj, qrotate
 from .errors import ChainError
 from .rotations import FloatArray
 from .swing_region import SwingRegion
@@ -224,6 +224,12 @@ class JointLimits:
         )
 
     @cached_property
+    def _limits_swing(self) -> bool:
+        """X or Z is limited or locked: a ball joint's swing is kept in :attr:`swing_region`
+        (computed once: the one-target paths ask on every joint step)."""
+        return any(self.lock[k] or self.ranges[k] is not None for k in (0, 2))
+
+    @cached_property
     def swing_region(self) -> SwingRegion:
         """The allowed swings of a ball joint (see :class:`SwingRegion`)."""
         return SwingRegion.of(self.lock, self.ranges, self.cone)
@@ -296,7 +302,7 @@ class JointLimits:
                 phi = _clamp_one(phi, limits[0], limits[1])
             s = math.sin(0.5 * phi)
             return (math.cos(0.5 * phi), s * ux, s * uy, s * uz)
-        if any(self.lock[k] or self.ranges[k] is not None for k in (0, 2)):
+        if self._limits_swing:
             # X/Z limits: the nearest swing within Blender's ellipse, as project.
             return self._swing_in_region((w, x, y, z), nearest=True)
         # swing–twist about +Y: twist = normalize(w, 0, y, 0), swing = q · twist*
@@ -368,8 +374,14 @@ class JointLimits:
             else:
                 sx, sz = region.toward_centre_one(sx, sz)
             sw, sy = math.sqrt(max(0.0, 1.0 - sx * sx - sz * sz)), 0.0
-        out = qmul((sw, sx, sy, sz), (math.cos(0.5 * psi), 0.0, math.sin(0.5 * psi), 0.0))
-        return out if out[0] >= 0.0 else (-out[0], -out[1], -out[2], -out[3])
+        # swing · (cos ψ/2, 0, sin ψ/2, 0): qmul written out, its products with the twist's
+        # zeros kept (the same operations, so the same rounding and signs).
+        bw, by = math.cos(0.5 * psi), math.sin(0.5 * psi)
+        ow = sw * bw - sx * 0.0 - sy * by - sz * 0.0
+        ox = sw * 0.0 + sx * bw + sy * 0.0 - sz * by
+        oy = sw * by - sx * 0.0 + sy * bw + sz * 0.0
+        oz = sw * 0.0 + sx * by - sy * 0.0 + sz * bw
+        return (ow, ox, oy, oz) if ow >= 0.0 else (-ow, -ox, -oy, -oz)
 
     def allows(self, q: ArrayLike, eps: float = 1e-12) -> FloatArray:
         """Whether rotations ``q (..., 4)`` are allowed (to ``eps`` in quaternion components

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .components import ARRAY_OPS, FLOAT_OPS, Ops
+from .components import ARRAY_OPS, Ops
 from .rotations import FloatArray
 
 #: Illinois steps: the bracket of a simple root shrinks superlinearly, below 1e-16 in
@@ -49,7 +49,11 @@ def illinois_one(
     f_lo: float,
     f_hi: float,
 ) -> float:
-    """:func:`illinois` for one bracket, in plain floats."""
+    """:func:`illinois` for one bracket, in plain floats (the arithmetic of :func:`along`
+    and :func:`axis_gradient` written out: the same operations, without their calls)."""
+    _, _, x0, x1, x2, z0, z1, z2 = curve
+    v0, v1, v2 = v
+    cos, sin, sqrt = math.cos, math.sin, math.sqrt
     side = 0
     for _ in range(_ROOT_STEPS):
         if not (hi - lo > 4.0 * math.ulp(abs(hi) + 1.0) and f_lo > 0.0 and f_hi < 0.0):
@@ -57,9 +61,13 @@ def illinois_one(
         t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
         if not lo < t < hi:
             t = 0.5 * (lo + hi)
-        px, pz, tx, tz = along(curve, t, FLOAT_OPS)
-        gx, gz = axis_gradient(px, pz, v, FLOAT_OPS)
-        ft = gx * tx + gz * tz
+        c, s = cos(t), sin(t)
+        x, z = x0 + x1 * c + x2 * s, z0 + z1 * c + z2 * s
+        r2 = x * x + z * z
+        w = sqrt(1.0 - r2 if r2 < 1.0 else 0.0)
+        gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
+        gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
+        ft = gx * (x2 * c - x1 * s) + gz * (z2 * c - z1 * s)
         if ft > 0.0:
             lo, f_lo = t, ft
             if side == 1:

@@ -36,9 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chain import Chain
-from .components import Quat, Vec, qmul, qmul_conj, qrotate, vcross
+from .components import Quat, Vec, qmul_conj
 from .jacobian_single_linalg import _solve_spd, gram3
 from .kinematics import forward_kinematics_floats
+from .rotations import SMALL_ANGLE
 from .triangulation_refine import (
     _CLIPPED,
     _CLIPPED_ABOVE,
@@ -58,6 +59,7 @@ from .triangulation_refine import (
 )
 
 Pose = list[Quat]
+_IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 #: A pose, its joint positions and its effector's distance to the target.
 Refined = tuple[Pose, list[Vec], float]
 
@@ -96,14 +98,6 @@ def _positive(q: Quat) -> Quat:
     return q if not q[0] < 0.0 else (-q[0], -q[1], -q[2], -q[3])
 
 
-def _normalize(q: Quat) -> Quat:
-    """:func:`core.rotations.normalize` of one quaternion (zero → identity)."""
-    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    if not norm > 0.0:
-        return (1.0, 0.0, 0.0, 0.0)
-    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
-
-
 def _distance(a: Vec, b: Vec) -> float:
     """``|a − b|`` as ``np.linalg.norm`` sums it (not :func:`math.dist`'s exact sum)."""
     dx, dy, dz = a[0] - b[0], a[1] - b[1], a[2] - b[2]
@@ -139,31 +133,24 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
     lo, hi = _LAMBDA_RANGE
     if not err > tolerance:
         return q, pos, err
+    tx, ty, tz = target
     bound: dict[int, list[float]] = {}  # the joints on their limits: each one's way out
     for count in range(1, _STEPS + 1):
-        end = pos[-1]
-        error = (target[0] - end[0], target[1] - end[1], target[2] - end[2])
-        # Columns (1 − stiffness)·(W_i e_k) × (p_e − p_i), grouped by joint.
-        cols: list[list[Vec]] = []
-        for i, axes in enumerate(facts.axes):
-            p = pos[i]
-            lever = (end[0] - p[0], end[1] - p[1], end[2] - p[2])
-            joint = []
-            for axis, weight in axes:
-                cx, cy, cz = vcross(qrotate(world[i], axis), lever)
-                joint.append((cx * weight, cy * weight, cz * weight))
-            cols.append(joint)
+        ex, ey, ez = pos[-1]
+        error = (tx - ex, ty - ey, tz - ez)
+        cols, gram = _columns(facts.axes, world, pos)
         damp = (lam * reach) ** 2
         cut: dict[int, list[float]] = {}  # the joints held: those the step pushes out again
+        solved = None
         if bound:
-            y0, y1, y2 = _damped(cols, error, damp)
+            solved = y0, y1, y2 = _damped(gram, error, damp)
             for i, h in bound.items():
                 push = 0.0
                 for hk, (cx, cy, cz) in zip(h, cols[i], strict=True):
                     push += hk * (cx * y0 + cy * y1 + cz * y2)
                 if push > 0.0:
                     cut[i] = h
-        trial, outward = _step(chain, facts, q, cols, cut, error, damp, nearest)
+        trial, outward = _step(chain, facts, q, cols, gram, solved, cut, error, damp, nearest)
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
         if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
@@ -181,10 +168,47 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
     return q, pos, err
 
 
-def _damped(cols: list[list[Vec]], error: Vec, damp: float) -> Vec:
-    """``(JJᵀ + λ²I)⁻¹ e`` for the columns ``cols`` (per joint) and ``damp`` = ``λ²·reach²``
-    (:func:`core.triangulation_refine._damped`)."""
-    g00, g01, g02, g11, g12, g22 = gram3([c for joint in cols for c in joint])
+Gram = tuple[float, float, float, float, float, float]
+
+
+def _columns(
+    axes: tuple[tuple[tuple[Vec, float], ...], ...], world: list[Quat], pos: list[Vec]
+) -> tuple[list[list[Vec]], Gram]:
+    """The Jacobian's columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)``, grouped by
+    joint, and the upper triangle of ``J Jᵀ`` (:func:`~core.jacobian_single_linalg.gram3` of
+    them): ``qrotate``, ``vcross`` and the sums written out, the same operations in the same
+    order."""
+    ex, ey, ez = pos[-1]
+    s00 = s01 = s02 = s11 = s12 = s22 = 0.0
+    cols: list[list[Vec]] = []
+    for (w, ux, uy, uz), (px, py, pz), joint_axes in zip(world, pos, axes, strict=False):
+        lx, ly, lz = ex - px, ey - py, ez - pz
+        joint: list[Vec] = []
+        for (vx, vy, vz), weight in joint_axes:
+            tx = 2.0 * (uy * vz - uz * vy)
+            ty = 2.0 * (uz * vx - ux * vz)
+            tz = 2.0 * (ux * vy - uy * vx)
+            ax = vx + w * tx + (uy * tz - uz * ty)
+            ay = vy + w * ty + (uz * tx - ux * tz)
+            az = vz + w * tz + (ux * ty - uy * tx)
+            x = (ay * lz - az * ly) * weight
+            y = (az * lx - ax * lz) * weight
+            z = (ax * ly - ay * lx) * weight
+            joint.append((x, y, z))
+            s00 += x * x
+            s01 += x * y
+            s02 += x * z
+            s11 += y * y
+            s12 += y * z
+            s22 += z * z
+        cols.append(joint)
+    return cols, (s00, s01, s02, s11, s12, s22)
+
+
+def _damped(gram: Gram, error: Vec, damp: float) -> Vec:
+    """``(JJᵀ + λ²I)⁻¹ e`` for the upper triangle ``gram`` of ``JJᵀ`` and ``damp`` =
+    ``λ²·reach²`` (:func:`core.triangulation_refine._damped`)."""
+    g00, g01, g02, g11, g12, g22 = gram
     y0, y1, y2 = _solve_spd(
         [[g00 + damp, g01, g02], [g01, g11 + damp, g12], [g02, g12, g22 + damp]], list(error)
     )
@@ -196,17 +220,18 @@ def _step(
     facts: _Facts,
     q: Pose,
     cols: list[list[Vec]],
+    gram: Gram,
+    solved: Vec | None,
     cut: dict[int, list[float]],
     error: Vec,
     damp: float,
     nearest: bool,
 ) -> tuple[Pose, dict[int, list[float]]]:
     """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`):
-    the joints in ``cut`` lose the given unit direction of their columns. Returns the trial
-    pose and, per joint whose turn its limits clipped, the clipped part of the turn as a
-    unit direction in its columns."""
-    from .jacobian_single_pose import _exp  # (it imports, through jacobian_seed, this module)
-
+    the joints in ``cut`` lose the given unit direction of their columns. ``gram`` is
+    ``J Jᵀ`` of ``cols`` and ``solved`` its damped solve where :func:`refine` made it (the
+    step's own when nothing is cut). Returns the trial pose and, per joint whose turn its
+    limits clipped, the clipped part of the turn as a unit direction in its columns."""
     used = cols
     if cut:
         used = list(cols)
@@ -221,11 +246,17 @@ def _step(
                 (cx - hk * mx, cy - hk * my, cz - hk * mz)
                 for hk, (cx, cy, cz) in zip(h, joint, strict=True)
             ]
-    y0, y1, y2 = _damped(used, error, damp)
+        y0, y1, y2 = _damped(gram3([c for joint in used for c in joint]), error, damp)
+    elif solved is not None:
+        y0, y1, y2 = solved
+    else:
+        y0, y1, y2 = _damped(gram, error, damp)
     steps = [[cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in joint] for joint in used]
     biggest = max((abs(s) for joint in steps for s in joint), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
-    # Each joint turned by exp of its share, then kept within its limits.
+    # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out), then
+    # kept within its limits.
+    sqrt, sin, cos = math.sqrt, math.sin, math.cos
     trial = list(q)
     outward: dict[int, list[float]] = {}
     for i, axes in enumerate(facts.axes):
@@ -237,13 +268,29 @@ def _step(
             rx += s * axis[0]
             ry += s * axis[1]
             rz += s * axis[2]
-        turned = _normalize(qmul(q[i], _exp((0.5 * rx, 0.5 * ry, 0.5 * rz))))
+        hx, hy, hz = 0.5 * rx, 0.5 * ry, 0.5 * rz
+        theta = sqrt(hx * hx + hy * hy + hz * hz)
+        f = 1.0 - theta * theta / 6.0 if theta < SMALL_ANGLE else sin(theta) / theta
+        bw, bx, by, bz = cos(theta), f * hx, f * hy, f * hz
+        aw, ax, ay, az = q[i]
+        w = aw * bw - ax * bx - ay * by - az * bz
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        norm = sqrt(w * w + x * x + y * y + z * z)
+        turned = (w / norm, x / norm, y / norm, z / norm) if norm > 0.0 else _IDENTITY
         lim = chain.limits[i]
         if not lim.is_free:
             kept = lim.project_floats(turned) if nearest else lim.retract_floats(turned)
-            turned = _positive(turned)
-            moved = max(abs(k - t) for k, t in zip(kept, turned, strict=True))
-            half = 0.5 * math.sqrt(rx * rx + ry * ry + rz * rz)
+            if turned[0] < 0.0:
+                turned = (-turned[0], -turned[1], -turned[2], -turned[3])
+            moved = max(
+                abs(kept[0] - turned[0]),
+                abs(kept[1] - turned[1]),
+                abs(kept[2] - turned[2]),
+                abs(kept[3] - turned[3]),
+            )
+            half = 0.5 * sqrt(rx * rx + ry * ry + rz * rz)
             if moved > _CLIPPED * half and moved > _CLIPPED_ABOVE:
                 # The clipped part, kept⁻¹ · turned, in the joint's weighted axes.
                 _, gx, gy, gz = _positive(qmul_conj(kept, turned))
