@@ -142,6 +142,7 @@ def fabrik_floats(
     orient: bool = True,
     points_only: bool = False,
     rounds: int | None = None,
+    finish: float | None = None,
 ) -> tuple[list[Quat] | None, list[Vec], int]:
     """FABRIK for one target in floats: :func:`core.fabrik.solve_fabrik`'s pose before
     :func:`core.fabrik._polish` (which only a chain with limits takes).
@@ -161,6 +162,11 @@ def fabrik_floats(
             rotation.
         rounds: the most rounds (``None``: ``options.max_iterations``; ``0``: the seed,
             the even spread aimed within the limits).
+        finish: FABRIK on a chain with limits (:func:`core.fabrik.finish_distance`): the
+            rounds stop within this distance of the target, and the damped least-squares
+            refinement of triangulation's search
+            (:func:`core.triangulation_refine_single.refine`) takes FABRIK's pose to the
+            tolerance; where it misses, the rounds go on (:func:`finish_floats`).
 
     Returns:
         ``(rotations, positions, iterations)``: ``n`` wxyz rotations with ``w ≥ 0`` (or
@@ -189,18 +195,13 @@ def fabrik_floats(
         else:
             signs = hinge_signs(FLOAT_OPS, plan, chain, start)
         seed = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
-        rots, pos, its = iterate(
-            FLOAT_OPS,
-            chain,
-            tolerance,
-            options.max_iterations if rounds is None else rounds,
-            1,
-            plan,
-            target,
-            seed,
-            signs,
-            hints,
-        )
+        limit = options.max_iterations if rounds is None else rounds
+        stop = tolerance if finish is None else max(tolerance, finish)
+        rots, pos, its = iterate(FLOAT_OPS, chain, stop, limit, 1, plan, target, seed, signs, hints)
+        if finish is not None:
+            rots, pos, its = finish_floats(
+                chain, tolerance, finish, limit, plan, target, (rots, pos, its), signs, hints
+            )
     if orient and (pole is not None or (its and options.bend_plane == "rest")):
         from .triangulation_single import _bend_turn  # (that module's even route is this)
 
@@ -222,4 +223,35 @@ def fabrik_floats(
     return rots, pos, int(its)
 
 
-__all__ = ["fabrik_floats", "forward_reaching", "iterate"]
+def finish_floats(
+    chain: Chain,
+    tolerance: float,
+    finish: float,
+    limit: int,
+    plan: AimPlan,
+    target: Vec,
+    rounds: tuple[list[Quat], list[Vec], int],
+    signs: list[Any],
+    hints: list[Vec | None],
+) -> tuple[list[Quat], list[Vec], int]:
+    """The end of FABRIK's rounds on a chain with limits, for one target: a pose the rounds
+    left within ``finish`` of the target but beyond the tolerance is refined
+    (:func:`core.triangulation_refine_single.refine`, one more iteration) where that meets
+    the tolerance; elsewhere the rounds go on from it to the tolerance (up to ``limit``
+    more). :func:`core.fabrik._finish` is the batch's twin."""
+    from .triangulation_refine_single import refine  # (it builds on triangulation's pass)
+
+    rots, pos, its = rounds
+    miss = vsub(pos[-1], target)
+    if not tolerance < math.sqrt(vdot(miss, miss)) <= finish:
+        return rots, pos, its  # (met, or the rounds stalled short of the finish)
+    q, at, err = refine(chain, rots, target, tolerance, False)
+    if err <= tolerance:
+        return q, at, its + 1
+    rots, pos, more = iterate(
+        FLOAT_OPS, chain, tolerance, limit, 1, plan, target, (rots, pos), signs, hints
+    )
+    return rots, pos, its + int(more)
+
+
+__all__ = ["fabrik_floats", "finish_floats", "forward_reaching", "iterate"]
