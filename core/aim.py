@@ -155,7 +155,9 @@ def turn(ops: Ops, u: Vec, v: Vec, half: Vec) -> Quat:
     """Shortest rotation taking the unit direction ``u`` (floats) to the direction of ``v``;
     a half turn about ``half`` (unit, perpendicular to ``u``) for the opposite direction,
     the identity for ``v = 0``. ``1 + cos`` is written as ``|u × v̂|² / (1 − cos)`` where
-    ``cos < 0`` (no cancellation)."""
+    ``cos < 0`` (no cancellation). On floats :func:`_turn_floats`, the same arithmetic."""
+    if ops is FLOAT_OPS:
+        return _turn_floats(u, v, half)
     nv = ops.sqrt(vdot(v, v))
     inv = 1.0 / ops.where(nv > _SAFE, nv, 1.0)
     w0, w1, w2 = v[0] * inv, v[1] * inv, v[2] * inv
@@ -175,6 +177,30 @@ def turn(ops: Ops, u: Vec, v: Vec, half: Vec) -> Quat:
     w = ops.where(zero, 1.0, w)
     cx, cy, cz = ops.where(zero, 0.0, cx), ops.where(zero, 0.0, cy), ops.where(zero, 0.0, cz)
     norm = ops.sqrt(w * w + cx * cx + cy * cy + cz * cz)
+    return w / norm, cx / norm, cy / norm, cz / norm
+
+
+def _turn_floats(u: Vec, v: Vec, half: Vec) -> Quat:
+    """:func:`turn` for one direction in plain floats: the branch each selection takes,
+    computed alone (the same operations on the values kept, so the same bits; tested)."""
+    nv = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    if nv <= _SAFE:
+        return 1.0, 0.0, 0.0, 0.0
+    inv = 1.0 / nv
+    w0, w1, w2 = v[0] * inv, v[1] * inv, v[2] * inv
+    dot = u[0] * w0 + u[1] * w1 + u[2] * w2
+    cx = u[1] * w2 - u[2] * w1
+    cy = u[2] * w0 - u[0] * w2
+    cz = u[0] * w1 - u[1] * w0
+    cross2 = cx * cx + cy * cy + cz * cz
+    if dot < 0.0:
+        if cross2 < 1e-24:
+            w, (cx, cy, cz) = 0.0, half
+        else:
+            w = cross2 / (1.0 - dot)
+    else:
+        w = 1.0 + dot
+    norm = math.sqrt(w * w + cx * cx + cy * cy + cz * cz)
     return w / norm, cx / norm, cy / norm, cz / norm
 
 

@@ -227,5 +227,8 @@ ARRAY_OPS = Ops(
 
 
 def pick(ops: Ops, cond: Any, a: tuple[Num, ...], b: tuple[Num, ...]) -> tuple[Any, ...]:
-    """``a`` where ``cond`` else ``b``, component by component."""
+    """``a`` where ``cond`` else ``b``, component by component (on floats, ``cond`` one
+    truth value: ``a`` or ``b`` whole)."""
+    if ops is FLOAT_OPS:
+        return tuple(a if cond else b)
     return tuple(ops.where(cond, x, y) for x, y in zip(a, b, strict=True))

@@ -445,9 +445,14 @@ class SwingRegion:
         fd = c.rows @ np.array(v)
         f, slope = fd[: len(c.x)], fd[len(c.x) :]
         fs = f - c.penalty
-        pick = int(np.argmax(fs))
+        pick = int(fs.argmax())
         best_f, best = float(fs[pick]), (float(c.x[pick]), float(c.z[pick]))
-        roots = np.flatnonzero((slope[:-1] > 0.0) & (slope[1:] <= 0.0) & c.brackets).tolist()
+        # (the brackets of nearest, with in-place operations and array methods: numpy's
+        # per-call cost is most of this on a few hundred samples)
+        falls = slope[:-1] > 0.0
+        falls &= slope[1:] <= 0.0
+        falls &= c.brackets
+        roots = falls.nonzero()[0].tolist()
         if not roots:
             return best
         fc = f[c.first :]

@@ -402,3 +402,26 @@ def test_rounds_hand_over_to_the_refinement_within_finish(n: int) -> None:
         assert _angle_deg(np.array(rounds), one.rotations).max() <= 5.0
         np.testing.assert_allclose(batch.positions[k], one.positions, atol=1e-9)
     assert handed >= 10  # (not vacuous)
+
+
+def test_turn_on_floats_is_the_batch_turn_to_the_bit() -> None:
+    """:func:`core.aim._turn_floats` (one direction, each selection's branch alone) gives
+    :func:`core.aim.turn` on arrays bit for bit: random directions, opposite ones (the half
+    turn about ``half``), nearly opposite ones, a zero and a tiny vector (the identity)."""
+    from core.aim import _turn_floats, turn
+    from core.components import ARRAY_OPS
+
+    rng = np.random.default_rng(12)
+    u = rng.normal(size=(64, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    v = rng.normal(size=(64, 3)) * rng.uniform(0.1, 10.0, size=(64, 1))
+    v[:8] = -u[:8] * rng.uniform(0.5, 2.0, size=(8, 1))  # opposite
+    v[8:16] = -u[8:16] + 1e-13 * rng.normal(size=(8, 3))  # nearly opposite
+    v[16] = 0.0
+    v[17] = 1e-310
+    half = np.cross(u, rng.normal(size=(64, 3)))
+    half /= np.linalg.norm(half, axis=1, keepdims=True)
+    batch = turn(ARRAY_OPS, tuple(u.T), tuple(v.T), tuple(half.T))
+    for k in range(64):
+        one = _turn_floats(tuple(u[k].tolist()), tuple(v[k].tolist()), tuple(half[k].tolist()))
+        assert one == tuple(float(c[k]) for c in batch), k
