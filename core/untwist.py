@@ -28,6 +28,7 @@ The same maths twice, pinned together by ``tests/core/test_untwist.py``:
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qbetween, qmul, qunrotate
+from .components import Quat, Vec, vperpendicular
 from .rotations import FloatArray
 
 #: Up to this many poses :func:`untwist` works pose by pose in plain floats; above it, on
@@ -44,21 +45,27 @@ _FLOAT_POSES = 8
 
 _IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 
-_Plan = tuple[int, list[Quat], list[Vec]]
+#: Per chain: the first joint re-aimed, the rest rotations, and each link's rest offset as
+#: the unit vector and the zero test of :func:`core.components.qbetween` (``None`` for a
+#: zero offset), all plain floats.
+_Plan = tuple[int, list[Quat], list[Vec | None]]
 _PLANS: weakref.WeakKeyDictionary[Chain, _Plan] = weakref.WeakKeyDictionary()
 
 
 def _untwist_plan(chain: Chain) -> _Plan:
-    """The first joint re-aimed (``n``: none), the rest rotations and the offsets as plain
-    floats; cached per chain (live solving asks every frame)."""
+    """The first joint re-aimed (``n``: none), the rest rotations and the links' unit rest
+    offsets (:data:`_Plan`); cached per chain (live solving asks every frame)."""
     plan = _PLANS.get(chain)
     if plan is None:
         first = chain.n_joints
         while first > 0 and chain.limits[first - 1].is_free:
             first -= 1
         rests: list[Quat] = [tuple(r) for r in chain.rest_rotations.tolist()]
-        offsets: list[Vec] = [tuple(o) for o in chain.offsets.tolist()]
-        plan = (first, rests, offsets)
+        units: list[Vec | None] = []
+        for a0, a1, a2 in chain.offsets.tolist():
+            na = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)  # (as qbetween)
+            units.append(None if na == 0.0 else (a0 / na, a1 / na, a2 / na))
+        plan = (first, rests, units)
         _PLANS[chain] = plan
     return plan
 
@@ -134,7 +141,7 @@ def untwist_floats(chain: Chain, pose: list[Any] | None, points: list[Any]) -> l
 def _untwisted(plan: _Plan, pose: list[Any] | None, points: list[Any]) -> list[Any]:
     """:func:`untwist_floats` with the chain's plan (:func:`_untwist_plan`) at hand (a
     :class:`core.Solver` holds it)."""
-    first, rests, offsets = plan
+    first, rests, units = plan
     n = len(rests)
     if pose is None:
         if first:
@@ -142,16 +149,59 @@ def _untwisted(plan: _Plan, pose: list[Any] | None, points: list[Any]) -> list[A
         pose = [_IDENTITY] * n
     if first == n:
         return pose
+    # qmul, qunrotate and qbetween of core.components written out (the same operations in
+    # the same order: the live path of every free chain runs this), the unit offsets
+    # computed once per chain (_untwist_plan).
+    sqrt = math.sqrt
     out: list[Any] = list(pose)
-    world: Quat = _IDENTITY
+    ww, wx, wy, wz = _IDENTITY
     for i in range(n):
-        parent = qmul(world, rests[i]) if i else rests[0]  # (W_{−1} is the identity)
+        if i:  # parent = world · rest_i (W_{−1} is the identity: rest_0 itself)
+            rw, rx, ry, rz = rests[i]
+            pw = ww * rw - wx * rx - wy * ry - wz * rz
+            px = ww * rx + wx * rw + wy * rz - wz * ry
+            py = ww * ry - wx * rz + wy * rw + wz * rx
+            pz = ww * rz + wx * ry - wy * rx + wz * rw
+        else:
+            pw, px, py, pz = rests[0]
         if i >= first:
             a, b = points[i], points[i + 1]
-            link = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-            out[i] = qbetween(offsets[i], qunrotate(parent, link))
-        if i + 1 < n:
-            world = qmul(parent, out[i])
+            vx, vy, vz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+            # the link seen from the parent frame
+            tx = 2.0 * (pz * vy - py * vz)
+            ty = 2.0 * (px * vz - pz * vx)
+            tz = 2.0 * (py * vx - px * vy)
+            bx = vx + pw * tx + (pz * ty - py * tz)
+            by = vy + pw * ty + (px * tz - pz * tx)
+            bz = vz + pw * tz + (py * tx - px * ty)
+            # the shortest arc from the rest link to it
+            ua = units[i]
+            nb = sqrt(bx * bx + by * by + bz * bz)
+            if ua is None or nb == 0.0:
+                out[i] = _IDENTITY
+            else:
+                a0, a1, a2 = ua
+                b0, b1, b2 = bx / nb, by / nb, bz / nb
+                dot = a0 * b0 + a1 * b1 + a2 * b2
+                x, y, z = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+                if dot < 0.0:
+                    along = x * a0 + y * a1 + z * a2
+                    x, y, z = x - along * a0, y - along * a1, z - along * a2
+                    cross_sq = x * x + y * y + z * z
+                    w = cross_sq / (1.0 - dot)
+                    if cross_sq < 1e-24:
+                        x, y, z = vperpendicular(ua)
+                        w = 0.0
+                else:
+                    w = 1.0 + dot
+                norm = sqrt(w * w + x * x + y * y + z * z)
+                out[i] = (w / norm, x / norm, y / norm, z / norm)
+        if i + 1 < n:  # world = parent · q_i
+            qw, qx, qy, qz = out[i]
+            ww = pw * qw - px * qx - py * qy - pz * qz
+            wx = pw * qx + px * qw + py * qz - pz * qy
+            wy = pw * qy - px * qz + py * qw + pz * qx
+            wz = pw * qz + px * qy - py * qx + pz * qw
     return out
 
 
