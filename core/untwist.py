@@ -19,9 +19,10 @@ The same maths twice, pinned together by ``tests/core/test_untwist.py``:
 
 * numpy (:func:`untwist_arrays`): rotations ``(N, n, 4)`` and positions ``(N, n + 1, 3)``,
   one vectorised step per joint with :mod:`core.rotations`;
-* plain floats (:func:`untwist_floats`), one pose as lists of tuples, on the component
-  algebra of :mod:`core.components` (``qmul``, ``qunrotate``, ``qbetween``): a live solver
-  calls it for every chain on every frame, where numpy's per-call cost dominates.
+* plain floats (:func:`untwist_floats`), one pose as lists of tuples: the arithmetic of
+  :mod:`core.components`' ``qmul``, ``qunrotate`` and ``qbetween`` written out, the links'
+  unit rest offsets computed once per chain. A live solver calls it for every chain on
+  every frame, where numpy's per-call cost (and Python's per-call cost) dominates.
 
 :func:`untwist` picks one: floats pose by pose for a few poses, arrays for many.
 """
