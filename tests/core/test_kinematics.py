@@ -137,3 +137,30 @@ def test_wrong_rotation_shapes_raise(shape: tuple[int, ...]) -> None:
     chain = Chain.from_lengths([1.0, 1.0, 1.0])
     with pytest.raises(SolveInputError, match=r"rotations must have shape \(\.\.\., 3, 4\)"):
         forward_kinematics(chain, np.zeros(shape))
+
+
+def test_float_forward_kinematics_is_the_component_algebra_to_the_bit() -> None:
+    """:func:`core.kinematics.forward_kinematics_floats` writes out
+    ``W_i = qmul(qmul(W_{i−1}, rest_i), q_i)`` and ``p_{i+1} = p_i + qrotate(W_i, offset_i)``
+    of :mod:`core.components`: the same positions and frames bit for bit (random chains,
+    rest rotations and poses, unnormalised rotations too)."""
+    from core.components import qmul, qrotate
+    from core.kinematics import forward_kinematics_floats
+
+    rng = np.random.default_rng(23)
+    for _ in range(60):
+        n = int(rng.integers(1, 8))
+        rests = rot.normalize(rng.normal(size=(n, 4)))
+        chain = Chain(rng.normal(size=(n, 3)), rest_rotations=rests)
+        q = [tuple(r) for r in rng.normal(size=(n, 4)).tolist()]
+        world, p = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        points, frames = [p], []
+        for rest, offset, q_i in zip(
+            chain.rest_rotations.tolist(), chain.offsets.tolist(), q, strict=True
+        ):
+            world = qmul(qmul(world, tuple(rest)), q_i)
+            d = qrotate(world, tuple(offset))
+            p = (p[0] + d[0], p[1] + d[1], p[2] + d[2])
+            points.append(p)
+            frames.append(world)
+        assert forward_kinematics_floats(chain, q) == (points, frames)

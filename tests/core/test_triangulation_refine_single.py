@@ -280,3 +280,32 @@ def test_of_missed_targets_the_first_candidate_is_kept_unless_materially_farther
     stacked = [c[None] for c in (bent, straight)]
     tr._keep_best(problem, np.array([0]), stacked, rotations, positions, err, False)
     _same_rotations(rotations[0], expected, 0.0)
+
+
+def test_columns_are_the_component_algebra_to_the_bit() -> None:
+    """The search's columns and Gram sums (``_columns``) write out ``qrotate``, ``vcross``
+    and :func:`~core.jacobian_single_linalg.gram3`: the same numbers bit for bit, on random
+    limited chains at random admissible poses."""
+    from core.components import qrotate, vcross
+    from core.jacobian_single_linalg import gram3
+    from core.kinematics import forward_kinematics_floats
+
+    rng = np.random.default_rng(29)
+    for _ in range(30):
+        chain = random_limited_chain(rng)
+        axes = trs._facts(chain).axes
+        q = [tuple(r) for r in admissible_poses(rng, chain, 1)[0].tolist()]
+        pos, world = forward_kinematics_floats(chain, q)
+        end = pos[-1]
+        expected = []
+        for i, joint_axes in enumerate(axes):
+            lever = (end[0] - pos[i][0], end[1] - pos[i][1], end[2] - pos[i][2])
+            expected.append(
+                [
+                    tuple(c * weight for c in vcross(qrotate(world[i], axis), lever))
+                    for axis, weight in joint_axes
+                ]
+            )
+        cols, gram = trs._columns(axes, world, pos)
+        assert cols == expected
+        assert gram == gram3([c for joint in expected for c in joint])

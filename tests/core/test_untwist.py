@@ -148,3 +148,48 @@ def test_a_free_chain_needs_only_the_positions() -> None:
     assert aims_every_joint(chain)
     with_pose = untwist_floats(chain, q[0].tolist(), positions[0].tolist())
     assert untwist_floats(chain, None, positions[0].tolist()) == with_pose
+
+
+def _untwist_by_components(chain: Chain, pose: list, points: list) -> list:
+    """The float untwist composed of :mod:`core.components` (what :func:`untwist_floats`
+    writes out): ``q_i = qbetween(offset_i, qunrotate(W_{i−1} · rest_i, p_{i+1} − p_i))``."""
+    from core.components import qbetween, qmul, qunrotate
+
+    first = _first_reaimed(chain)
+    rests = [tuple(r) for r in chain.rest_rotations.tolist()]
+    offsets = [tuple(o) for o in chain.offsets.tolist()]
+    out = list(pose)
+    world = (1.0, 0.0, 0.0, 0.0)
+    for i in range(chain.n_joints):
+        parent = qmul(world, rests[i]) if i else rests[0]
+        if i >= first:
+            a, b = points[i], points[i + 1]
+            link = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
+            out[i] = qbetween(offsets[i], qunrotate(parent, link))
+        world = qmul(parent, out[i])
+    return out
+
+
+def test_float_untwist_is_the_component_algebra_to_the_bit() -> None:
+    """:func:`untwist_floats` writes out ``qmul``, ``qunrotate`` and ``qbetween`` with the
+    unit offsets computed once per chain: the same rotations bit for bit, on random chains
+    and poses, with points off the poses' own (other link lengths) and links turned right
+    round against their rest direction (``qbetween``'s half-turn branch)."""
+    rng = np.random.default_rng(17)
+    compared = reversed_ = 0
+    for _ in range(40):
+        chain = _random_chain(rng, int(rng.integers(0, 2)))
+        for pose in _random_poses(rng, chain, 4):
+            points = forward_kinematics(chain, pose)[0]
+            points[1:] += 0.3 * rng.normal(size=points[1:].shape)
+            if rng.random() < 0.3:  # the last link turned right round from its rest direction
+                turned = _untwist_by_components(chain, pose.tolist(), points.tolist())
+                frames = forward_kinematics(chain, np.array(turned))[1]
+                parent = rot.multiply(frames[-2], chain.rest_rotations[-1])
+                points[-1] = points[-2] - rot.rotate(parent, chain.offsets[-1])
+                reversed_ += 1
+            q, p = pose.tolist(), points.tolist()
+            assert untwist_floats(chain, q, p) == _untwist_by_components(chain, q, p)
+            compared += 1
+    assert compared == 160
+    assert reversed_ > 20  # (qbetween's half-turn branch is taken)
