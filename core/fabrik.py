@@ -25,10 +25,10 @@ paper's Algorithm 1 (``d_i`` = link lengths, ``p_i`` = joint positions, ``t`` = 
   refinement of triangulation's search (:func:`core.triangulation_refine._refine`) takes
   that pose to the tolerance — one more iteration; where it misses, the rounds go on
   (:func:`_finish`). Projected into limits, each round cuts the error by a roughly
-  constant factor (0.3–0.6 on ``bench_solvers``' ball chains: from 1e-3 of the reach to
-  1e-6 took ~10 of the ~6–12 rounds), the refinement quadratically in two or three
-  steps, and it moves the joints little (within 5° of the rounds' pose on those chains,
-  ``tests/core/test_fabrik.py``).
+  constant factor (0.3–0.6 on ``bench_solvers``' ball chains, where getting from 1e-3 of
+  the reach to 1e-6 took most of the rounds), the refinement quadratically in two or
+  three steps, and it moves the joints little (within 5° of the rounds' pose on those
+  chains, ``tests/core/test_fabrik.py``).
 
 Stage 2 here is :func:`core.aim.aim`: each joint turned toward the stage-1 position of the
 next by the shortest turn from its rest link direction, projected into its limits
