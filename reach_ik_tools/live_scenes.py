@@ -257,7 +257,7 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
     stored frames are dropped first (a new generation, as after an edit that changes no
     pose), so every frame is solved and, the solutions being those keyed, nothing written."""
     handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
-    evaluate: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
+    core: Any = importlib.import_module(f"{EXTENSION}.core")
     live_state: Any = importlib.import_module(f"{EXTENSION}.ik_addon.live_state")
     live_state.live.invalidate()
     spent = {"handler": 0.0, "core_solve": 0.0}
@@ -274,7 +274,7 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
         return run
 
     solve_scene = handlers.solve_scene
-    solver_class = evaluate.Solver
+    solver_class = core.Solver
     pose = getattr(solver_class, CORE_SOLVE)
     handlers.solve_scene = timed(solve_scene, "handler")
     setattr(solver_class, CORE_SOLVE, timed(pose, "core_solve"))

@@ -2,13 +2,14 @@
 """The production-rig benchmark's 4000-bone armature (:mod:`reach_ik_tools.live_rigs`, what
 ``scripts/bench_live.py --rigs-only`` times), run for a few frames: it builds and plays,
 and the stored solutions behave as issue 13 asks — keyed on the first pass, nothing written
-in steady-state playback, rewritten after every target key moved."""
+in steady-state playback, rewritten after every target key moved; and the metarig scenes of
+its cost part (:mod:`reach_ik_tools.live_scenes`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from reach_ik_tools import live_rigs
+from reach_ik_tools import live_rigs, live_scenes
 
 FRAMES = 3
 
@@ -26,3 +27,13 @@ def test_4000_bone_rig_plays_and_keys_only_what_changed(blender: Any, addon: Any
     assert result["after_edit"]["helper_keys_written"] == solved_bones * FRAMES
     for phase in ("first_pass", "steady", "after_edit"):
         assert all(t > 0.0 for t in result[phase]["median_ms_per_frame"].values())
+
+
+def test_metarig_cost_scenes_play_and_break_down_a_frame(blender: Any, addon: Any) -> None:
+    """``scripts/bench_live.py``'s cost part (:func:`reach_ik_tools.live_scenes.measure_cost`)
+    for a few frames: every scene plays, and the breakdown finds the core's solve inside the
+    live handler inside ``frame_set``."""
+    result = live_scenes.measure_cost(frames=FRAMES, rounds=1)
+    assert all(t > 0.0 for t in result["median_ms_per_frame"].values())
+    parts = result["reach_ik_breakdown_ms"]
+    assert 0.0 < parts["core_solve"] <= parts["handler"] <= parts["frame_set"]
