@@ -50,6 +50,7 @@ bench: $(STAMP) $(ZIP)
 	$(PY) scripts/bench_jacobian_paper_chains.py --out out/bench
 	$(PY) scripts/bench_logquat.py --out out/bench
 	$(PY) scripts/bench_6r.py --out out/bench
+	$(PY) scripts/bench_solvers.py --zip $(ZIP) --out out/bench
 	$(PY) scripts/bench_bake.py --out out/bench
 	$(PY) scripts/bench_live.py --zip $(ZIP) --out out/bench
 	$(PY) scripts/bench_natural.py --zip $(ZIP) --out out/bench
