@@ -9,6 +9,8 @@ bones it is parented to, through every parent in turn. A chain is refused when
 * its target or pole depends on a bone the chain itself moves (one of its own bones, or a
   child of one) — solving it would move the target it solves for, and every evaluation
   would give another pose; or
+* its own settings are driven by a bone the chain moves (:func:`settings_inputs`: a driver
+  on its *Influence* reading its tip's evaluated transform); or
 * it lies on a cycle of chains: its goal depends on a bone another chain moves, whose goal
   (or root) depends in turn, through any number of chains, on a bone this one moves.
 
@@ -27,7 +29,9 @@ Blender has evaluated the other chain's new pose, so live solving and the bake s
 again once Blender has (:mod:`.handlers`). A driver counts through its variables that read
 an evaluated transform (*Transform Channel*, *Distance*, *Rotational Difference*, and a
 *Single Property* whose path reads a matrix, head or tail); one that reads a property or a
-bone's own channels (which Reach IK never writes live) does not.
+bone's own channels (which Reach IK never writes live) does not. The drivers of a chain's
+own settings count the same way (:func:`settings_inputs`): an *Influence* driven by
+another chain's bone is read as Blender evaluated it, after that chain's new pose.
 
 A chain is *evaluated* too where it reads another chain's bones through parents that a
 pass does not recompute (:func:`_read_evaluated`): its goal is an object, or a bone of
@@ -130,10 +134,11 @@ _EVALUATED_PATH = re.compile(r"\b(matrix\w*|head|tail)\b")
 _BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]')
 
 
-def _driver_targets(obj: bpy.types.Object, bone: str) -> Iterator[Goal]:
+def _driver_targets(obj: bpy.types.Object, bone: str, settings: bool = False) -> Iterator[Goal]:
     """The objects (and bones) whose evaluated transforms the drivers of ``obj`` read
     (module docstring): its own drivers for ``bone`` ``""``, else those of the pose bone
-    ``bone`` (paths under ``pose.bones["bone"]``)."""
+    ``bone`` (paths under ``pose.bones["bone"]``); with ``settings``, only the drivers of
+    that bone's chain settings (paths under ``pose.bones["bone"].reach_ik``)."""
     ad = obj.animation_data
     if ad is None:
         return
@@ -141,6 +146,8 @@ def _driver_targets(obj: bpy.types.Object, bone: str) -> Iterator[Goal]:
         driven = _BONE_PATH.match(fc.data_path)
         owner = "" if driven is None else _unescape(driven.group(1))
         if owner != bone or fc.mute or fc.driver is None:
+            continue
+        if settings and (driven is None or not fc.data_path.startswith(".reach_ik.", driven.end())):
             continue
         for var in fc.driver.variables:
             if var.type == "SINGLE_PROP":
@@ -197,6 +204,18 @@ def constraint_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
     return out
 
 
+def settings_inputs(armature: ArmatureObject, tip: str) -> list[tuple[Goal, set[BoneKey]]]:
+    """What a chain's own settings read through drivers (an *Influence* or a *Pole Angle*
+    driven by a bone's evaluated transform): each driver variable's target, with the pose
+    bones that place it, followed through constraints and drivers as
+    :func:`constraint_dependencies` follows a goal's."""
+    out = []
+    for obj, sub in _driver_targets(armature, tip, settings=True):
+        bone = sub if obj.type == "ARMATURE" else ""
+        out.append(((obj, bone), goal_dependencies(obj, bone) | constraint_dependencies(obj, bone)))
+    return out
+
+
 def children_of(armature: ArmatureObject) -> dict[str, list[str]]:
     """Each bone's children by name (bones without children are left out)."""
     children: dict[str, list[str]] = {}
@@ -249,6 +268,24 @@ def _self_problem(
     return ""
 
 
+def _driven_problem(
+    chain: ChainGoals, moved: set[BoneKey], driven: Sequence[tuple[Goal, set[BoneKey]]]
+) -> str:
+    """Why ``chain``'s settings follow what it moves (:func:`settings_inputs`), or ``""``."""
+    for (obj, bone), deps in driven:
+        hit = deps & moved
+        if hit:
+            _, name = sorted(hit)[0]
+            how = "is one of its bones" if name in chain.bones else "lies below its bones"
+            return (
+                f"a driver of its settings reads '{_label(obj, bone)}', which follows this "
+                f"chain itself (bone '{name}' {how}): a feedback loop, so the chain is not "
+                "solved and shows its FK pose; drive its settings from what the chain does "
+                "not move"
+            )
+    return ""
+
+
 ChainKey = tuple[str, str]
 
 
@@ -297,6 +334,8 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
             for _, goal, bone in c.goals
         ]
         message = _self_problem(c, moved[key], per_goal)
+        driven = settings_inputs(c.armature, c.tip)
+        message = message or _driven_problem(c, moved[key], driven)
         if message:
             out[key] = message
         deps: set[BoneKey] = set().union(*(placed for placed, _ in per_goal))
@@ -304,6 +343,7 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         placing = goal_dependencies(c.armature, "") | constraint_dependencies(c.armature, "")
         through[key] = set().union(
             placing,
+            *(deps_ for _, deps_ in driven),
             *(followed for _, followed in per_goal),
             *(_read_evaluated(c.armature, goal, bone) for _, goal, bone in c.goals),
         )

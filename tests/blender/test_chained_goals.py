@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rigs import add_empty, blender_module, new_armature, select_only, tail_world
+from rigs import add_empty, blender_module, new_armature, select_only, tail_world, world_matrix
 from test_bake import assert_same_pose, probe_without_addon, world_track
 
 FRAMES = list(range(1, 25))
@@ -343,3 +343,82 @@ def test_a_chain_below_a_constrained_bone_of_another_chain_is_baked_as_it_plays(
     """Baked before any frame is shown, the finger keys what live solving shows."""
     legs, _ = _hand_and_fingers(hand)
     _assert_baked_before_shown_as_it_plays(addon, legs, ("b0", "b1", "f0", "f1"), tmp_path)
+
+
+def _drive_influence(obj: Any, tip: str, reads: str) -> None:
+    """A driver on chain ``tip``'s *Influence*: the world height of bone ``reads``'s head
+    (a *Transform Channel* variable)."""
+    driver = obj.driver_add(f'pose.bones["{tip}"].reach_ik.influence').driver
+    driver.type = "AVERAGE"
+    var = driver.variables.new()
+    var.type = "TRANSFORMS"
+    var.targets[0].id = obj
+    var.targets[0].bone_target = reads
+    var.targets[0].transform_type = "LOC_Z"
+    var.targets[0].transform_space = "WORLD_SPACE"
+
+
+def _driven_legs(addon: Any) -> Any:
+    """The legs of :func:`_legs`: ``b0``→``b1`` reaches for a keyed empty, ``a0``→``a1``
+    for an empty that stays, its influence driven by ``b1``'s height (0.51–0.65 here)."""
+    bpy = blender_module()
+    obj = _legs("none")
+    _first_leg(obj)
+    goal = add_empty("Goal", (0.7, -0.3, 0.3))
+    for other in bpy.context.scene.objects:
+        other.select_set(other == goal)
+    select_only(obj, ["a1"], "a1")
+    assert bpy.ops.reach_ik.add(chain_length=2) == {"FINISHED"}
+    obj.pose.bones["a1"].reach_ik.target = goal
+    _drive_influence(obj, "a1", "b1")
+    addon.live_state.live.invalidate()
+    return obj
+
+
+def test_settings_driven_by_another_chain_follow_its_new_pose(clean_scene: Any, addon: Any) -> None:
+    """A chain whose *Influence* is driven by another chain's bone is solved with the
+    influence of the frame's settled pose: each frame, on its first showing, shows the same
+    matrices whichever frame was shown before it (before, up to 7 mm apart: the influence
+    of the other chain's previous pose)."""
+    bpy = blender_module()
+    obj = _driven_legs(addon)
+    assert addon.evaluate.waits_for_evaluation(obj)
+    scene = bpy.context.scene
+    first = {}
+    for f in FRAMES:  # (read as shown: world_track would show the frame again)
+        scene.frame_set(f)
+        first[f] = np.array([world_matrix(obj, b) for b in BONES])
+    addon.stored.forget()  # every frame solved again, now coming from the next one
+    for f in reversed(FRAMES):
+        scene.frame_set(f)
+        shown = np.array([world_matrix(obj, b) for b in BONES])
+        np.testing.assert_allclose(shown, first[f], atol=1e-6, err_msg=f"frame {f}")
+
+
+def test_settings_driven_by_another_chain_are_baked_as_they_play(
+    clean_scene: Any, addon: Any, tmp_path: Any
+) -> None:
+    """The bake keys what live solving shows (replayed without the extension)."""
+    obj = _driven_legs(addon)
+    _assert_baked_before_shown_as_it_plays(addon, obj, BONES, tmp_path)
+
+
+def test_settings_driven_by_the_chain_itself_are_a_feedback_loop(
+    clean_scene: Any, addon: Any
+) -> None:
+    """An influence driven by a bone the chain moves would change with every solve: the
+    chain is refused, says why, and shows its FK pose."""
+    bpy = blender_module()
+    obj = _legs("none")
+    _first_leg(obj)
+    _drive_influence(obj, "b1", "b1")
+    addon.live_state.live.invalidate()
+    bpy.context.scene.frame_set(FRAMES[1])
+    report = addon.evaluate.solve_chains(obj, bpy.context.evaluated_depsgraph_get())
+    assert (
+        "a driver of its settings reads 'Legs:b1', which follows this chain itself"
+        in (report.problems["b1"])
+    )
+    assert not report.solved
+    rest = np.array(obj.matrix_world) @ np.array(obj.data.bones["b1"].matrix_local)
+    np.testing.assert_allclose(world_matrix(obj, "b1"), rest, atol=1e-6)
