@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     install_extension(zip_path)
     core: Any = importlib.import_module(f"{EXTENSION}.core")
     methods = list(core.METHODS)
-    count, rounds = (8, 1) if args.quick else (20, 2)
+    count, rounds = (8, 1) if args.quick else (100, 3)
     rows: list[dict[str, Any]] = []
     for bones in BONES:
         for limits in LIMITS:
