@@ -9,11 +9,14 @@
   with its solver, target, pole, bone count, influence and shown residual error, the convert
   buttons, *Diagnose* and *Bake* (when the bake operator ``reach_ik.bake`` is present).
 
-Labels are kept short so that they fit at the default widths of Blender 4.2–5.2.
+Labels are kept short so that they fit at the default widths of Blender 4.2–5.2; a status
+message that is longer (why a chain is refused) is wrapped to the panel's width
+(:func:`wrapped`), which Blender's labels would cut short.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import bpy
@@ -98,6 +101,20 @@ def status_lines(
     return [(f"Error {error}", "CHECKMARK", False)]
 
 
+#: An interface character's width and what a status row inside a chain's box leaves of
+#: the region's width besides its text (the region's and the box's margins, the icon), in
+#: pixels at UI scale 1 (Blender's default interface font): what :func:`wrapped` fits.
+CHAR_PX = 6.5
+ROW_MARGIN_PX = 64.0
+
+
+def wrapped(text: str, width_px: float, ui_scale: float) -> list[str]:
+    """``text`` as the lines a status row of a region ``width_px`` pixels wide shows whole
+    (at least 16 characters a line)."""
+    room = (width_px - ROW_MARGIN_PX * ui_scale) / (CHAR_PX * ui_scale)
+    return textwrap.wrap(text, max(16, int(room))) or [text]
+
+
 def _status(
     layout: bpy.types.UILayout,
     context: bpy.types.Context,
@@ -106,10 +123,17 @@ def _status(
     enabled: bool,
     influence: float,
 ) -> None:
+    region, prefs = context.region, context.preferences
+    width = region.width if region is not None else 300
+    scale = prefs.system.ui_scale if prefs is not None else 1.0
     for text, icon, alert in status_lines(context, obj, tip, enabled, influence):
-        row = layout.row()
-        row.alert = alert
-        row.label(text=text, icon=icon)
+        lines = wrapped(text, width, scale)
+        col = layout.column(align=True)
+        col.alert = alert
+        if len(lines) > 1:
+            col.scale_y = 0.8  # (a paragraph: its lines closer than rows of settings)
+        for k, line in enumerate(lines):
+            col.label(text=line, icon=icon if k == 0 else "BLANK1")
 
 
 def _goal(

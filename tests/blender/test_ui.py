@@ -35,6 +35,30 @@ def _update() -> Any:
     return bpy.context.evaluated_depsgraph_get()
 
 
+def test_a_refusal_is_wrapped_to_the_panel_width(metarig: Any, addon: Any) -> None:
+    """A chain refused as a feedback loop says why in its status; the panels wrap that
+    message into lines a region of the sidebar's and the Bone properties' default widths
+    shows whole (a Blender label cuts a longer one short), every word kept in order."""
+    bpy = blender_module()
+    panels = importlib.import_module(f"{EXTENSION}.ik_addon.panels")
+    obj = metarig
+    _arm_chain(obj)
+    settings = obj.pose.bones["forearm.L"].reach_ik
+    settings.target, settings.target_bone = obj, "forearm.L"
+    bpy.context.scene.frame_set(1)
+    [(text, icon, alert)] = panels.status_lines(bpy.context, obj, "forearm.L", True, 1.0)
+    assert alert
+    assert icon == "ERROR"
+    assert "feedback loop" in text
+    for width, scale in ((249, 1.0), (340, 1.0), (498, 2.0)):
+        lines = panels.wrapped(text, width, scale)
+        fits = (width - panels.ROW_MARGIN_PX * scale) / (panels.CHAR_PX * scale)
+        assert len(lines) >= 4
+        assert all(len(line) <= fits for line in lines)
+        assert " ".join(lines).split() == text.split()
+    assert panels.wrapped("Error < 1 µm", 249, 1.0) == ["Error < 1 µm"]
+
+
 def test_status_follows_the_shown_pose(metarig: Any, addon: Any) -> None:
     bpy = blender_module()
     shown = importlib.import_module(f"{EXTENSION}.ik_addon.shown")
