@@ -31,7 +31,9 @@ an evaluated transform (*Transform Channel*, *Distance*, *Rotational Difference*
 *Single Property* whose path reads a matrix, head or tail); one that reads a property or a
 bone's own channels (which Reach IK never writes live) does not. The drivers of a chain's
 own settings count the same way (:func:`settings_inputs`): an *Influence* driven by
-another chain's bone is read as Blender evaluated it, after that chain's new pose.
+another chain's bone is read as Blender evaluated it, after that chain's new pose; so do
+the drivers of the channels a chain reads of its own bones (:func:`channel_dependencies`:
+the FK rotations it blends with, its root's location).
 
 A chain is *evaluated* too where it reads another chain's bones through parents that a
 pass does not recompute (:func:`_read_evaluated`): its goal is an object, or a bone of
@@ -134,11 +136,14 @@ _EVALUATED_PATH = re.compile(r"\b(matrix\w*|head|tail)\b")
 _BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]')
 
 
-def _driver_targets(obj: bpy.types.Object, bone: str, settings: bool = False) -> Iterator[Goal]:
+def _driver_targets(
+    obj: bpy.types.Object, bone: str, paths: tuple[str, ...] = ()
+) -> Iterator[Goal]:
     """The objects (and bones) whose evaluated transforms the drivers of ``obj`` read
     (module docstring): its own drivers for ``bone`` ``""``, else those of the pose bone
-    ``bone`` (paths under ``pose.bones["bone"]``); with ``settings``, only the drivers of
-    that bone's chain settings (paths under ``pose.bones["bone"].reach_ik``)."""
+    ``bone`` (paths under ``pose.bones["bone"]``); with ``paths``, only the drivers of
+    that bone's properties whose path goes on with one of them (``".reach_ik."``: its
+    chain settings)."""
     ad = obj.animation_data
     if ad is None:
         return
@@ -147,7 +152,7 @@ def _driver_targets(obj: bpy.types.Object, bone: str, settings: bool = False) ->
         owner = "" if driven is None else _unescape(driven.group(1))
         if owner != bone or fc.mute or fc.driver is None:
             continue
-        if settings and (driven is None or not fc.data_path.startswith(".reach_ik.", driven.end())):
+        if paths and (driven is None or not fc.data_path.startswith(paths, driven.end())):
             continue
         for var in fc.driver.variables:
             if var.type == "SINGLE_PROP":
@@ -210,9 +215,23 @@ def settings_inputs(armature: ArmatureObject, tip: str) -> list[tuple[Goal, set[
     bones that place it, followed through constraints and drivers as
     :func:`constraint_dependencies` follows a goal's."""
     out = []
-    for obj, sub in _driver_targets(armature, tip, settings=True):
+    for obj, sub in _driver_targets(armature, tip, (".reach_ik.",)):
         bone = sub if obj.type == "ARMATURE" else ""
         out.append(((obj, bone), goal_dependencies(obj, bone) | constraint_dependencies(obj, bone)))
+    return out
+
+
+def channel_dependencies(armature: ArmatureObject, bones: Sequence[str]) -> set[BoneKey]:
+    """The pose bones that the channels a chain reads of its own bones depend on through
+    drivers: the rotations of its bones (the FK pose it blends with at an influence below
+    1) and its root's location, driven by a bone's evaluated transform. Live solving reads
+    those channels as Blender evaluated them."""
+    out: set[BoneKey] = set()
+    for k, name in enumerate(bones):
+        paths = (".rotation_", ".location") if k == 0 else (".rotation_",)
+        for obj, sub in _driver_targets(armature, name, paths):
+            bone = sub if obj.type == "ARMATURE" else ""
+            out |= goal_dependencies(obj, bone) | constraint_dependencies(obj, bone)
     return out
 
 
@@ -344,6 +363,7 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
         through[key] = set().union(
             placing,
             *(deps_ for _, deps_ in driven),
+            channel_dependencies(c.armature, c.bones),
             *(followed for _, followed in per_goal),
             *(_read_evaluated(c.armature, goal, bone) for _, goal, bone in c.goals),
         )

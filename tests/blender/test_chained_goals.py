@@ -348,7 +348,13 @@ def test_a_chain_below_a_constrained_bone_of_another_chain_is_baked_as_it_plays(
 def _drive_influence(obj: Any, tip: str, reads: str) -> None:
     """A driver on chain ``tip``'s *Influence*: the world height of bone ``reads``'s head
     (a *Transform Channel* variable)."""
-    driver = obj.driver_add(f'pose.bones["{tip}"].reach_ik.influence').driver
+    _drive(obj, f'pose.bones["{tip}"].reach_ik.influence', reads)
+
+
+def _drive(obj: Any, path: str, reads: str, index: int = -1) -> None:
+    """A driver on ``obj``'s property ``path`` (item ``index`` of an array): the world
+    height of bone ``reads``'s head (a *Transform Channel* variable)."""
+    driver = obj.driver_add(path, index).driver
     driver.type = "AVERAGE"
     var = driver.variables.new()
     var.type = "TRANSFORMS"
@@ -421,3 +427,43 @@ def test_settings_driven_by_the_chain_itself_are_a_feedback_loop(
     assert not report.solved
     rest = np.array(obj.matrix_world) @ np.array(obj.data.bones["b1"].matrix_local)
     np.testing.assert_allclose(world_matrix(obj, "b1"), rest, atol=1e-6)
+
+
+@pytest.mark.parametrize("channel", ["rotation", "location"])
+def test_channels_driven_by_another_chain_follow_its_new_pose(
+    clean_scene: Any, addon: Any, tmp_path: Any, channel: str
+) -> None:
+    """What a chain reads of its own bones' channels — the FK pose it blends with at an
+    influence below 1, its root's location — driven by another chain's bone is read after
+    that chain's new pose is evaluated: each frame, on its first showing, shows the same
+    matrices whichever frame was shown before it (before, 4.5 mm and 26 mm apart). The bake
+    keys what live solving shows; where a driver holds a chain bone's rotation, whose keys
+    it overrides, the bake says so."""
+    bpy = blender_module()
+    obj = _driven_legs(addon)
+    path = 'pose.bones["a1"].reach_ik.influence'
+    obj.driver_remove(path)
+    obj.pose.bones["a1"].reach_ik.influence = 0.5
+    if channel == "rotation":  # a0's FK bend follows b1's height
+        obj.pose.bones["a0"].rotation_mode = "XYZ"
+        _drive(obj, 'pose.bones["a0"].rotation_euler', "b1", 0)
+    else:  # the second leg's hip follows b1's height
+        _drive(obj, 'pose.bones["a0"].location', "b1", 1)
+    assert addon.evaluate.waits_for_evaluation(obj)
+    scene = bpy.context.scene
+    first = {}
+    for f in FRAMES:
+        scene.frame_set(f)
+        first[f] = np.array([world_matrix(obj, b) for b in BONES])
+    addon.stored.forget()
+    for f in reversed(FRAMES):
+        scene.frame_set(f)
+        shown = np.array([world_matrix(obj, b) for b in BONES])
+        np.testing.assert_allclose(shown, first[f], atol=1e-6, err_msg=f"frame {f}")
+    if channel == "location":
+        _assert_baked_before_shown_as_it_plays(addon, obj, BONES, tmp_path)
+        return
+    options = addon.bake.BakeOptions(FRAMES[0], FRAMES[-1], reduce=False)
+    result = addon.bake.bake(obj, options)
+    driven = 'pose.bones["a0"].rotation_euler'
+    assert f"'{driven}' has a driver, which overrides the baked keys" in result.warnings
