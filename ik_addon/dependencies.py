@@ -136,25 +136,52 @@ _EVALUATED_PATH = re.compile(r"\b(matrix\w*|head|tail)\b")
 _BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]')
 
 
+#: Per object (its pointer), its unmuted drivers by the pose bone they drive (``""``: the
+#: object's own), each with the rest of its F-curve's path after ``pose.bones["…"]``:
+#: made once per object and analysis (:func:`analyse`, which reads the drivers of every
+#: bone above every goal).
+DriverIndex = dict[int, dict[str, list[tuple[str, bpy.types.Driver]]]]
+
+
+def _drivers_of(
+    obj: bpy.types.Object, bone: str, index: DriverIndex | None
+) -> list[tuple[str, bpy.types.Driver]]:
+    """The drivers of ``obj`` for the pose bone ``bone`` (``""``: its own), from ``index``
+    (filled for ``obj`` when first asked; ``None``: made for this call alone)."""
+    key = obj.as_pointer()
+    by_bone = index.get(key) if index is not None else None
+    if by_bone is None:
+        by_bone = {}
+        ad = obj.animation_data
+        for fc in ad.drivers if ad is not None else ():
+            driver = fc.driver
+            if fc.mute or driver is None:
+                continue
+            path = fc.data_path
+            driven = _BONE_PATH.match(path)
+            owner = "" if driven is None else _unescape(driven.group(1))
+            rest = path[driven.end() :] if driven else path
+            by_bone.setdefault(owner, []).append((rest, driver))
+        if index is not None:
+            index[key] = by_bone
+    return by_bone.get(bone, [])
+
+
 def _driver_targets(
-    obj: bpy.types.Object, bone: str, paths: tuple[str, ...] = ()
+    obj: bpy.types.Object,
+    bone: str,
+    paths: tuple[str, ...] = (),
+    index: DriverIndex | None = None,
 ) -> Iterator[Goal]:
     """The objects (and bones) whose evaluated transforms the drivers of ``obj`` read
     (module docstring): its own drivers for ``bone`` ``""``, else those of the pose bone
     ``bone`` (paths under ``pose.bones["bone"]``); with ``paths``, only the drivers of
     that bone's properties whose path goes on with one of them (``".reach_ik."``: its
-    chain settings)."""
-    ad = obj.animation_data
-    if ad is None:
-        return
-    for fc in ad.drivers:
-        driven = _BONE_PATH.match(fc.data_path)
-        owner = "" if driven is None else _unescape(driven.group(1))
-        if owner != bone or fc.mute or fc.driver is None:
+    chain settings). ``index``: the analysis's :data:`DriverIndex`."""
+    for rest, driver in _drivers_of(obj, bone, index):
+        if paths and not (bone and rest.startswith(paths)):
             continue
-        if paths and (driven is None or not fc.data_path.startswith(paths, driven.end())):
-            continue
-        for var in fc.driver.variables:
+        for var in driver.variables:
             if var.type == "SINGLE_PROP":
                 t = var.targets[0]
                 if isinstance(t.id, bpy.types.Object) and _EVALUATED_PATH.search(t.data_path):
@@ -172,7 +199,9 @@ def _unescape(name: str) -> str:
     return re.sub(r"\\(.)", r"\1", name)
 
 
-def _placing_inputs(goal: bpy.types.Object, bone: str) -> Iterator[Goal]:
+def _placing_inputs(
+    goal: bpy.types.Object, bone: str, index: DriverIndex | None = None
+) -> Iterator[Goal]:
     """What the constraints and drivers on everything that places ``goal``/``bone`` read:
     on the pose bones of :func:`goal_dependencies` and on the goal object with its object
     parents."""
@@ -182,46 +211,54 @@ def _placing_inputs(goal: bpy.types.Object, bone: str) -> Iterator[Goal]:
         pose_bone = pose.bones.get(bone_name) if pose is not None else None
         if pose_bone is not None:
             yield from _constraint_targets(pose_bone.constraints)
-            yield from _driver_targets(armature, bone_name)
+            yield from _driver_targets(armature, bone_name, index=index)
     obj: bpy.types.Object | None = goal
     seen: set[str] = set()
     while obj is not None and obj.name not in seen:
         seen.add(obj.name)
         yield from _constraint_targets(obj.constraints)
-        yield from _driver_targets(obj, "")
+        yield from _driver_targets(obj, "", index=index)
         obj = obj.parent
 
 
-def constraint_dependencies(goal: bpy.types.Object, bone: str) -> set[BoneKey]:
+def constraint_dependencies(
+    goal: bpy.types.Object, bone: str, index: DriverIndex | None = None
+) -> set[BoneKey]:
     """The pose bones a goal depends on through constraints and drivers (module docstring):
     what places each constraint target (or driver variable's target) of the goal and of
     what places it, and so on, following them in turn."""
     out: set[BoneKey] = set()
     seen: set[tuple[str, str]] = set()
-    stack = list(_placing_inputs(goal, bone))
+    index = {} if index is None else index
+    stack = list(_placing_inputs(goal, bone, index))
     while stack:
         obj, sub = stack.pop()
         if (obj.name, sub) in seen:
             continue
         seen.add((obj.name, sub))
         out |= goal_dependencies(obj, sub if obj.type == "ARMATURE" else "")
-        stack.extend(_placing_inputs(obj, sub if obj.type == "ARMATURE" else ""))
+        stack.extend(_placing_inputs(obj, sub if obj.type == "ARMATURE" else "", index))
     return out
 
 
-def settings_inputs(armature: ArmatureObject, tip: str) -> list[tuple[Goal, set[BoneKey]]]:
+def settings_inputs(
+    armature: ArmatureObject, tip: str, index: DriverIndex | None = None
+) -> list[tuple[Goal, set[BoneKey]]]:
     """What a chain's own settings read through drivers (an *Influence* or a *Pole Angle*
     driven by a bone's evaluated transform): each driver variable's target, with the pose
     bones that place it, followed through constraints and drivers as
     :func:`constraint_dependencies` follows a goal's."""
     out = []
-    for obj, sub in _driver_targets(armature, tip, (".reach_ik.",)):
+    for obj, sub in _driver_targets(armature, tip, (".reach_ik.",), index):
         bone = sub if obj.type == "ARMATURE" else ""
-        out.append(((obj, bone), goal_dependencies(obj, bone) | constraint_dependencies(obj, bone)))
+        deps = goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, index)
+        out.append(((obj, bone), deps))
     return out
 
 
-def channel_dependencies(armature: ArmatureObject, bones: Sequence[str]) -> set[BoneKey]:
+def channel_dependencies(
+    armature: ArmatureObject, bones: Sequence[str], index: DriverIndex | None = None
+) -> set[BoneKey]:
     """The pose bones that the channels a chain reads of its own bones depend on through
     drivers: the rotations of its bones (the FK pose it blends with at an influence below
     1) and its root's location, driven by a bone's evaluated transform. Live solving reads
@@ -229,9 +266,9 @@ def channel_dependencies(armature: ArmatureObject, bones: Sequence[str]) -> set[
     out: set[BoneKey] = set()
     for k, name in enumerate(bones):
         paths = (".rotation_", ".location") if k == 0 else (".rotation_",)
-        for obj, sub in _driver_targets(armature, name, paths):
+        for obj, sub in _driver_targets(armature, name, paths, index):
             bone = sub if obj.type == "ARMATURE" else ""
-            out |= goal_dependencies(obj, bone) | constraint_dependencies(obj, bone)
+            out |= goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, index)
     return out
 
 
@@ -344,26 +381,27 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
             tree = children[c.armature.name] = children_of(c.armature)
         moved[(c.armature.name, c.tip)] = moved_bones(c.armature, c.bones, tree)
     out: dict[tuple[str, str], str] = {}
+    index: DriverIndex = {}  # (every driver parsed once for all the chains)
     needs: dict[tuple[str, str], set[BoneKey]] = {}
     through: dict[ChainKey, set[BoneKey]] = {}
     for c in chains:
         key = (c.armature.name, c.tip)
         per_goal = [
-            (goal_dependencies(goal, bone), constraint_dependencies(goal, bone))
+            (goal_dependencies(goal, bone), constraint_dependencies(goal, bone, index))
             for _, goal, bone in c.goals
         ]
         message = _self_problem(c, moved[key], per_goal)
-        driven = settings_inputs(c.armature, c.tip)
+        driven = settings_inputs(c.armature, c.tip, index)
         message = message or _driven_problem(c, moved[key], driven)
         if message:
             out[key] = message
         deps: set[BoneKey] = set().union(*(placed for placed, _ in per_goal))
         # What places the armature object: its bone parents, constraints and drivers.
-        placing = goal_dependencies(c.armature, "") | constraint_dependencies(c.armature, "")
+        placing = goal_dependencies(c.armature, "") | constraint_dependencies(c.armature, "", index)
         through[key] = set().union(
             placing,
             *(deps_ for _, deps_ in driven),
-            channel_dependencies(c.armature, c.bones),
+            channel_dependencies(c.armature, c.bones, index),
             *(followed for _, followed in per_goal),
             *(_read_evaluated(c.armature, goal, bone) for _, goal, bone in c.goals),
         )
@@ -373,7 +411,7 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
             recomputed |= _bone_and_above(c.armature, root.parent.name)
             # (and what the constraints and drivers on those read: a Rigify hand copies
             # its IK chain's tip)
-            through[key] |= constraint_dependencies(c.armature, root.parent.name)
+            through[key] |= constraint_dependencies(c.armature, root.parent.name, index)
         for _, goal, bone in c.goals:
             if bone and goal == c.armature:
                 recomputed |= _bone_and_above(goal, bone)

@@ -26,7 +26,10 @@ Measured (:func:`measure`): ``scene.frame_set`` frame by frame, the two scenes i
 2. *steady state*: ``rounds`` more passes over the same frames (Reach IK's stored
    solutions play; the handler only compares inputs) — the bar, Reach IK ≤ 1.2× Blender IK;
 3. *after an edit*: every target key moved by 1 cm in both scenes, one pass (every frame's
-   inputs changed: Reach IK solves, keys and re-evaluates each frame once).
+   inputs changed: Reach IK solves, keys and re-evaluates each frame once);
+4. *a chain's influence edited*: :data:`INFLUENCE_EDITS` edits of one chain's influence
+   (Reach IK's *Influence*; the IK constraint's), each followed by the update that shows
+   it (Reach IK reads and analyses every chain again and solves the frame again), timed.
 """
 
 from __future__ import annotations
@@ -295,6 +298,33 @@ def _summary(took: dict[str, list[float]]) -> dict[str, Any]:
     }
 
 
+def _influence_edits(built: dict[str, Any], tip: str, edits: int) -> dict[str, list[float]]:
+    """Seconds of the update after each edit of a chain's influence, the two scenes
+    interleaved (the order alternating): the Reach IK chain's *Influence* on ``tip`` (its
+    settings changed: every chain read and analysed again, the frame solved again) and the
+    influence of the IK constraint on the same bone. What dragging the slider pays per
+    step."""
+    clock = time.perf_counter
+    took: dict[str, list[float]] = {"reach": [], "blender": []}
+    for k in range(edits):
+        value = 0.9 + 0.02 * (k % 5)
+        for kind in ("reach", "blender") if k % 2 else ("blender", "reach"):
+            scene, obj = built[kind]
+            pose_bone = obj.pose.bones[tip]
+            if kind == "reach":
+                pose_bone.reach_ik.influence = value
+            else:
+                next(c for c in pose_bone.constraints if c.type == "IK").influence = value
+            t0 = clock()
+            scene.view_layers[0].update()
+            took[kind].append(clock() - t0)
+    return took
+
+
+#: Influence edits timed per rig (:func:`_influence_edits`).
+INFLUENCE_EDITS = 10
+
+
 def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any]:
     """Build the rig ``kind`` (``"rigify"`` or ``"bones4000"``) twice and time it (module
     docstring). Returns medians (ms per frame) and ratios per phase."""
@@ -327,6 +357,9 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
                 _shift_keys(obj)
         edited = _interleaved(scenes, frames, 1)
         edit_writes = writes["count"] - first_writes - steady_writes
+        tip = RIGIFY_TIPS[0] if kind == "rigify" else "lower.00"
+        influence = _influence_edits(built, tip, INFLUENCE_EDITS)
+        influence_writes = writes["count"] - first_writes - steady_writes - edit_writes
     finally:
         if stored is not None:
             stored.key_rotation = key_rotation
@@ -339,6 +372,7 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
         "first_pass": _summary(first) | {"helper_keys_written": first_writes},
         "steady": _summary(steady) | {"helper_keys_written": steady_writes, "bar": STEADY_BAR},
         "after_edit": _summary(edited) | {"helper_keys_written": edit_writes},
+        "influence_edit": _summary(influence) | {"helper_keys_written": influence_writes},
     }
 
 
@@ -356,6 +390,7 @@ def markdown(results: list[dict[str, Any]]) -> list[str]:
         "first_pass": "first pass (new frames)",
         "steady": f"steady state (bar ≤ {STEADY_BAR:g}×)",
         "after_edit": "after an edit (all target keys moved)",
+        "influence_edit": "a chain's influence edited (the update after it)",
     }
     for r in results:
         rig = f"{r['rig']} ({r['bones']} bones" + (
