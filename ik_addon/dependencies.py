@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import bpy
@@ -136,20 +136,30 @@ _EVALUATED_PATH = re.compile(r"\b(matrix\w*|head|tail)\b")
 _BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]')
 
 
-#: Per object (its pointer), its unmuted drivers by the pose bone they drive (``""``: the
-#: object's own), each with the rest of its F-curve's path after ``pose.bones["…"]``:
-#: made once per object and analysis (:func:`analyse`, which reads the drivers of every
-#: bone above every goal).
-DriverIndex = dict[int, dict[str, list[tuple[str, bpy.types.Driver]]]]
+@dataclass
+class Reads:
+    """What one analysis (:func:`analyse`) reads of the file, each piece made once when
+    first asked: the analysis follows every goal up through the same bones, their
+    constraints and drivers, again for each chain.
+
+    Attributes:
+        drivers: per object (its pointer), its unmuted drivers by the pose bone they drive
+            (``""``: the object's own), each with the rest of its F-curve's path after
+            ``pose.bones["…"]``.
+        placing: per object (its pointer) and bone, :func:`_placing_inputs`.
+    """
+
+    drivers: dict[int, dict[str, list[tuple[str, bpy.types.Driver]]]] = field(default_factory=dict)
+    placing: dict[tuple[int, str], list[Goal]] = field(default_factory=dict)
 
 
 def _drivers_of(
-    obj: bpy.types.Object, bone: str, index: DriverIndex | None
+    obj: bpy.types.Object, bone: str, reads: Reads | None
 ) -> list[tuple[str, bpy.types.Driver]]:
-    """The drivers of ``obj`` for the pose bone ``bone`` (``""``: its own), from ``index``
+    """The drivers of ``obj`` for the pose bone ``bone`` (``""``: its own), from ``reads``
     (filled for ``obj`` when first asked; ``None``: made for this call alone)."""
     key = obj.as_pointer()
-    by_bone = index.get(key) if index is not None else None
+    by_bone = reads.drivers.get(key) if reads is not None else None
     if by_bone is None:
         by_bone = {}
         ad = obj.animation_data
@@ -162,8 +172,8 @@ def _drivers_of(
             owner = "" if driven is None else _unescape(driven.group(1))
             rest = path[driven.end() :] if driven else path
             by_bone.setdefault(owner, []).append((rest, driver))
-        if index is not None:
-            index[key] = by_bone
+        if reads is not None:
+            reads.drivers[key] = by_bone
     return by_bone.get(bone, [])
 
 
@@ -171,14 +181,14 @@ def _driver_targets(
     obj: bpy.types.Object,
     bone: str,
     paths: tuple[str, ...] = (),
-    index: DriverIndex | None = None,
+    reads: Reads | None = None,
 ) -> Iterator[Goal]:
     """The objects (and bones) whose evaluated transforms the drivers of ``obj`` read
     (module docstring): its own drivers for ``bone`` ``""``, else those of the pose bone
     ``bone`` (paths under ``pose.bones["bone"]``); with ``paths``, only the drivers of
     that bone's properties whose path goes on with one of them (``".reach_ik."``: its
-    chain settings). ``index``: the analysis's :data:`DriverIndex`."""
-    for rest, driver in _drivers_of(obj, bone, index):
+    chain settings). ``reads``: the analysis's :class:`Reads`."""
+    for rest, driver in _drivers_of(obj, bone, reads):
         if paths and not (bone and rest.startswith(paths)):
             continue
         for var in driver.variables:
@@ -199,65 +209,71 @@ def _unescape(name: str) -> str:
     return re.sub(r"\\(.)", r"\1", name)
 
 
-def _placing_inputs(
-    goal: bpy.types.Object, bone: str, index: DriverIndex | None = None
-) -> Iterator[Goal]:
+def _placing_inputs(goal: bpy.types.Object, bone: str, reads: Reads | None = None) -> list[Goal]:
     """What the constraints and drivers on everything that places ``goal``/``bone`` read:
     on the pose bones of :func:`goal_dependencies` and on the goal object with its object
-    parents."""
+    parents (kept in ``reads`` for the rest of the analysis)."""
+    key = (goal.as_pointer(), bone)
+    hit = reads.placing.get(key) if reads is not None else None
+    if hit is not None:
+        return hit
+    out: list[Goal] = []
     for name, bone_name in goal_dependencies(goal, bone):
         armature = bpy.data.objects.get(name)
         pose = armature.pose if armature is not None else None
         pose_bone = pose.bones.get(bone_name) if pose is not None else None
         if pose_bone is not None:
-            yield from _constraint_targets(pose_bone.constraints)
-            yield from _driver_targets(armature, bone_name, index=index)
+            out += _constraint_targets(pose_bone.constraints)
+            out += _driver_targets(armature, bone_name, reads=reads)
     obj: bpy.types.Object | None = goal
     seen: set[str] = set()
     while obj is not None and obj.name not in seen:
         seen.add(obj.name)
-        yield from _constraint_targets(obj.constraints)
-        yield from _driver_targets(obj, "", index=index)
+        out += _constraint_targets(obj.constraints)
+        out += _driver_targets(obj, "", reads=reads)
         obj = obj.parent
+    if reads is not None:
+        reads.placing[key] = out
+    return out
 
 
 def constraint_dependencies(
-    goal: bpy.types.Object, bone: str, index: DriverIndex | None = None
+    goal: bpy.types.Object, bone: str, reads: Reads | None = None
 ) -> set[BoneKey]:
     """The pose bones a goal depends on through constraints and drivers (module docstring):
     what places each constraint target (or driver variable's target) of the goal and of
     what places it, and so on, following them in turn."""
     out: set[BoneKey] = set()
     seen: set[tuple[str, str]] = set()
-    index = {} if index is None else index
-    stack = list(_placing_inputs(goal, bone, index))
+    reads = Reads() if reads is None else reads
+    stack = list(_placing_inputs(goal, bone, reads))
     while stack:
         obj, sub = stack.pop()
         if (obj.name, sub) in seen:
             continue
         seen.add((obj.name, sub))
         out |= goal_dependencies(obj, sub if obj.type == "ARMATURE" else "")
-        stack.extend(_placing_inputs(obj, sub if obj.type == "ARMATURE" else "", index))
+        stack.extend(_placing_inputs(obj, sub if obj.type == "ARMATURE" else "", reads))
     return out
 
 
 def settings_inputs(
-    armature: ArmatureObject, tip: str, index: DriverIndex | None = None
+    armature: ArmatureObject, tip: str, reads: Reads | None = None
 ) -> list[tuple[Goal, set[BoneKey]]]:
     """What a chain's own settings read through drivers (an *Influence* or a *Pole Angle*
     driven by a bone's evaluated transform): each driver variable's target, with the pose
     bones that place it, followed through constraints and drivers as
     :func:`constraint_dependencies` follows a goal's."""
     out = []
-    for obj, sub in _driver_targets(armature, tip, (".reach_ik.",), index):
+    for obj, sub in _driver_targets(armature, tip, (".reach_ik.",), reads):
         bone = sub if obj.type == "ARMATURE" else ""
-        deps = goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, index)
+        deps = goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, reads)
         out.append(((obj, bone), deps))
     return out
 
 
 def channel_dependencies(
-    armature: ArmatureObject, bones: Sequence[str], index: DriverIndex | None = None
+    armature: ArmatureObject, bones: Sequence[str], reads: Reads | None = None
 ) -> set[BoneKey]:
     """The pose bones that the channels a chain reads of its own bones depend on through
     drivers: the rotations of its bones (the FK pose it blends with at an influence below
@@ -266,9 +282,9 @@ def channel_dependencies(
     out: set[BoneKey] = set()
     for k, name in enumerate(bones):
         paths = (".rotation_", ".location") if k == 0 else (".rotation_",)
-        for obj, sub in _driver_targets(armature, name, paths, index):
+        for obj, sub in _driver_targets(armature, name, paths, reads):
             bone = sub if obj.type == "ARMATURE" else ""
-            out |= goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, index)
+            out |= goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, reads)
     return out
 
 
@@ -381,27 +397,27 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
             tree = children[c.armature.name] = children_of(c.armature)
         moved[(c.armature.name, c.tip)] = moved_bones(c.armature, c.bones, tree)
     out: dict[tuple[str, str], str] = {}
-    index: DriverIndex = {}  # (every driver parsed once for all the chains)
+    reads = Reads()  # (what places each goal, followed once for all the chains)
     needs: dict[tuple[str, str], set[BoneKey]] = {}
     through: dict[ChainKey, set[BoneKey]] = {}
     for c in chains:
         key = (c.armature.name, c.tip)
         per_goal = [
-            (goal_dependencies(goal, bone), constraint_dependencies(goal, bone, index))
+            (goal_dependencies(goal, bone), constraint_dependencies(goal, bone, reads))
             for _, goal, bone in c.goals
         ]
         message = _self_problem(c, moved[key], per_goal)
-        driven = settings_inputs(c.armature, c.tip, index)
+        driven = settings_inputs(c.armature, c.tip, reads)
         message = message or _driven_problem(c, moved[key], driven)
         if message:
             out[key] = message
         deps: set[BoneKey] = set().union(*(placed for placed, _ in per_goal))
         # What places the armature object: its bone parents, constraints and drivers.
-        placing = goal_dependencies(c.armature, "") | constraint_dependencies(c.armature, "", index)
+        placing = goal_dependencies(c.armature, "") | constraint_dependencies(c.armature, "", reads)
         through[key] = set().union(
             placing,
             *(deps_ for _, deps_ in driven),
-            channel_dependencies(c.armature, c.bones, index),
+            channel_dependencies(c.armature, c.bones, reads),
             *(followed for _, followed in per_goal),
             *(_read_evaluated(c.armature, goal, bone) for _, goal, bone in c.goals),
         )
@@ -411,7 +427,7 @@ def analyse(chains: Sequence[ChainGoals]) -> Analysis:
             recomputed |= _bone_and_above(c.armature, root.parent.name)
             # (and what the constraints and drivers on those read: a Rigify hand copies
             # its IK chain's tip)
-            through[key] |= constraint_dependencies(c.armature, root.parent.name, index)
+            through[key] |= constraint_dependencies(c.armature, root.parent.name, reads)
         for _, goal, bone in c.goals:
             if bone and goal == c.armature:
                 recomputed |= _bone_and_above(goal, bone)
