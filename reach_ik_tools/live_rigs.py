@@ -27,9 +27,12 @@ Measured (:func:`measure`): ``scene.frame_set`` frame by frame, the two scenes i
    solutions play; the handler only compares inputs) — the bar, Reach IK ≤ 1.2× Blender IK;
 3. *after an edit*: every target key moved by 1 cm in both scenes, one pass (every frame's
    inputs changed: Reach IK solves, keys and re-evaluates each frame once);
-4. *a chain's influence edited*: :data:`INFLUENCE_EDITS` edits of one chain's influence
-   (Reach IK's *Influence*; the IK constraint's), each followed by the update that shows
-   it (Reach IK reads and analyses every chain again and solves the frame again), timed.
+4. *a chain's influence edited*: :data:`EDITS` edits of one chain's influence (Reach IK's
+   *Influence*; the IK constraint's), each followed by the update that shows it (Reach IK
+   reads and analyses every chain again and solves the frame again), timed;
+5. *a limb's IK goal dragged*: :data:`EDITS` steps of 1 cm of one limb's goal (the Rigify
+   rig's hand control, a bone of the rig itself, so each step is an edit of the armature;
+   the 4000-bone rig's first target empty), each followed by its update, timed.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import importlib
 import math
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -298,31 +302,55 @@ def _summary(took: dict[str, list[float]]) -> dict[str, Any]:
     }
 
 
-def _influence_edits(built: dict[str, Any], tip: str, edits: int) -> dict[str, list[float]]:
-    """Seconds of the update after each edit of a chain's influence, the two scenes
-    interleaved (the order alternating): the Reach IK chain's *Influence* on ``tip`` (its
-    settings changed: every chain read and analysed again, the frame solved again) and the
-    influence of the IK constraint on the same bone. What dragging the slider pays per
-    step."""
+def _timed_edits(
+    built: dict[str, Any], edit: Callable[[str, int], None], edits: int
+) -> dict[str, list[float]]:
+    """Seconds of the update after each of ``edits`` edits, the two scenes interleaved (the
+    order alternating): ``edit(kind, k)`` makes the ``k``-th edit in the scene ``kind``
+    (``"reach"`` or ``"blender"``), then its view layer updates, as the UI does after every
+    step of a drag."""
     clock = time.perf_counter
     took: dict[str, list[float]] = {"reach": [], "blender": []}
     for k in range(edits):
-        value = 0.9 + 0.02 * (k % 5)
         for kind in ("reach", "blender") if k % 2 else ("blender", "reach"):
-            scene, obj = built[kind]
-            pose_bone = obj.pose.bones[tip]
-            if kind == "reach":
-                pose_bone.reach_ik.influence = value
-            else:
-                next(c for c in pose_bone.constraints if c.type == "IK").influence = value
+            edit(kind, k)
             t0 = clock()
-            scene.view_layers[0].update()
+            built[kind][0].view_layers[0].update()
             took[kind].append(clock() - t0)
     return took
 
 
-#: Influence edits timed per rig (:func:`_influence_edits`).
-INFLUENCE_EDITS = 10
+def _influence_edit(built: dict[str, Any], tip: str) -> Callable[[str, int], None]:
+    """An edit of the influence of the chain on ``tip``: the Reach IK chain's *Influence*
+    (its settings changed), the IK constraint's in the other scene."""
+
+    def edit(kind: str, k: int) -> None:
+        pose_bone = built[kind][1].pose.bones[tip]
+        value = 0.9 + 0.02 * (k % 5)
+        if kind == "reach":
+            pose_bone.reach_ik.influence = value
+        else:
+            next(c for c in pose_bone.constraints if c.type == "IK").influence = value
+
+    return edit
+
+
+def _control_move(built: dict[str, Any], kind_of_rig: str) -> Callable[[str, int], None]:
+    """A step of dragging one limb's IK goal by a centimetre: the Rigify rig's hand control
+    (a bone of the armature itself), the 4000-bone rig's first target empty."""
+
+    def edit(kind: str, k: int) -> None:
+        if kind_of_rig == "rigify":
+            moved = built[kind][1].pose.bones[RIGIFY_CONTROLS[0]]
+        else:
+            moved = built["edited"][kind][0]
+        moved.location.x += 0.01 if k % 2 else -0.01
+
+    return edit
+
+
+#: Edits timed per rig and kind of edit (:func:`_timed_edits`).
+EDITS = 10
 
 
 def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any]:
@@ -358,8 +386,11 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
         edited = _interleaved(scenes, frames, 1)
         edit_writes = writes["count"] - first_writes - steady_writes
         tip = RIGIFY_TIPS[0] if kind == "rigify" else "lower.00"
-        influence = _influence_edits(built, tip, INFLUENCE_EDITS)
+        influence = _timed_edits(built, _influence_edit(built, tip), EDITS)
         influence_writes = writes["count"] - first_writes - steady_writes - edit_writes
+        control = _timed_edits(built, _control_move(built, kind), EDITS)
+        control_writes = writes["count"] - first_writes - steady_writes - edit_writes
+        control_writes -= influence_writes
     finally:
         if stored is not None:
             stored.key_rotation = key_rotation
@@ -373,6 +404,7 @@ def measure(kind: str, frames: int, rounds: int, seed: int = 1) -> dict[str, Any
         "steady": _summary(steady) | {"helper_keys_written": steady_writes, "bar": STEADY_BAR},
         "after_edit": _summary(edited) | {"helper_keys_written": edit_writes},
         "influence_edit": _summary(influence) | {"helper_keys_written": influence_writes},
+        "control_move": _summary(control) | {"helper_keys_written": control_writes},
     }
 
 
@@ -391,6 +423,7 @@ def markdown(results: list[dict[str, Any]]) -> list[str]:
         "steady": f"steady state (bar ≤ {STEADY_BAR:g}×)",
         "after_edit": "after an edit (all target keys moved)",
         "influence_edit": "a chain's influence edited (the update after it)",
+        "control_move": "a limb's IK goal dragged (the update after each step)",
     }
     for r in results:
         rig = f"{r['rig']} ({r['bones']} bones" + (

@@ -3,8 +3,8 @@
 ``scripts/bench_live.py --rigs-only`` times), run for a few frames: it builds and plays,
 and the stored solutions behave as issue 13 asks — keyed on the first pass, nothing written
 in steady-state playback, rewritten after every target key moved, and only the edited
-chain's after an influence edit; and the metarig scenes of its cost part
-(:mod:`reach_ik_tools.live_scenes`)."""
+chain's after an influence edit or a step of dragging its target; and the metarig scenes
+of its cost part (:mod:`reach_ik_tools.live_scenes`)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ def test_4000_bone_rig_plays_and_keys_only_what_changed(blender: Any, addon: Any
     assert result["after_edit"]["helper_keys_written"] == solved_bones * FRAMES
     # An influence edit starts a new generation: every chain is solved again at the frame
     # shown, and only the edited chain's two bones get new keys.
-    assert result["influence_edit"]["helper_keys_written"] == 2 * live_rigs.INFLUENCE_EDITS
-    for phase in ("first_pass", "steady", "after_edit", "influence_edit"):
+    assert result["influence_edit"]["helper_keys_written"] == 2 * live_rigs.EDITS
+    # Dragging one limb's target re-keys that limb's two bones at each step.
+    assert result["control_move"]["helper_keys_written"] == 2 * live_rigs.EDITS
+    for phase in ("first_pass", "steady", "after_edit", "influence_edit", "control_move"):
         assert all(t > 0.0 for t in result[phase]["median_ms_per_frame"].values())
 
 
