@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import rotations as rot
-from .components import qmul_conj, qrotate
+from .components import ARRAY_OPS, Num, Ops, Quat, Vec, qmul_conj, qrotate
 from .errors import ChainError
 from .rotations import FloatArray
 from .swing_region import SwingRegion
@@ -99,6 +99,17 @@ def _clamp_one(phi: float, lo: float, hi: float) -> float:
         return abs((phi - end + math.pi) % (2.0 * math.pi) - math.pi)
 
     return other if distance(other) < distance(clipped) else clipped
+
+
+def _swing_components(q: Quat, ops: Ops) -> tuple[Num, Num, Num]:
+    """The swing's components ``x, z`` of rotations ``q`` (wxyz components, ``w ≥ 0``) about
+    +Y, as :meth:`JointLimits.project` splits them (twist ``(w, 0, y, 0)/t``, swing
+    ``q · twist*``), and ``t = √(w² + y²)``."""
+    w, x, y, z = q
+    tn = ops.sqrt(w * w + y * y)
+    safe = ops.where(tn > 0.0, tn, 1.0)
+    tw, ty = ops.where(tn > 0.0, w / safe, 1.0), ops.where(tn > 0.0, y / safe, 0.0)
+    return x * tw + z * ty, z * tw - x * ty, tn
 
 
 def _signed_angle_about(q: FloatArray, axis: FloatArray) -> FloatArray:
@@ -239,6 +250,43 @@ class JointLimits:
         """Per-axis willingness to turn, ``(1 − stiffness)`` with locked axes at zero, ``(3,)``."""
         w = 1.0 - np.asarray(self.stiffness, dtype=float)
         return np.where(np.asarray(self.lock), 0.0, w)
+
+    def swing_outside(self, q: Quat, ops: Ops = ARRAY_OPS) -> Num:
+        """Whether a ball joint's local rotations ``q`` (components: floats with
+        :data:`~core.components.FLOAT_OPS`, or ``(K,)`` arrays) swing outside
+        :attr:`swing_region` (its membership slack included)."""
+        sx, sz, _ = _swing_components(q, ops)
+        if ops is ARRAY_OPS:
+            return ~self.swing_region.contains(sx, sz)
+        return not self.swing_region.contains_one(sx, sz)
+
+    def swing_exit(self, q: Quat, beyond: Quat, ops: Ops = ARRAY_OPS) -> Vec:
+        """The local turn that takes a ball joint's swing straight out of
+        :attr:`swing_region` at rotations ``q`` on its boundary, across the part that the
+        rotations ``beyond`` (outside it) crossed (components as :meth:`swing_outside`):
+        ``g = ∇_r n·s(q · exp(r/2))`` at ``r = 0``, ``s`` the swing's components ``(x, z)``
+        and ``n`` the region's outward normal at ``s(q)`` (:meth:`SwingRegion.outward`);
+        ``r`` and ``g`` are rotation vectors in the joint's frame. A step ``r`` with
+        ``g·r = 0`` slides along the boundary (to first order)."""
+        w, x, y, z = q
+        sx, sz, tn = _swing_components(q, ops)
+        ux, uz, _ = _swing_components(beyond, ops)
+        nx, nz = self.swing_region.outward(sx, sz, (ux, uz), ops)
+        tn = ops.where(tn > 0.0, tn, 1.0)
+        t2 = tn * tn
+        out = []
+        # q · (0, r/2) for r = X, Y, Z: the first-order change of q's components
+        for dw, dx, dy, dz in (
+            (-0.5 * x, 0.5 * w, 0.5 * z, -0.5 * y),
+            (-0.5 * y, -0.5 * z, 0.5 * w, 0.5 * x),
+            (-0.5 * z, 0.5 * y, -0.5 * x, 0.5 * w),
+        ):
+            # s = (x w + z y, z w − x y) / √(w² + y²), differentiated
+            dt = (w * dw + y * dy) / t2
+            ds_x = (dx * w + x * dw + dz * y + z * dy) / tn - sx * dt
+            ds_z = (dz * w + z * dw - dx * y - x * dy) / tn - sz * dt
+            out.append(nx * ds_x + nz * ds_z)
+        return out[0], out[1], out[2]
 
     # ------------------------------------------------------------------ projection
     def project(self, q: ArrayLike) -> FloatArray:

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import swing_curves as sc
-from .components import FLOAT_OPS
+from .components import ARRAY_OPS, FLOAT_OPS, Num, Ops
 from .errors import ChainError
 from .rotations import FloatArray
 
@@ -54,6 +54,9 @@ _SAMPLE_HANDICAP = 1e-12
 #: A bracket is searched unless its bound on ``f`` is below the best candidate by this
 #: much (the bound's own rounding, ~1e-16, and a root's move onto the disc).
 _BOUND_SLACK = 1e-12
+#: Weight of the distances beyond the region in :meth:`SwingRegion.outward`'s ranking: it
+#: only decides between parts whose distances at the boundary point tie to rounding.
+_TIE = 1e-9
 #: The steps back toward the centre of :meth:`SwingRegion._inside`: ``1 − 2^(k − 52)``, the
 #: last one the centre itself.
 _BACK_OFF = tuple(1.0 - 2.0 ** (k - 52) for k in range(53))
@@ -187,6 +190,59 @@ class SwingRegion:
             sa, sb = np.where(real, a, 1.0), np.where(real, b, 1.0)
             ok &= ~real | ((x / sa) ** 2 + (z / sb) ** 2 <= 1.0 + eps)
         return ok
+
+    def outward(
+        self, x: Num, z: Num, beyond: tuple[Num, Num], ops: Ops = ARRAY_OPS
+    ) -> tuple[Num, Num]:
+        """The unit outward normal ``(n_x, n_z)`` at boundary swings ``x, z`` (floats with
+        :data:`~core.components.FLOAT_OPS`, or ``(K,)`` arrays) of the part of the boundary
+        they lie on: of the box's four sides, the cone's circle and Blender's ellipse
+        quadrant, the one of largest signed distance (the ellipse's to first order,
+        ``(x²/a² + z²/b² − 1) / (2|(x/a², z/b²)|)``). Where parts tie (a corner, a region
+        thinner than rounding), the one the swings ``beyond`` (outside the region, moved
+        onto ``x, z``) lie farther beyond."""
+        ux, uz = beyond
+        where, sqrt = ops.where, ops.sqrt
+        lo, hi = self.lo, self.hi
+
+        def score(at: Num, out: Num) -> Num:
+            return at + _TIE * out
+
+        best = score(x - hi[0], ux - hi[0])
+        nx, nz = 1.0 + 0.0 * x, 0.0 * x
+        for at, out, gx, gz in (
+            (lo[0] - x, lo[0] - ux, -1.0, 0.0),
+            (z - hi[1], uz - hi[1], 0.0, 1.0),
+            (lo[1] - z, lo[1] - uz, 0.0, -1.0),
+        ):
+            take = score(at, out) > best
+            best, nx, nz = (
+                where(take, score(at, out), best),
+                where(take, gx, nx),
+                where(take, gz, nz),
+            )
+        rr = sqrt(x * x + z * z)
+        cone = score(rr - self.radius, sqrt(ux * ux + uz * uz) - self.radius)
+        take = (cone > best) & (rr > 0.0)
+        safe = where(rr > 0.0, rr, 1.0)
+        best, nx, nz = where(take, cone, best), where(take, x / safe, nx), where(take, z / safe, nz)
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            a, b = where(x >= 0.0, ap, an), where(z >= 0.0, bp, bn)
+            real = (a > 0.0) & (b > 0.0)
+            a2, b2 = where(real, a * a, 1.0), where(real, b * b, 1.0)
+
+            def gap(px: Num, pz: Num) -> tuple[Num, Num, Num]:
+                gx, gz = px / a2, pz / b2
+                gn = sqrt(gx * gx + gz * gz)
+                gn = where(gn > 0.0, gn, 1.0)
+                return (px * px / a2 + pz * pz / b2 - 1.0) / (2.0 * gn), gx / gn, gz / gn
+
+            at, gx, gz = gap(x, z)
+            ellipse = score(at, gap(ux, uz)[0])
+            take = real & ((gx != 0.0) | (gz != 0.0)) & (ellipse > best)
+            nx, nz = where(take, gx, nx), where(take, gz, nz)
+        return nx, nz
 
     def segment(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """The ends of a degenerate region (a segment along the axis with room)."""

@@ -102,8 +102,10 @@ def _refine(
     cheaper :meth:`JointLimits.retract`.
 
     Joints on their limits form an active set. A joint whose turn its limits clipped
-    (:data:`_CLIPPED`) in the last kept step, or that was held in it, is on its limits, and
-    the clipped part of its turn (in its own columns) is the way out. Where the step
+    (:data:`_CLIPPED`) in the last kept step, or that was held in it, is on its limits and
+    has a way out in its own columns: for a ball joint whose swing was clipped, the turn
+    straight across its swing region's boundary (:meth:`JointLimits.swing_exit`), else the
+    clipped part of its turn. Where the step
     pushes such a joint out again, it is *held*: that direction is taken out of its
     columns, ``C ← C (I − h hᵀ)``, and the system solved again — a hinge is kept as it is,
     a ball joint can still slide along its limit. The other joints then answer for the
@@ -205,7 +207,7 @@ def _step(
     columns lose, ``C ← C (I − h hᵀ)``, so its turn has no part along it.
 
     Returns the trial poses and, per joint whose turn its limits clipped
-    (:data:`_CLIPPED`), the clipped part of the turn as a unit direction in its columns
+    (:data:`_CLIPPED`), its way out (:func:`_refine`) as a unit direction in its columns
     ``(A, m)`` (weighted like them; zero for the other joints)."""
     jac = jac.copy()
     for a, b in spans:
@@ -228,8 +230,18 @@ def _step(
             moved = np.max(np.abs(kept - turned), axis=-1)
             half = 0.5 * np.linalg.norm(rotvec, axis=-1)
             clipped = (moved > _CLIPPED * half) & (moved > _CLIPPED_ABOVE)
-            # The clipped part, kept⁻¹ · turned, in the joint's weighted axes.
+            # The way out: for a ball joint whose swing was clipped, the turn straight out
+            # of its swing region (JointLimits.swing_exit at the kept rotation: a step
+            # without it slides along the boundary); else the clipped part, kept⁻¹ · turned.
             gap = rot.positive_w(rot.multiply(rot.conjugate(kept), turned))[:, 1:]
+            if lim.kind == "ball":
+                out = lim.swing_outside(tuple(turned.T)) & clipped
+                if np.any(out):
+                    exit_ = np.stack(
+                        lim.swing_exit(tuple(kept[out].T), tuple(turned[out].T)), axis=-1
+                    )
+                    gap[out] = exit_
+            # In the joint's weighted axes.
             h = np.einsum("ax,kx->ak", gap, ax) * w[None, :]
             norm = np.linalg.norm(h, axis=-1, keepdims=True)
             unit = h / np.where(norm > 0.0, norm, 1.0)

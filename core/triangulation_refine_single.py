@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chain import Chain
-from .components import Quat, Vec, qmul_conj
+from .components import FLOAT_OPS, Quat, Vec, qmul_conj
 from .jacobian_single_linalg import _solve_spd, gram3
 from .kinematics import forward_kinematics_floats
 from .rotations import SMALL_ANGLE
@@ -231,7 +231,8 @@ def _step(
     the joints in ``cut`` lose the given unit direction of their columns. ``gram`` is
     ``J Jᵀ`` of ``cols`` and ``solved`` its damped solve where :func:`refine` made it (the
     step's own when nothing is cut). Returns the trial pose and, per joint whose turn its
-    limits clipped, the clipped part of the turn as a unit direction in its columns."""
+    limits clipped, its way out (:func:`core.triangulation_refine._refine`) as a unit
+    direction in its columns."""
     used = cols
     if cut:
         used = list(cols)
@@ -292,8 +293,11 @@ def _step(
             )
             half = 0.5 * sqrt(rx * rx + ry * ry + rz * rz)
             if moved > _CLIPPED * half and moved > _CLIPPED_ABOVE:
-                # The clipped part, kept⁻¹ · turned, in the joint's weighted axes.
-                _, gx, gy, gz = _positive(qmul_conj(kept, turned))
+                # The way out, in the joint's weighted axes (core.triangulation_refine._step).
+                if lim.kind == "ball" and lim.swing_outside(turned, FLOAT_OPS):
+                    gx, gy, gz = lim.swing_exit(kept, turned, FLOAT_OPS)
+                else:
+                    _, gx, gy, gz = _positive(qmul_conj(kept, turned))
                 h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
                 norm = math.sqrt(sum(hk * hk for hk in h))
                 if norm > 0.0:

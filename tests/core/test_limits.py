@@ -643,3 +643,69 @@ def test_one_violation_is_the_batch_violation(lim: JointLimits, seed: int) -> No
     for rotations in (q, lim.project(q)):
         one = [lim.violation_floats(tuple(v)) for v in rotations.tolist()]
         np.testing.assert_allclose(one, lim.violation(rotations), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- the way out of a region
+def _on_the_boundary(lim: JointLimits, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rotations ``(K, 4)`` on the boundary of ``lim``'s swing region, and the random
+    rotations outside it they were moved from toward its centre (:meth:`JointLimits.retract`)."""
+    q = rot.positive_w(_random_quats(seed, 64))
+    x, z = _swing_xz(q)
+    outside = q[~lim.swing_region.contains(x, z, 0.0)]
+    return lim.retract(outside), outside
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # Blender's ellipse
+@example(lim=JointLimits(cone=0.7), seed=0)
+def test_the_swing_regions_outward_normal_points_out(lim: JointLimits, seed: int) -> None:
+    """:meth:`SwingRegion.outward` at boundary swings is a unit vector, and a small move
+    along it leaves the region (all but a few points, at corners, where the normal of the
+    part crossed is taken at a point of the other part)."""
+    kept, beyond = _on_the_boundary(lim, seed)
+    assume(len(kept) > 0)
+    region = lim.swing_region
+    x, z = _swing_xz(kept)
+    nx, nz = region.outward(x, z, _swing_xz(beyond))
+    np.testing.assert_allclose(np.hypot(nx, nz), 1.0, atol=1e-12)
+    inside = region.contains(x + 1e-6 * nx, z + 1e-6 * nz, 0.0)
+    assert np.mean(inside) <= 0.05, np.flatnonzero(inside)
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
+@example(lim=JointLimits(lock=(False, True, False), ranges=((-1.0, 0.5), None, None)), seed=3)
+def test_swing_exit_is_the_gradient_of_the_outward_swing(lim: JointLimits, seed: int) -> None:
+    """:meth:`JointLimits.swing_exit` against central finite differences of ``n·s(q·exp(r/2))``
+    along random turns ``r`` (``s`` the swing's components from scipy, ``n`` the outward
+    normal at ``q``), and the float twin against the batch."""
+    from core.components import ARRAY_OPS, FLOAT_OPS
+    from core.limits import _swing_components
+
+    kept, beyond = _on_the_boundary(lim, seed)
+    split = np.hypot(kept[:, 0], kept[:, 2]) > 1e-3  # (the twist's split defined)
+    kept, beyond = kept[split], beyond[split]
+    assume(len(kept) > 0)
+    # (n as swing_exit takes it: near a tie of two parts, rounding picks one)
+    sx, sz, _ = _swing_components(tuple(kept.T), ARRAY_OPS)
+    ux, uz, _ = _swing_components(tuple(beyond.T), ARRAY_OPS)
+    nx, nz = lim.swing_region.outward(sx, sz, (ux, uz))
+    g = np.stack(lim.swing_exit(tuple(kept.T), tuple(beyond.T)), axis=-1)
+    r = np.random.default_rng(seed).normal(size=(*kept.shape[:-1], 3))
+    # (the oracle's arccos loses digits at a swing near zero, and a swing near a half turn
+    # has large third derivatives: a middle step, and tolerances for both)
+    eps = 3e-5
+
+    def along(sign: float) -> np.ndarray:
+        x, z = _swing_xz(rot.multiply(kept, rot.from_rotvec(sign * eps * r)))
+        return nx * x + nz * z
+
+    numeric = (along(1.0) - along(-1.0)) / (2.0 * eps)
+    np.testing.assert_allclose(np.sum(g * r, axis=-1), numeric, rtol=1e-3, atol=1e-5)
+    for one, out, row in zip(kept.tolist(), beyond.tolist(), g, strict=True):
+        floats = lim.swing_exit(
+            (one[0], one[1], one[2], one[3]), (out[0], out[1], out[2], out[3]), FLOAT_OPS
+        )
+        np.testing.assert_allclose(floats, row, rtol=0, atol=1e-12)
