@@ -52,15 +52,19 @@ from functools import cached_property
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from . import rotations as rot
-from .components import ARRAY_OPS, Num, Ops, Quat, Vec, qmul_conj, qrotate
+from .components import Num, Vec, qmul_conj, qrotate
 from .errors import ChainError
 from .rotations import FloatArray
 from .swing_region import SwingRegion
 
 JointKind = Literal["ball", "hinge", "fixed"]
+#: How close to its limits a joint counts as on them (:meth:`JointLimits.way_out`): radians
+#: for a hinge, quaternion components for a ball joint's swing. Rotations projected onto
+#: the limits sit there to rounding.
+ON_LIMIT = 1e-9
 
 _AXES = np.eye(3)
 _Y = _AXES[1]
@@ -101,15 +105,42 @@ def _clamp_one(phi: float, lo: float, hi: float) -> float:
     return other if distance(other) < distance(clipped) else clipped
 
 
-def _swing_components(q: Quat, ops: Ops) -> tuple[Num, Num, Num]:
-    """The swing's components ``x, z`` of rotations ``q`` (wxyz components, ``w ≥ 0``) about
-    +Y, as :meth:`JointLimits.project` splits them (twist ``(w, 0, y, 0)/t``, swing
+def _swing_components(q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The swing's components ``x, z`` of rotations ``q (K, 4)`` (``w ≥ 0``) about +Y, as
+    :meth:`JointLimits.project` splits them (twist ``(w, 0, y, 0)/t``, swing
     ``q · twist*``), and ``t = √(w² + y²)``."""
-    w, x, y, z = q
-    tn = ops.sqrt(w * w + y * y)
-    safe = ops.where(tn > 0.0, tn, 1.0)
-    tw, ty = ops.where(tn > 0.0, w / safe, 1.0), ops.where(tn > 0.0, y / safe, 0.0)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    tn = np.sqrt(w * w + y * y)
+    safe = np.where(tn > 0.0, tn, 1.0)
+    tw, ty = np.where(tn > 0.0, w / safe, 1.0), np.where(tn > 0.0, y / safe, 0.0)
     return x * tw + z * ty, z * tw - x * ty, tn
+
+
+def _swing_components_floats(q: tuple[float, float, float, float]) -> tuple[float, float, float]:
+    """:func:`_swing_components` of one rotation in plain floats."""
+    w, x, y, z = q
+    tn = math.sqrt(w * w + y * y)
+    tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+    return x * tw + z * ty, z * tw - x * ty, tn
+
+
+def _exit_turn(w: Num, x: Num, y: Num, z: Num, sx: Num, sz: Num, tn: Num, nx: Num, nz: Num) -> Vec:
+    """``∇_r n·s(q · exp(r/2))`` at ``r = 0`` for ``q = (w, x, y, z)`` (floats or ``(K,)``
+    arrays), its swing's components ``s = (sx, sz)``, ``tn = √(w² + y²) > 0`` and the
+    normal ``n``: ``s = (x w + z y, z w − x y) / tn`` differentiated along ``q · (0, r/2)``
+    for ``r`` = X, Y, Z."""
+    t2 = tn * tn
+    out = []
+    for dw, dx, dy, dz in (
+        (-0.5 * x, 0.5 * w, 0.5 * z, -0.5 * y),
+        (-0.5 * y, -0.5 * z, 0.5 * w, 0.5 * x),
+        (-0.5 * z, 0.5 * y, -0.5 * x, 0.5 * w),
+    ):
+        dt = (w * dw + y * dy) / t2
+        ds_x = (dx * w + x * dw + dz * y + z * dy) / tn - sx * dt
+        ds_z = (dz * w + z * dw - dx * y - x * dy) / tn - sz * dt
+        out.append(nx * ds_x + nz * ds_z)
+    return out[0], out[1], out[2]
 
 
 def _signed_angle_about(q: FloatArray, axis: FloatArray) -> FloatArray:
@@ -251,42 +282,92 @@ class JointLimits:
         w = 1.0 - np.asarray(self.stiffness, dtype=float)
         return np.where(np.asarray(self.lock), 0.0, w)
 
-    def swing_outside(self, q: Quat, ops: Ops = ARRAY_OPS) -> Num:
-        """Whether a ball joint's local rotations ``q`` (components: floats with
-        :data:`~core.components.FLOAT_OPS`, or ``(K,)`` arrays) swing outside
+    def swing_outside(self, q: FloatArray) -> NDArray[np.bool_]:
+        """Whether a ball joint's local rotations ``q (K, 4)`` (``w ≥ 0``) swing outside
         :attr:`swing_region` (its membership slack included)."""
-        sx, sz, _ = _swing_components(q, ops)
-        if ops is ARRAY_OPS:
-            return ~self.swing_region.contains(sx, sz)
+        sx, sz, _ = _swing_components(q)
+        return ~self.swing_region.contains(sx, sz)
+
+    def swing_outside_floats(self, q: tuple[float, float, float, float]) -> bool:
+        """:meth:`swing_outside` for one rotation in plain floats."""
+        sx, sz, _ = _swing_components_floats(q)
         return not self.swing_region.contains_one(sx, sz)
 
-    def swing_exit(self, q: Quat, beyond: Quat, ops: Ops = ARRAY_OPS) -> Vec:
-        """The local turn that takes a ball joint's swing straight out of
-        :attr:`swing_region` at rotations ``q`` on its boundary, across the part that the
-        rotations ``beyond`` (outside it) crossed (components as :meth:`swing_outside`):
+    def swing_exit(self, q: FloatArray, beyond: FloatArray) -> FloatArray:
+        """The local turns ``(K, 3)`` that take a ball joint's swing straight out of
+        :attr:`swing_region` at rotations ``q (K, 4)`` on its boundary (``w ≥ 0``), across
+        the part that the rotations ``beyond (K, 4)`` (outside it) crossed:
         ``g = ∇_r n·s(q · exp(r/2))`` at ``r = 0``, ``s`` the swing's components ``(x, z)``
         and ``n`` the region's outward normal at ``s(q)`` (:meth:`SwingRegion.outward`);
         ``r`` and ``g`` are rotation vectors in the joint's frame. A step ``r`` with
         ``g·r = 0`` slides along the boundary (to first order)."""
+        sx, sz, tn = _swing_components(q)
+        ux, uz, _ = _swing_components(beyond)
+        nx, nz = self.swing_region.outward(sx, sz, (ux, uz))
+        w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+        tn = np.where(tn > 0.0, tn, 1.0)
+        return np.stack(_exit_turn(w, x, y, z, sx, sz, tn, nx, nz), axis=-1)
+
+    def swing_exit_floats(
+        self,
+        q: tuple[float, float, float, float],
+        beyond: tuple[float, float, float, float],
+    ) -> Vec:
+        """:meth:`swing_exit` for one rotation in plain floats (tested against it)."""
+        sx, sz, tn = _swing_components_floats(q)
+        ux, uz, _ = _swing_components_floats(beyond)
+        nx, nz = self.swing_region.outward_one(sx, sz, ux, uz)
         w, x, y, z = q
-        sx, sz, tn = _swing_components(q, ops)
-        ux, uz, _ = _swing_components(beyond, ops)
-        nx, nz = self.swing_region.outward(sx, sz, (ux, uz), ops)
-        tn = ops.where(tn > 0.0, tn, 1.0)
-        t2 = tn * tn
-        out = []
-        # q · (0, r/2) for r = X, Y, Z: the first-order change of q's components
-        for dw, dx, dy, dz in (
-            (-0.5 * x, 0.5 * w, 0.5 * z, -0.5 * y),
-            (-0.5 * y, -0.5 * z, 0.5 * w, 0.5 * x),
-            (-0.5 * z, 0.5 * y, -0.5 * x, 0.5 * w),
-        ):
-            # s = (x w + z y, z w − x y) / √(w² + y²), differentiated
-            dt = (w * dw + y * dy) / t2
-            ds_x = (dx * w + x * dw + dz * y + z * dy) / tn - sx * dt
-            ds_z = (dz * w + z * dw - dx * y - x * dy) / tn - sz * dt
-            out.append(nx * ds_x + nz * ds_z)
-        return out[0], out[1], out[2]
+        return _exit_turn(w, x, y, z, sx, sz, tn if tn > 0.0 else 1.0, nx, nz)
+
+    def way_out(self, q: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """Whether local rotations ``q (K, 4)`` (``w ≥ 0``) sit on this joint's limits, and
+        the local turns ``(K, 3)`` (rotation vector directions, joint frame) that would take
+        them out: a hinge within :data:`ON_LIMIT` radians of an end of its range, its axis
+        toward that end; a ball joint whose swing is within :data:`ON_LIMIT` (quaternion
+        components) of its region's boundary, :meth:`swing_exit`. Elsewhere ``False`` and
+        a zero turn (a twist at an end of its range is not counted)."""
+        q = np.asarray(q, dtype=float)
+        turn = np.zeros((*q.shape[:-1], 3))
+        on = np.zeros(q.shape[:-1], dtype=bool)
+        if self.is_free or self.kind == "fixed":
+            return turn, on
+        if self.kind == "hinge":
+            _, unit, limits = self._hinge_floats
+            if limits is None:
+                return turn, on
+            phi = _signed_angle_about(q, np.array(unit))
+            at_hi, at_lo = np.abs(phi - limits[1]) <= ON_LIMIT, np.abs(phi - limits[0]) <= ON_LIMIT
+            sign = np.where(at_hi, 1.0, np.where(at_lo, -1.0, 0.0))
+            return sign[..., None] * np.array(unit), at_hi | at_lo
+        sx, sz, _ = _swing_components(q)
+        region = self.swing_region
+        on = region.contains(sx, sz, ON_LIMIT) & ~region.contains(sx, sz, -ON_LIMIT)
+        if np.any(on):
+            turn[on] = self.swing_exit(q[on], q[on])
+        return turn, on
+
+    def way_out_floats(self, q: tuple[float, float, float, float]) -> Vec | None:
+        """:meth:`way_out` for one rotation in plain floats: the turn, or ``None`` where
+        the rotation is not on the limits (tested against :meth:`way_out`)."""
+        if self.is_free or self.kind == "fixed":
+            return None
+        if self.kind == "hinge":
+            (ax, ay, az), (ux, uy, uz), limits = self._hinge_floats
+            if limits is None:
+                return None
+            w, x, y, z = q
+            phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
+            if abs(phi - limits[1]) <= ON_LIMIT:
+                return ux, uy, uz
+            if abs(phi - limits[0]) <= ON_LIMIT:
+                return -ux, -uy, -uz
+            return None
+        sx, sz, _ = _swing_components_floats(q)
+        region = self.swing_region
+        if region.contains_one(sx, sz, ON_LIMIT) and not region.contains_one(sx, sz, -ON_LIMIT):
+            return self.swing_exit_floats(q, q)
+        return None
 
     # ------------------------------------------------------------------ projection
     def project(self, q: ArrayLike) -> FloatArray:

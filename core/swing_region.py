@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import swing_curves as sc
-from .components import ARRAY_OPS, FLOAT_OPS, Num, Ops
+from .components import FLOAT_OPS
 from .errors import ChainError
 from .rotations import FloatArray
 
@@ -192,56 +192,83 @@ class SwingRegion:
         return ok
 
     def outward(
-        self, x: Num, z: Num, beyond: tuple[Num, Num], ops: Ops = ARRAY_OPS
-    ) -> tuple[Num, Num]:
-        """The unit outward normal ``(n_x, n_z)`` at boundary swings ``x, z`` (floats with
-        :data:`~core.components.FLOAT_OPS`, or ``(K,)`` arrays) of the part of the boundary
-        they lie on: of the box's four sides, the cone's circle and Blender's ellipse
-        quadrant, the one of largest signed distance (the ellipse's to first order,
-        ``(x²/a² + z²/b² − 1) / (2|(x/a², z/b²)|)``). Where parts tie (a corner, a region
-        thinner than rounding), the one the swings ``beyond`` (outside the region, moved
-        onto ``x, z``) lie farther beyond."""
+        self, x: FloatArray, z: FloatArray, beyond: tuple[FloatArray, FloatArray]
+    ) -> tuple[FloatArray, FloatArray]:
+        """The unit outward normal ``(n_x, n_z)`` at boundary swings ``x, z (K,)`` of the
+        part of the boundary they lie on: of the box's four sides, the cone's circle and
+        Blender's ellipse quadrant, the one of largest signed distance (the ellipse's to
+        first order, ``(x²/a² + z²/b² − 1) / (2|(x/a², z/b²)|)``). Where parts tie (a corner,
+        a region thinner than rounding), the one the swings ``beyond`` (outside the region,
+        moved onto ``x, z``) lie farther beyond (:data:`_TIE`)."""
         ux, uz = beyond
-        where, sqrt = ops.where, ops.sqrt
         lo, hi = self.lo, self.hi
-
-        def score(at: Num, out: Num) -> Num:
-            return at + _TIE * out
-
-        best = score(x - hi[0], ux - hi[0])
-        nx, nz = 1.0 + 0.0 * x, 0.0 * x
+        best = (x - hi[0]) + _TIE * (ux - hi[0])
+        nx, nz = np.ones_like(x), np.zeros_like(x)
         for at, out, gx, gz in (
             (lo[0] - x, lo[0] - ux, -1.0, 0.0),
             (z - hi[1], uz - hi[1], 0.0, 1.0),
             (lo[1] - z, lo[1] - uz, 0.0, -1.0),
         ):
-            take = score(at, out) > best
+            score = at + _TIE * out
+            take = score > best
             best, nx, nz = (
-                where(take, score(at, out), best),
-                where(take, gx, nx),
-                where(take, gz, nz),
+                np.where(take, score, best),
+                np.where(take, gx, nx),
+                np.where(take, gz, nz),
             )
-        rr = sqrt(x * x + z * z)
-        cone = score(rr - self.radius, sqrt(ux * ux + uz * uz) - self.radius)
+        rr = np.sqrt(x * x + z * z)
+        cone = (rr - self.radius) + _TIE * (np.sqrt(ux * ux + uz * uz) - self.radius)
         take = (cone > best) & (rr > 0.0)
-        safe = where(rr > 0.0, rr, 1.0)
-        best, nx, nz = where(take, cone, best), where(take, x / safe, nx), where(take, z / safe, nz)
+        safe = np.where(rr > 0.0, rr, 1.0)
+        best = np.where(take, cone, best)
+        nx, nz = np.where(take, x / safe, nx), np.where(take, z / safe, nz)
         if self.semi is not None:
             ap, an, bp, bn = self.semi
-            a, b = where(x >= 0.0, ap, an), where(z >= 0.0, bp, bn)
+            a, b = np.where(x >= 0.0, ap, an), np.where(z >= 0.0, bp, bn)
             real = (a > 0.0) & (b > 0.0)
-            a2, b2 = where(real, a * a, 1.0), where(real, b * b, 1.0)
+            a2, b2 = np.where(real, a * a, 1.0), np.where(real, b * b, 1.0)
+            gx, gz = ux / a2, uz / b2
+            gn = np.sqrt(gx * gx + gz * gz)
+            out = (ux * ux / a2 + uz * uz / b2 - 1.0) / (2.0 * np.where(gn > 0.0, gn, 1.0))
+            gx, gz = x / a2, z / b2
+            gn = np.sqrt(gx * gx + gz * gz)
+            safe = np.where(gn > 0.0, gn, 1.0)
+            at = (x * x / a2 + z * z / b2 - 1.0) / (2.0 * safe)
+            take = real & (gn > 0.0) & (at + _TIE * out > best)
+            nx, nz = np.where(take, gx / safe, nx), np.where(take, gz / safe, nz)
+        return nx, nz
 
-            def gap(px: Num, pz: Num) -> tuple[Num, Num, Num]:
-                gx, gz = px / a2, pz / b2
-                gn = sqrt(gx * gx + gz * gz)
-                gn = where(gn > 0.0, gn, 1.0)
-                return (px * px / a2 + pz * pz / b2 - 1.0) / (2.0 * gn), gx / gn, gz / gn
-
-            at, gx, gz = gap(x, z)
-            ellipse = score(at, gap(ux, uz)[0])
-            take = real & ((gx != 0.0) | (gz != 0.0)) & (ellipse > best)
-            nx, nz = where(take, gx, nx), where(take, gz, nz)
+    def outward_one(self, x: float, z: float, ux: float, uz: float) -> tuple[float, float]:
+        """:meth:`outward` for one swing ``x, z`` and the swing ``ux, uz`` beyond it, in
+        plain floats: the same parts, scores and normals, each compared as there (tested
+        against :meth:`outward`)."""
+        lo, hi = self.lo, self.hi
+        best, nx, nz = (x - hi[0]) + _TIE * (ux - hi[0]), 1.0, 0.0
+        for at, out, gx, gz in (
+            (lo[0] - x, lo[0] - ux, -1.0, 0.0),
+            (z - hi[1], uz - hi[1], 0.0, 1.0),
+            (lo[1] - z, lo[1] - uz, 0.0, -1.0),
+        ):
+            score = at + _TIE * out
+            if score > best:
+                best, nx, nz = score, gx, gz
+        rr = math.sqrt(x * x + z * z)
+        cone = (rr - self.radius) + _TIE * (math.sqrt(ux * ux + uz * uz) - self.radius)
+        if cone > best and rr > 0.0:
+            best, nx, nz = cone, x / rr, z / rr
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
+            if a > 0.0 and b > 0.0:
+                a2, b2 = a * a, b * b
+                gx, gz = ux / a2, uz / b2
+                gn = math.sqrt(gx * gx + gz * gz)
+                out = (ux * ux / a2 + uz * uz / b2 - 1.0) / (2.0 * (gn if gn > 0.0 else 1.0))
+                gx, gz = x / a2, z / b2
+                gn = math.sqrt(gx * gx + gz * gz)
+                at = (x * x / a2 + z * z / b2 - 1.0) / (2.0 * (gn if gn > 0.0 else 1.0))
+                if gn > 0.0 and at + _TIE * out > best:
+                    nx, nz = gx / gn, gz / gn
         return nx, nz
 
     def segment(self) -> tuple[tuple[float, float], tuple[float, float]]:

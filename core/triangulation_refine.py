@@ -31,7 +31,7 @@ _STALL_WINDOW = 10
 _STALL_GAIN = 0.001
 #: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
 #: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
-_LAMBDA0 = 0.05
+_LAMBDA0 = 0.01
 _LAMBDA_RANGE = (1e-4, 1e3)
 #: A joint's turn counts as clipped by its limits when keeping it within them moved a
 #: quaternion component by more than this share of the turn's half angle (a turn along a
@@ -120,7 +120,7 @@ def _refine(
     err = np.linalg.norm(targets - pos[:, -1], axis=-1)
     lam = np.full(len(q), _LAMBDA0)
     spans = _spans(axes)
-    bound = np.zeros((len(q), spans[-1][1]))  # (M, m): each joint's way out, zero if none
+    bound = _start_bound(chain, axes, spans, q)  # (M, m): each joint's way out, zero if none
     active = np.flatnonzero(err > tolerance)
     last = err.copy()
     step_count = 0
@@ -172,6 +172,29 @@ def _refine(
         keep = (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
         active = active[keep]
     return q, pos, err
+
+
+def _start_bound(
+    chain: Chain,
+    axes: list[tuple[FloatArray, FloatArray]],
+    spans: list[tuple[int, int]],
+    q: FloatArray,
+) -> FloatArray:
+    """The active set of the start poses ``q (M, n, 4)``: per joint on its limits
+    (:meth:`JointLimits.way_out` — where the pass or a projection left it), its way out
+    as a unit direction in its columns ``(M, m)``, zero for the other joints. Holding such
+    a joint from the first step spares the step that would only find it clipped."""
+    bound = np.zeros((len(q), spans[-1][1]))
+    for i, ((ax, w), (a, b)) in enumerate(zip(axes, spans, strict=True)):
+        lim = chain.limits[i]
+        if a == b or lim.is_free:
+            continue
+        turn, on = lim.way_out(rot.positive_w(q[:, i]))
+        h = np.einsum("ax,kx->ak", turn, ax) * w[None, :]
+        norm = np.linalg.norm(h, axis=-1, keepdims=True)
+        unit = h / np.where(norm > 0.0, norm, 1.0)
+        bound[:, a:b] = np.where((on & (norm[:, 0] > 0.0))[:, None], unit, 0.0)
+    return bound
 
 
 def _spans(axes: list[tuple[FloatArray, FloatArray]]) -> list[tuple[int, int]]:
@@ -235,12 +258,9 @@ def _step(
             # without it slides along the boundary); else the clipped part, kept⁻¹ · turned.
             gap = rot.positive_w(rot.multiply(rot.conjugate(kept), turned))[:, 1:]
             if lim.kind == "ball":
-                out = lim.swing_outside(tuple(turned.T)) & clipped
+                out = lim.swing_outside(turned) & clipped
                 if np.any(out):
-                    exit_ = np.stack(
-                        lim.swing_exit(tuple(kept[out].T), tuple(turned[out].T)), axis=-1
-                    )
-                    gap[out] = exit_
+                    gap[out] = lim.swing_exit(kept[out], turned[out])
             # In the joint's weighted axes.
             h = np.einsum("ax,kx->ak", gap, ax) * w[None, :]
             norm = np.linalg.norm(h, axis=-1, keepdims=True)

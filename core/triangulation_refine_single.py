@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .chain import Chain
-from .components import FLOAT_OPS, Quat, Vec, qmul_conj
+from .components import Quat, Vec, qmul_conj
 from .jacobian_single_linalg import _solve_spd, gram3
 from .kinematics import forward_kinematics_floats
 from .rotations import SMALL_ANGLE
@@ -134,7 +135,7 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
     if not err > tolerance:
         return q, pos, err
     tx, ty, tz = target
-    bound: dict[int, list[float]] = {}  # the joints on their limits: each one's way out
+    bound = _start_bound(chain, facts, q)  # the joints on their limits: each one's way out
     for count in range(1, _STEPS + 1):
         ex, ey, ez = pos[-1]
         error = (tx - ex, ty - ey, tz - ez)
@@ -169,6 +170,25 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
 
 
 Gram = tuple[float, float, float, float, float, float]
+
+
+def _start_bound(chain: Chain, facts: _Facts, q: Pose) -> dict[int, list[float]]:
+    """:func:`core.triangulation_refine._start_bound` of one pose: the joints on their
+    limits and each one's way out, a unit direction in its columns."""
+    out: dict[int, list[float]] = {}
+    for i, axes in enumerate(facts.axes):
+        lim = chain.limits[i]
+        if not axes or lim.is_free:
+            continue
+        turn = lim.way_out_floats(_positive(q[i]))
+        if turn is None:
+            continue
+        gx, gy, gz = turn
+        h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
+        norm = math.sqrt(sum(hk * hk for hk in h))
+        if norm > 0.0:
+            out[i] = [hk / norm for hk in h]
+    return out
 
 
 def _columns(
@@ -294,8 +314,8 @@ def _step(
             half = 0.5 * sqrt(rx * rx + ry * ry + rz * rz)
             if moved > _CLIPPED * half and moved > _CLIPPED_ABOVE:
                 # The way out, in the joint's weighted axes (core.triangulation_refine._step).
-                if lim.kind == "ball" and lim.swing_outside(turned, FLOAT_OPS):
-                    gx, gy, gz = lim.swing_exit(kept, turned, FLOAT_OPS)
+                if lim.kind == "ball" and lim.swing_outside_floats(turned):
+                    gx, gy, gz = lim.swing_exit_floats(kept, turned)
                 else:
                     _, gx, gy, gz = _positive(qmul_conj(kept, turned))
                 h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
@@ -326,13 +346,15 @@ def keep_best(
     tolerance: float,
     nearest: bool,
     first_is_pass: bool = False,
+    more: Callable[[], list[Pose]] | None = None,
 ) -> Refined:
     """:func:`core.triangulation_refine._keep_best` for one target: ``candidates`` refined,
     and the one of lowest cost among those that reach (the first, refined, wherever it
     reaches when ``first_is_pass``), else the first that is not farther than the closest by
     more than :data:`~core.triangulation_refine.CLOSER_BY` tolerances, where it comes closer
     than ``best``
-    (the stored pose, ``w ≥ 0``); else ``best``."""
+    (the stored pose, ``w ≥ 0``); else ``best``. ``more``: the candidates after
+    ``candidates``, made only where they are refined (not when the pass's pose reaches)."""
     if first_is_pass:
         q0, pos0, err0 = refine(chain, candidates[0], target, tolerance, nearest)
         if err0 <= tolerance:
@@ -340,6 +362,8 @@ def keep_best(
                 return [_positive(r) for r in q0], pos0, err0
             return best
         candidates = [q0, *candidates[1:]]
+    if more is not None:
+        candidates = [*candidates, *more()]
     refined = [refine(chain, c, target, tolerance, nearest) for c in candidates]
     scores = [_cost(start, r[0]) if r[2] <= tolerance else math.inf for r in refined]
     if any(r[2] <= tolerance for r in refined):
@@ -378,13 +402,28 @@ def search(
     and chosen by :func:`keep_best`, then up to three rounds from the best so far and two
     random admissible poses; returns the chosen pose (``w ≥ 0``), its positions and error."""
     rots = passed[0]
-    candidates = [rots, side_pose(chain, rots), project_all(chain, start), *placed]
+    candidates = [rots]
     best = passed
     rng = None  # (made only for a restart: most targets are met in the first round)
     nearest = False
     shape = (1, chain.n_joints, 4)
-    for _ in range(_ROUNDS):
-        best = keep_best(chain, target, start, candidates, best, tolerance, nearest, not nearest)
+
+    def more() -> list[Pose]:
+        return [side_pose(chain, rots), project_all(chain, start), *placed]
+
+    for round_ in range(_ROUNDS):
+        first = round_ == 0
+        best = keep_best(
+            chain,
+            target,
+            start,
+            candidates,
+            best,
+            tolerance,
+            nearest,
+            first,
+            more if first else None,
+        )
         if not best[2] > tolerance:
             break
         # Again from the best so far, sliding along the limits, and from random poses.

@@ -680,8 +680,8 @@ def test_the_swing_regions_outward_normal_points_out(lim: JointLimits, seed: int
 def test_swing_exit_is_the_gradient_of_the_outward_swing(lim: JointLimits, seed: int) -> None:
     """:meth:`JointLimits.swing_exit` against central finite differences of ``n·s(q·exp(r/2))``
     along random turns ``r`` (``s`` the swing's components from scipy, ``n`` the outward
-    normal at ``q``), and the float twin against the batch."""
-    from core.components import ARRAY_OPS, FLOAT_OPS
+    normal at ``q``), and the float twins (:meth:`JointLimits.swing_exit_floats`,
+    :meth:`SwingRegion.outward_one`) against the batch."""
     from core.limits import _swing_components
 
     kept, beyond = _on_the_boundary(lim, seed)
@@ -689,10 +689,10 @@ def test_swing_exit_is_the_gradient_of_the_outward_swing(lim: JointLimits, seed:
     kept, beyond = kept[split], beyond[split]
     assume(len(kept) > 0)
     # (n as swing_exit takes it: near a tie of two parts, rounding picks one)
-    sx, sz, _ = _swing_components(tuple(kept.T), ARRAY_OPS)
-    ux, uz, _ = _swing_components(tuple(beyond.T), ARRAY_OPS)
+    sx, sz, _ = _swing_components(kept)
+    ux, uz, _ = _swing_components(beyond)
     nx, nz = lim.swing_region.outward(sx, sz, (ux, uz))
-    g = np.stack(lim.swing_exit(tuple(kept.T), tuple(beyond.T)), axis=-1)
+    g = lim.swing_exit(kept, beyond)
     r = np.random.default_rng(seed).normal(size=(*kept.shape[:-1], 3))
     # (the oracle's arccos loses digits at a swing near zero, and a swing near a half turn
     # has large third derivatives: a middle step, and tolerances for both)
@@ -704,8 +704,32 @@ def test_swing_exit_is_the_gradient_of_the_outward_swing(lim: JointLimits, seed:
 
     numeric = (along(1.0) - along(-1.0)) / (2.0 * eps)
     np.testing.assert_allclose(np.sum(g * r, axis=-1), numeric, rtol=1e-3, atol=1e-5)
-    for one, out, row in zip(kept.tolist(), beyond.tolist(), g, strict=True):
-        floats = lim.swing_exit(
-            (one[0], one[1], one[2], one[3]), (out[0], out[1], out[2], out[3]), FLOAT_OPS
+    for k, (one, out) in enumerate(zip(kept.tolist(), beyond.tolist(), strict=True)):
+        normal = lim.swing_region.outward_one(sx[k], sz[k], ux[k], uz[k])
+        np.testing.assert_allclose(normal, (nx[k], nz[k]), rtol=0, atol=1e-12)
+        floats = lim.swing_exit_floats(
+            (one[0], one[1], one[2], one[3]), (out[0], out[1], out[2], out[3])
         )
-        np.testing.assert_allclose(floats, row, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(floats, g[k], rtol=0, atol=1e-12)
+
+
+@FAST
+@given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
+@example(lim=JointLimits(lock=(False, True, True), ranges=((0.0, 2.6), None, None)), seed=0)
+def test_a_joint_on_its_limits_has_a_way_out(lim: JointLimits, seed: int) -> None:
+    """:meth:`JointLimits.way_out` on projected rotations (many on the limits) and on
+    allowed ones: where it says the joint is on its limits, a small turn along its way out
+    leaves them (a turn the other way can too, where the range or region has no width);
+    the float twin gives the same answer."""
+    q = lim.project(_random_quats(seed, 48))
+    turn, on = lim.way_out(q)
+    for k, one in enumerate(q.tolist()):
+        floats = lim.way_out_floats((one[0], one[1], one[2], one[3]))
+        assert (floats is not None) == bool(on[k])
+        if floats is not None:
+            np.testing.assert_allclose(floats, turn[k], rtol=0, atol=1e-12)
+    assume(np.any(on))
+    unit = turn[on] / np.linalg.norm(turn[on], axis=-1, keepdims=True)
+    out = rot.multiply(q[on], rot.from_rotvec(1e-4 * unit))
+    assert np.all(lim.violation(out) > 1e-6)
