@@ -48,9 +48,11 @@ def _params(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     """Swing rotation-vector X, twist ψ, swing rotation-vector Z and bend of ``q (N, 4)``."""
     r = _scipy(q)
     d = r.apply(Y)
-    bend = np.arccos(np.clip(d[:, 1], -1.0, 1.0))
     swing_axis = np.stack((d[:, 2], np.zeros(len(d)), -d[:, 0]), axis=-1)  # Y × d
     norm = np.linalg.norm(swing_axis, axis=-1, keepdims=True)
+    # (atan2, not arccos of d_y: accurate for the smallest bends, where ranges of 1e-6 rad
+    # are tested)
+    bend = np.arctan2(norm[:, 0], d[:, 1])
     unit = np.divide(swing_axis, norm, out=np.zeros_like(swing_axis), where=norm > 1e-12)
     swing = Rotation.from_rotvec(unit * bend[:, None])
     twist = (swing.inv() * r).as_rotvec()
