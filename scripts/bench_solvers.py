@@ -37,6 +37,14 @@ temporary Blender user folder, as a user's *Install from Disk* does, then:
    (median of 3 calls; 21 after a warm-up call for triangulation): bars DLS ≤ 0.3 s,
    CCD ≤ 0.2 s, triangulation ≤ 5 ms.
 
+3. **Anywhere within reach** — the ball chains of 2 and 5 bones, targets in random
+   directions at 0.2–0.95 of the chain's length (many of them out of reach within the
+   limits, as when an animator drags a hand where the shoulder cannot take it), one round
+   (after a warm-up round) of the same interleaved timing: the median, 90th percentile and
+   largest single solve of each column, and the share reached. No bar: the search of a
+   target it cannot meet restarts (:func:`core.triangulation_limits.reach_within_limits`),
+   and this part shows what that costs against Blender's IK.
+
 Writes ``bench_solvers.json``, ``.md`` and ``.png`` (ratios to Blender's IK) to ``--out``.
 """
 
@@ -152,8 +160,24 @@ def add_reach_chain(scene: Any, obj: Any, target: Any, bones: int, method: str) 
         bpy.data.objects.remove(made)
 
 
-def targets_for(chain: Any, core: Any, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``(count, 3)`` base-frame targets: forward kinematics of random admissible poses."""
+#: Where part 1's targets lie (forward kinematics of admissible poses) and part 3's.
+SPREADS = ("admissible", "within_reach")
+#: Part 3's targets: distance from the root as a share of the chain's length.
+WITHIN_REACH = (0.2, 0.95)
+
+
+def targets_for(
+    chain: Any, core: Any, count: int, rng: np.random.Generator, spread: str = "admissible"
+) -> np.ndarray:
+    """``(count, 3)`` base-frame targets: forward kinematics of random admissible poses, or
+    (``spread="within_reach"``) random directions at :data:`WITHIN_REACH` of the chain's
+    length."""
+    if spread not in SPREADS:
+        raise ValueError(f"spread {spread!r}: need one of {', '.join(SPREADS)}")
+    if spread == "within_reach":
+        d = rng.normal(size=(count, 3))
+        d /= np.linalg.norm(d, axis=-1, keepdims=True)
+        return d * rng.uniform(*WITHIN_REACH, size=(count, 1)) * chain.reach
     q = core.rotations.normalize(rng.normal(size=(count, chain.n_joints, 4)))
     for i, lim in enumerate(chain.limits):
         q[:, i] = lim.project(q[:, i])
@@ -165,9 +189,16 @@ def _median_us(values: list[float]) -> float:
 
 
 def bench_chain(
-    bones: int, limits: str, methods: list[str], count: int, rounds: int, seed: int
+    bones: int,
+    limits: str,
+    methods: list[str],
+    count: int,
+    rounds: int,
+    seed: int,
+    spread: str = "admissible",
 ) -> list[dict[str, Any]]:
-    """Rows of part 1 for one chain shape, one per method (see module docstring)."""
+    """Rows of part 1 (or part 3, ``spread="within_reach"``) for one chain shape, one per
+    method (see module docstring)."""
     bpy = blender_module()
     ev: Any = importlib.import_module(f"{EXTENSION}.ik_addon.evaluate")
     chain_spec: Any = importlib.import_module(f"{EXTENSION}.ik_addon.chain_spec")
@@ -210,7 +241,7 @@ def bench_chain(
     # solve sees inputs another has seen (the core memoises its costliest one-target
     # answers on their exact inputs).
     shape = (len(methods), 2, rounds + 1, count, 3)
-    local = targets_for(chain, core, math.prod(shape[:-1]), rng).reshape(shape)
+    local = targets_for(chain, core, math.prod(shape[:-1]), rng, spread).reshape(shape)
     rows = []
     clock = time.perf_counter
     for m, method in enumerate(methods):
@@ -253,8 +284,11 @@ def bench_chain(
         row = {
             "bones": bones,
             "limits": limits,
+            "spread": spread,
             "method": method,
             "median_us": med,
+            "p90_us": {k: float(np.quantile(v, 0.9)) * 1e6 for k, v in times.items()},
+            "max_us": {k: max(v) * 1e6 for k, v in times.items()},
             "ratio_live_vs_blender": med["live"] / med["blender"],
             "ratio_core_pose_vs_blender": med["core_pose"] / med["blender"],
             "reached_pct": {
@@ -336,6 +370,24 @@ def markdown(report: dict[str, Any]) -> str:
         )
     lines += [
         "",
+        f"### Anywhere within reach: ball chains, targets at {WITHIN_REACH[0]:g}–"
+        f"{WITHIN_REACH[1]:g} of the length in random directions ({report['within_reach_targets']}"
+        " targets, one round)",
+        "",
+        "| bones | method | Blender IK µs median / p90 / max | live µs median / p90 / max "
+        "| reached % (Blender / live) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in report["within_reach"]:
+        med, p90, top, reached = row["median_us"], row["p90_us"], row["max_us"], row["reached_pct"]
+        lines.append(
+            f"| {row['bones']} | {row['method']} "
+            f"| {med['blender']:.0f} / {p90['blender']:.0f} / {top['blender']:.0f} "
+            f"| {med['live']:.0f} / {p90['live']:.0f} / {top['live']:.0f} "
+            f"| {reached['blender']:.0f} / {reached['live']:.0f} |"
+        )
+    lines += [
+        "",
         f"Bars: every method ≤ {BAR_BLENDER:g}× Blender's IK on {BARRED_BONES[0]}- and "
         f"{BARRED_BONES[1]}-bone chains (triangulation ≤ {BAR_TRIANGULATION:g}×). Reached: "
         f"within {REACHED:g} × the chain's length.",
@@ -405,12 +457,18 @@ def main(argv: list[str] | None = None) -> int:
     for bones in BONES:
         for limits in LIMITS:
             rows += bench_chain(bones, limits, methods, count, rounds, args.seed)
+    within_count = 6 if args.quick else 60
+    within = []
+    for bones in BARRED_BONES:
+        within += bench_chain(bones, "ball", methods, within_count, 1, args.seed, "within_reach")
     batch_methods = [m for m in ("triangulation", "ccd", "jacobian_dls") if m in methods]
     report = {
         "blender": blender_module().app.version_string,
         "targets": count,
         "rounds": rounds,
         "rows": rows,
+        "within_reach_targets": within_count,
+        "within_reach": within,
         "batched": bench_batched(batch_methods, 2007),
     }
     bench_report.publish(args.out, "bench_solvers", report, markdown(report), figure(report))
