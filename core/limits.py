@@ -107,17 +107,15 @@ def _clamp_one(phi: float, lo: float, hi: float) -> float:
 
 def _swing_components(q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The swing's components ``x, z`` of rotations ``q (K, 4)`` (``w ≥ 0``) about +Y, as
-    :meth:`JointLimits.project` splits them (twist ``(w, 0, y, 0)/t``, swing
-    ``q · twist*``), and ``t = √(w² + y²)``."""
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    tn = np.sqrt(w * w + y * y)
-    safe = np.where(tn > 0.0, tn, 1.0)
-    tw, ty = np.where(tn > 0.0, w / safe, 1.0), np.where(tn > 0.0, y / safe, 0.0)
-    return x * tw + z * ty, z * tw - x * ty, tn
+    :meth:`JointLimits.project` splits them (:func:`core.rotations.swing_twist`: twist
+    ``(w, 0, y, 0)/t``, swing ``q · twist*``), and ``t = √(w² + y²)``."""
+    swing, _ = rot.swing_twist(q, _Y)
+    return swing[..., 1], swing[..., 3], np.sqrt(q[..., 0] ** 2 + q[..., 2] ** 2)
 
 
 def _swing_components_floats(q: tuple[float, float, float, float]) -> tuple[float, float, float]:
-    """:func:`_swing_components` of one rotation in plain floats."""
+    """:func:`_swing_components` of one rotation in plain floats, as
+    :meth:`JointLimits.project_floats` splits it."""
     w, x, y, z = q
     tn = math.sqrt(w * w + y * y)
     tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)

@@ -101,12 +101,12 @@ def _refine(
     nearest allowed rotation, which lets the search slide along a limit) instead of the
     cheaper :meth:`JointLimits.retract`.
 
-    Joints on their limits form an active set. A joint whose turn its limits clipped
-    (:data:`_CLIPPED`) in the last kept step, or that was held in it, is on its limits and
-    has a way out in its own columns: for a ball joint whose swing was clipped, the turn
-    straight across its swing region's boundary (:meth:`JointLimits.swing_exit`), else the
-    clipped part of its turn. Where the step
-    pushes such a joint out again, it is *held*: that direction is taken out of its
+    Joints on their limits form an active set: those the start pose leaves on them
+    (:func:`_start_bound`), then those whose turn their limits clipped (:data:`_CLIPPED`)
+    in the last kept step or that were held in it. Each has a way out in its own columns:
+    for a ball joint whose swing was clipped, the turn straight across its swing region's
+    boundary (:meth:`JointLimits.swing_exit`), else the clipped part of its turn. Where the
+    step pushes such a joint out again, it is *held*: that direction is taken out of its
     columns, ``C ← C (I − h hᵀ)``, and the system solved again — a hinge is kept as it is,
     a ball joint can still slide along its limit. The other joints then answer for the
     whole error instead of losing the share the held one could not take, and the error
