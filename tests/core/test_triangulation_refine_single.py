@@ -311,18 +311,22 @@ def test_columns_are_the_component_algebra_to_the_bit() -> None:
         assert gram == gram3([c for joint in expected for c in joint])
 
 
-def test_a_ball_joint_held_on_its_limits_slides_along_them() -> None:
-    """A ball joint held on Blender's ellipse loses the direction straight out of its swing
-    region (``JointLimits.swing_exit``), so its steps slide along the boundary and the
-    error falls quadratically: on ``bench_solvers``' 5-bone shoulder chain, solved as the
-    add-on does (the even pass), at most 15 % of the refinements that reach take five steps
-    or more. (Holding the clipped part of the last turn instead — toward the region's centre,
-    not across its boundary — re-clipped every step: 31 %.)"""
+@pytest.mark.parametrize(("n", "bar"), [(3, 0.16), (5, 0.05)])
+def test_a_ball_joint_held_on_its_limits_slides_along_them(n: int, bar: float) -> None:
+    """The active set on Blender's ellipse, on ``bench_solvers``' shoulder chains solved as
+    the add-on does (the even pass): a ball joint held on its limits loses the direction
+    straight out of its swing region (``JointLimits.swing_exit``), so its steps slide along
+    the boundary, and the joints the pass leaves on their limits are held from the first
+    step (``JointLimits.way_out``). Of the refinements that reach, the share taking five
+    steps or more stays under ``bar``. Measured (3 / 5 bones): 0.7.1 43 % / 31 %; without
+    the way out across the boundary (the clipped part of the turn instead, which
+    ``retract`` points toward the region's centre: re-clipped every step) 23 % / 3.4 %;
+    without the start's active set 28 % / 7.4 %; with both 12 % / 2.0 %."""
     from unittest import mock
 
     from core import Solver
 
-    chain = shoulder_chain(5)
+    chain = shoulder_chain(n)
     rng = np.random.default_rng(21)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
     counts = []
@@ -339,4 +343,4 @@ def test_a_ball_joint_held_on_its_limits_slides_along_them() -> None:
         for target in kinematics.effector(chain, admissible_poses(rng, chain, 200)):
             solver.pose(tuple(target.tolist()))
     assert len(counts) >= 100  # (not vacuous)
-    assert np.mean(np.array(counts) >= 5) <= 0.15, sorted(counts)
+    assert np.mean(np.array(counts) >= 5) <= bar, sorted(counts)
