@@ -28,8 +28,12 @@ Candidates, all admissible (every joint's rotation is its own projection):
 4. when the last joint is a hinge, candidates 1 and 2 with their last two joints placed in
    closed form (:func:`_hinge_last`: the hinge's angle from the distance, the joint before
    it spun about the target direction to an allowed rotation);
-5. for targets still missed, up to four rounds of: the best pose so far and two random
-   admissible poses (a fixed seed, so the result depends on the inputs only).
+5. for targets still missed, up to three rounds of restarts from the best pose so far and
+   two random admissible poses (a fixed seed, so the result depends on the inputs only),
+   for as long as a round brings the target materially closer (by more than
+   :data:`~core.triangulation_refine.CLOSER_BY` tolerances, the margin the choice below
+   asks of a candidate): a target out of reach within the limits, which no restart
+   meets, stops after one.
 
 Each candidate is refined by damped least squares in the joints' own axes, projected onto
 the limits after every step (so it never leaves them): per joint, the columns of
@@ -74,6 +78,7 @@ from .rotations import FloatArray
 from .triangulation_refine import (
     _ROUNDS,
     _SEED,
+    CLOSER_BY,
     _keep_best,
     _middle,
     _project_all,
@@ -434,9 +439,13 @@ def reach_within_limits(
         if placed is not None:
             candidates.append(placed)
     nearest = False
-    for _ in range(_ROUNDS):
+    for round_ in range(_ROUNDS):
+        before = err[miss]
         _keep_best(problem, miss, candidates, rotations, positions, err, nearest, not nearest)
-        miss = miss[err[miss] > tol]
+        going = err[miss] > tol
+        if round_ > 0:  # restarts go on while a round brings the target materially closer
+            going &= err[miss] < before - CLOSER_BY * tol
+        miss = miss[going]
         if miss.size == 0:
             break
         # Again from the best so far, sliding along the limits, and from random poses.

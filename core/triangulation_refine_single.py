@@ -400,7 +400,9 @@ def search(
     misses: the candidates (the pass's pose, the bend-side pose, the start pose
     ``start`` projected, then ``placed``: the closed-form poses of a last hinge), refined
     and chosen by :func:`keep_best`, then up to three rounds from the best so far and two
-    random admissible poses; returns the chosen pose (``w ≥ 0``), its positions and error."""
+    random admissible poses, while a round brings the target closer by more than
+    :data:`~core.triangulation_refine.CLOSER_BY` tolerances; returns the chosen pose
+    (``w ≥ 0``), its positions and error."""
     rots = passed[0]
     candidates = [rots]
     best = passed
@@ -413,6 +415,7 @@ def search(
 
     for round_ in range(_ROUNDS):
         first = round_ == 0
+        before = best[2]
         best = keep_best(
             chain,
             target,
@@ -426,6 +429,8 @@ def search(
         )
         if not best[2] > tolerance:
             break
+        if not first and not best[2] < before - CLOSER_BY * tolerance:
+            break  # a restart round that brought it no materially closer ends the restarts
         # Again from the best so far, sliding along the limits, and from random poses.
         nearest = True
         rng = np.random.default_rng(_SEED) if rng is None else rng

@@ -23,7 +23,9 @@ flat valley or at different local minima (what each test then checks says so).
 
 from __future__ import annotations
 
+import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -344,3 +346,50 @@ def test_a_ball_joint_held_on_its_limits_slides_along_them(n: int, bar: float) -
             solver.pose(tuple(target.tolist()))
     assert len(counts) >= 100  # (not vacuous)
     assert np.mean(np.array(counts) >= 5) <= bar, sorted(counts)
+
+
+def test_restarts_stop_when_a_round_brings_a_missed_target_no_closer() -> None:
+    """A target the limits keep out of reach (here: random directions within the length of
+    ``bench_solvers``' 2-bone shoulder chain, a third of them out of reach) takes the
+    candidates' round, then restart rounds only while the last one brought it closer by
+    more than ``CLOSER_BY`` tolerances: most stop after one restart (two rounds, not four;
+    each round refines three poses for 25–30 steps). The batch path stops alike: the same
+    poses."""
+    from unittest import mock
+
+    from core import Solver
+
+    chain = shoulder_chain(2)
+    rng = np.random.default_rng(3)
+    directions = rng.normal(size=(60, 3))
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    targets = directions * rng.uniform(0.2, 0.95, size=(60, 1)) * chain.reach
+    solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
+    tol = 1e-6 * chain.reach
+    keep_best = trs.keep_best
+    errors: list[float] = []  # after each round of the target being solved
+
+    def kept(*args: Any, **kwargs: Any) -> trs.Refined:
+        out = keep_best(*args, **kwargs)
+        errors.append(out[2])
+        return out
+
+    missed, rounds = [], []
+    for target in targets:
+        errors.clear()
+        with mock.patch.object(trs, "keep_best", kept):
+            pose = solver.pose(tuple(target.tolist()))
+        if np.linalg.norm(np.array(pose.points[-1]) - target) > tol:
+            missed.append(pose.rotations)
+            rounds.append(len(errors))
+            gains = [a - b for a, b in itertools.pairwise(errors)]
+            # every restart round but the last brought it materially closer; the last did
+            # not, or was the fourth round
+            assert all(g > tr.CLOSER_BY * tol for g in gains[:-1]), gains
+            assert len(errors) == 4 or gains[-1] <= tr.CLOSER_BY * tol, gains
+    assert len(rounds) >= 10  # (not vacuous)
+    assert np.mean(rounds) <= 2.2, rounds  # (four rounds each until 0.7.2)
+    batch = solver.poses(targets)
+    errors_b = np.linalg.norm(batch.positions[:, -1] - targets, axis=-1)
+    for got, want in zip(batch.rotations[errors_b > tol], missed, strict=True):
+        _same_rotations(got, np.array(want), 1e-9)
