@@ -190,11 +190,16 @@ def _start_bound(
         if a == b or lim.is_free:
             continue
         turn, on = lim.way_out(rot.positive_w(q[:, i]))
-        h = np.einsum("ax,kx->ak", turn, ax) * w[None, :]
-        norm = np.linalg.norm(h, axis=-1, keepdims=True)
-        unit = h / np.where(norm > 0.0, norm, 1.0)
-        bound[:, a:b] = np.where((on & (norm[:, 0] > 0.0))[:, None], unit, 0.0)
+        bound[:, a:b] = np.where(on[:, None], _in_columns(turn, ax, w), 0.0)
     return bound
+
+
+def _in_columns(turn: FloatArray, ax: FloatArray, w: FloatArray) -> FloatArray:
+    """Local turns ``(A, 3)`` as unit directions ``(A, k)`` in a joint's columns (its axes
+    ``ax (k, 3)`` weighted by ``w (k,)``); zero where the turn has no part along them."""
+    h = np.einsum("ax,kx->ak", turn, ax) * w[None, :]
+    norm = np.linalg.norm(h, axis=-1, keepdims=True)
+    return h / np.where(norm > 0.0, norm, 1.0)
 
 
 def _spans(axes: list[tuple[FloatArray, FloatArray]]) -> list[tuple[int, int]]:
@@ -261,11 +266,7 @@ def _step(
                 out = lim.swing_outside(turned) & clipped
                 if np.any(out):
                     gap[out] = lim.swing_exit(kept[out], turned[out])
-            # In the joint's weighted axes.
-            h = np.einsum("ax,kx->ak", gap, ax) * w[None, :]
-            norm = np.linalg.norm(h, axis=-1, keepdims=True)
-            unit = h / np.where(norm > 0.0, norm, 1.0)
-            outward[:, a:b] = np.where(clipped[:, None], unit, 0.0)
+            outward[:, a:b] = np.where(clipped[:, None], _in_columns(gap, ax, w), 0.0)
             turned = kept
         trial[:, i] = turned
     return trial, outward

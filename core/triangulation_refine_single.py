@@ -181,14 +181,19 @@ def _start_bound(chain: Chain, facts: _Facts, q: Pose) -> dict[int, list[float]]
         if not axes or lim.is_free:
             continue
         turn = lim.way_out_floats(_positive(q[i]))
-        if turn is None:
-            continue
-        gx, gy, gz = turn
-        h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
-        norm = math.sqrt(sum(hk * hk for hk in h))
-        if norm > 0.0:
-            out[i] = [hk / norm for hk in h]
+        h = None if turn is None else _in_columns(turn, axes)
+        if h is not None:
+            out[i] = h
     return out
+
+
+def _in_columns(turn: Vec, axes: tuple[tuple[Vec, float], ...]) -> list[float] | None:
+    """:func:`core.triangulation_refine._in_columns` of one turn: a unit direction in the
+    joint's weighted columns, or ``None`` where the turn has no part along them."""
+    gx, gy, gz = turn
+    h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
+    norm = math.sqrt(sum(hk * hk for hk in h))
+    return [hk / norm for hk in h] if norm > 0.0 else None
 
 
 def _columns(
@@ -315,13 +320,13 @@ def _step(
             if moved > _CLIPPED * half and moved > _CLIPPED_ABOVE:
                 # The way out, in the joint's weighted axes (core.triangulation_refine._step).
                 if lim.kind == "ball" and lim.swing_outside_floats(turned):
-                    gx, gy, gz = lim.swing_exit_floats(kept, turned)
+                    way = lim.swing_exit_floats(kept, turned)
                 else:
                     _, gx, gy, gz = _positive(qmul_conj(kept, turned))
-                h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
-                norm = math.sqrt(sum(hk * hk for hk in h))
-                if norm > 0.0:
-                    outward[i] = [hk / norm for hk in h]
+                    way = (gx, gy, gz)
+                unit = _in_columns(way, axes)
+                if unit is not None:
+                    outward[i] = unit
             turned = kept
         trial[i] = turned
     return trial, outward

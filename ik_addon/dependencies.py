@@ -257,6 +257,20 @@ def constraint_dependencies(
     return out
 
 
+def _read_targets(
+    armature: ArmatureObject, bone: str, paths: tuple[str, ...], reads: Reads | None
+) -> Iterator[tuple[Goal, set[BoneKey]]]:
+    """What the drivers of ``bone``'s properties under ``paths`` read
+    (:func:`_driver_targets`): each variable's target, with every pose bone that places it
+    (:func:`goal_dependencies` and :func:`constraint_dependencies`)."""
+    for obj, sub in _driver_targets(armature, bone, paths, reads):
+        target = sub if obj.type == "ARMATURE" else ""
+        yield (
+            (obj, target),
+            goal_dependencies(obj, target) | constraint_dependencies(obj, target, reads),
+        )
+
+
 def settings_inputs(
     armature: ArmatureObject, tip: str, reads: Reads | None = None
 ) -> list[tuple[Goal, set[BoneKey]]]:
@@ -264,12 +278,7 @@ def settings_inputs(
     driven by a bone's evaluated transform): each driver variable's target, with the pose
     bones that place it, followed through constraints and drivers as
     :func:`constraint_dependencies` follows a goal's."""
-    out = []
-    for obj, sub in _driver_targets(armature, tip, (".reach_ik.",), reads):
-        bone = sub if obj.type == "ARMATURE" else ""
-        deps = goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, reads)
-        out.append(((obj, bone), deps))
-    return out
+    return list(_read_targets(armature, tip, (".reach_ik.",), reads))
 
 
 def channel_dependencies(
@@ -282,9 +291,8 @@ def channel_dependencies(
     out: set[BoneKey] = set()
     for k, name in enumerate(bones):
         paths = (".rotation_", ".location") if k == 0 else (".rotation_",)
-        for obj, sub in _driver_targets(armature, name, paths, reads):
-            bone = sub if obj.type == "ARMATURE" else ""
-            out |= goal_dependencies(obj, bone) | constraint_dependencies(obj, bone, reads)
+        for _, deps in _read_targets(armature, name, paths, reads):
+            out |= deps
     return out
 
 
