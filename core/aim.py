@@ -292,7 +292,23 @@ def aim(
     ``signs``: each hinge's preferred bend sign (:func:`hinge_signs`); ``hints``: per joint,
     the bend-plane normal (base frame) a hinge child's parent twists toward where the chain
     is straight (:func:`_hinge_twist`), or ``None``. Returns the ``n`` local rotations and
-    the ``n + 1`` positions (components)."""
+    the ``n + 1`` positions (components). On floats :func:`_aim_floats`, the same
+    arithmetic."""
+    if ops is FLOAT_OPS:
+        return _aim_floats(plan, chain, wants, signs, hints)
+    return _aim(ops, plan, chain, wants, signs, size, hints)
+
+
+def _aim(
+    ops: Ops,
+    plan: AimPlan,
+    chain: Chain,
+    wants: list[Vec],
+    signs: list[Num],
+    size: int,
+    hints: list[Vec | None] | None,
+) -> tuple[list[Quat], list[Vec]]:
+    """:func:`aim` written once on components (the reference of :func:`_aim_floats`)."""
     n = plan.n
     world: Quat = _IDENTITY
     p: Vec = (0.0, 0.0, 0.0)
@@ -321,6 +337,89 @@ def aim(
         p = vadd(p, vscale(qrotate(world, plan.units[i]), plan.lengths[i]))
         rots.append(q)
         pos.append(p)
+    return rots, pos
+
+
+def _aim_floats(
+    plan: AimPlan,
+    chain: Chain,
+    wants: list[Vec],
+    signs: list[Num],
+    hints: list[Vec | None] | None,
+) -> tuple[list[Quat], list[Vec]]:
+    """:func:`_aim` for one pose in plain floats, the one-target paths' hot loop (FABRIK
+    runs it every round): :func:`~core.components.qmul`, :func:`~core.components.qrotate`
+    and the vector helpers written out — the same operations in the same order, so the
+    same bits (tested) — and each joint's limits by
+    :meth:`~core.limits.JointLimits.project_floats`."""
+    limits = chain.limits
+    # the world rotation of the joint's parent frame, and the joint's position
+    ww, wx, wy, wz = _IDENTITY
+    px, py, pz = 0.0, 0.0, 0.0
+    rots: list[Quat] = []
+    pos: list[Vec] = [(px, py, pz)]
+    for i, (rest, (vx, vy, vz), length, axis, kind) in enumerate(
+        zip(plan.rests, plan.units, plan.lengths, plan.hinge_axes, plan.kinds, strict=True)
+    ):
+        if rest != _IDENTITY:  # parent = world · rest
+            rw, rx, ry, rz = rest
+            ww, wx, wy, wz = (
+                ww * rw - wx * rx - wy * ry - wz * rz,
+                ww * rx + wx * rw + wy * rz - wz * ry,
+                ww * ry - wx * rz + wy * rw + wz * rx,
+                ww * rz + wx * ry - wy * rx + wz * rw,
+            )
+        # local = conj(parent) · (want − p)
+        gx, gy, gz = wants[i + 1]
+        gx, gy, gz = gx - px, gy - py, gz - pz
+        ux, uy, uz = -wx, -wy, -wz
+        tx = 2.0 * (uy * gz - uz * gy)
+        ty = 2.0 * (uz * gx - ux * gz)
+        tz = 2.0 * (ux * gy - uy * gx)
+        local = (
+            gx + ww * tx + (uy * tz - uz * ty),
+            gy + ww * ty + (uz * tx - ux * tz),
+            gz + ww * tz + (ux * ty - uy * tx),
+        )
+        if axis is not None:
+            lx, ly, lz = local
+            ax, ay, az = axis
+            along = lx * ax + ly * ay + lz * az
+            local = (lx - ax * along, ly - ay * along, lz - az * along)
+        q = _turn_floats((vx, vy, vz), local, plan.turn_axes[i])
+        lim = limits[i]
+        if kind != "free":
+            q = lim.project_floats(q)
+        if plan.aligns[i]:
+            parent = (ww, wx, wy, wz)
+            turned = qmul(parent, q)
+            dx, dy, dz = qrotate(turned, (vx, vy, vz))
+            tip = (px + dx * length, py + dy * length, pz + dz * length)
+            hint = None if hints is None else hints[i + 1]
+            nx, ny, nz = wants[i + 2]
+            want = (nx - tip[0], ny - tip[1], nz - tip[2])
+            phi = _hinge_twist(FLOAT_OPS, plan, i, turned, want, signs[i + 1], hint)
+            half = 0.5 * phi
+            sh = math.sin(half)
+            q = qmul(q, (math.cos(half), vx * sh, vy * sh, vz * sh))
+            if kind != "free":
+                q = lim.project_floats(q)
+        # world = parent · q; p ← p + world·unit · length
+        qw, qx, qy, qz = q
+        ww, wx, wy, wz = (
+            ww * qw - wx * qx - wy * qy - wz * qz,
+            ww * qx + wx * qw + wy * qz - wz * qy,
+            ww * qy - wx * qz + wy * qw + wz * qx,
+            ww * qz + wx * qy - wy * qx + wz * qw,
+        )
+        tx = 2.0 * (wy * vz - wz * vy)
+        ty = 2.0 * (wz * vx - wx * vz)
+        tz = 2.0 * (wx * vy - wy * vx)
+        px += (vx + ww * tx + (wy * tz - wz * ty)) * length
+        py += (vy + ww * ty + (wz * tx - wx * tz)) * length
+        pz += (vz + ww * tz + (wx * ty - wy * tx)) * length
+        rots.append((qw, qx, qy, qz))
+        pos.append((px, py, pz))
     return rots, pos
 
 

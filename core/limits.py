@@ -49,7 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -391,20 +391,38 @@ class JointLimits:
                 phi = _clamp_angle(phi, limits[0], limits[1])
             return rot.from_axis_angle(axis, phi)
 
-        swing, _ = rot.swing_twist(q, _Y)
-        psi = _signed_angle_about(q, _Y)
-        if self.lock[1]:
-            psi = np.zeros_like(psi)
-        elif self.ranges[1] is not None:
-            psi = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
-        region = self.swing_region
-        outside = ~region.contains(swing[..., 1], swing[..., 3])
+        swing, psi, allowed = self._split(q)
+        outside = ~self.swing_region.contains(swing[..., 1], swing[..., 3])
         if np.any(outside):
             swing = swing.copy()
-            x, z = region.nearest(rot.rotate(q[outside], _Y))
+            x, z = self.swing_region.nearest(rot.rotate(q[outside], _Y))
             w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
             swing[outside] = np.stack((w, x, np.zeros_like(x), z), axis=-1)
-        return rot.positive_w(rot.multiply(swing, rot.from_axis_angle(_Y, psi)))
+        return self._joined(q, swing, psi, allowed & ~outside)
+
+    def _split(self, q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """A ball joint's rotations ``q (..., 4)`` (``w ≥ 0``) split for :meth:`project`
+        and :meth:`retract`: the swing about +Y ``(..., 4)``, the twist angle clamped to
+        its range ``(...)``, and where that twist was allowed as it is ``(...)``."""
+        swing, _ = rot.swing_twist(q, _Y)
+        psi = _signed_angle_about(q, _Y)
+        allowed = np.ones(psi.shape, dtype=bool)
+        if self.lock[1]:
+            psi = np.zeros_like(psi)
+            allowed[...] = False
+        elif self.ranges[1] is not None:
+            kept = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
+            allowed = kept == psi
+            psi = kept
+        return swing, psi, allowed
+
+    @staticmethod
+    def _joined(q: FloatArray, swing: FloatArray, psi: FloatArray, allowed: Any) -> FloatArray:
+        """The swing and twist of :meth:`_split` joined again (``w ≥ 0``); the rotations
+        ``q`` as they are where ``allowed`` (their swing in the region, their twist in
+        range: joining them again would only round them)."""
+        joined = rot.positive_w(rot.multiply(swing, rot.from_axis_angle(_Y, psi)))
+        return np.where(allowed[..., None], q, joined)
 
     def project_floats(
         self, q: tuple[float, float, float, float]
@@ -489,13 +507,20 @@ class JointLimits:
         tn = math.sqrt(w * w + y * y)
         tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
         sw, sx, sy, sz = w * tw + y * ty, x * tw + z * ty, y * tw - w * ty, z * tw - x * ty
-        psi = _wrap_one(2.0 * math.atan2(y, w))
-        if self.lock[1]:
-            psi = 0.0
-        elif self.ranges[1] is not None:
-            psi = _clamp_one(psi, *self.ranges[1])
         region = self.swing_region
-        if not region.contains_one(sx, sz):
+        inside = region.contains_one(sx, sz)
+        locked, twist = self.lock[1], self.ranges[1]
+        if inside and not locked and twist is None:
+            return q  # allowed as it is (JointLimits.project)
+        psi = _wrap_one(2.0 * math.atan2(y, w))
+        if locked:
+            psi = 0.0
+        elif twist is not None:
+            kept = _clamp_one(psi, *twist)
+            if inside and kept == psi:
+                return q
+            psi = kept
+        if not inside:
             if nearest:
                 sx, sz = region.nearest_one(qrotate(q, (0.0, 1.0, 0.0)))
             else:
@@ -575,12 +600,7 @@ class JointLimits:
         q = rot.positive_w(np.asarray(q, dtype=float))
         if self.is_free or self.kind != "ball":
             return self.project(q)
-        swing, _ = rot.swing_twist(q, _Y)
-        psi = _signed_angle_about(q, _Y)
-        if self.lock[1]:
-            psi = np.zeros_like(psi)
-        elif self.ranges[1] is not None:
-            psi = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
+        swing, psi, allowed = self._split(q)
         region = self.swing_region
         outside = ~region.contains(swing[..., 1], swing[..., 3])
         if np.any(outside):
@@ -588,7 +608,7 @@ class JointLimits:
             x, z = region.toward_centre(swing[outside][:, 1], swing[outside][:, 3])
             w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
             swing[outside] = np.stack((w, x, np.zeros_like(x), z), axis=-1)
-        return rot.positive_w(rot.multiply(swing, rot.from_axis_angle(_Y, psi)))
+        return self._joined(q, swing, psi, allowed & ~outside)
 
     def violation(self, q: ArrayLike) -> FloatArray:
         """Angle (radians) between ``q (..., 4)`` and its projection: zero when allowed."""

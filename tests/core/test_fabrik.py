@@ -425,3 +425,37 @@ def test_turn_on_floats_is_the_batch_turn_to_the_bit() -> None:
     for k in range(64):
         one = _turn_floats(tuple(u[k].tolist()), tuple(v[k].tolist()), tuple(half[k].tolist()))
         assert one == tuple(float(c[k]) for c in batch), k
+
+
+def test_aim_on_floats_is_the_components_aim_to_the_bit() -> None:
+    """:func:`core.aim._aim_floats` (the float twin, its algebra written out) gives the aim
+    written once on components (:func:`core.aim._aim` on floats) bit for bit: random wanted
+    points and bend-plane hints on random chains with turned rest frames and free, hinge,
+    one-sided hinge, cone, X/Z-limited ball and twist-locked joints (hinges after ball
+    joints: the parent's twist toward the hinge's plane)."""
+    from core.aim import _aim, aim, aim_plan, hinge_signs
+    from core.components import FLOAT_OPS
+
+    rng = np.random.default_rng(21)
+    ball = JointLimits(ranges=((-1.0, 1.4), None, (-0.7, 0.7)))
+    compared = 0
+    for _ in range(40):
+        n = int(rng.integers(2, 7))
+        limits = [ball if rng.random() < 0.4 else _random_limits(rng) for _ in range(n)]
+        offsets = rng.normal(size=(n, 3)) * 0.2 + np.array([0.0, 0.6, 0.0])
+        rests = rot.normalize(rng.normal(size=(n, 4)) * 0.3 + np.array([1.0, 0.0, 0.0, 0.0]))
+        rests[rng.random(n) < 0.3] = rot.identity()
+        chain = Chain(offsets, rests, limits)
+        plan = aim_plan(chain)
+        start = [tuple(r) for r in _admissible(chain, rng, 1)[0].tolist()]
+        signs = hinge_signs(FLOAT_OPS, plan, chain, start)
+        for _ in range(10):
+            wants = [(0.0, 0.0, 0.0)] + [tuple(p) for p in rng.normal(size=(n, 3)).tolist()]
+            hints = [None] + [
+                tuple(h) if rng.random() < 0.5 else None for h in rng.normal(size=(n, 3)).tolist()
+            ]
+            for given_hints in (hints, None):
+                one = aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
+                assert one == _aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
+                compared += any(plan.aligns)
+    assert compared >= 100  # (hinges after twisting joints were met)

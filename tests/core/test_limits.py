@@ -260,7 +260,8 @@ def _sample_inside(r: Range, rng: np.random.Generator, n: int) -> np.ndarray:
 @example(lim=JointLimits(ranges=((0.0, 0.0), (0.0, 0.0), (0.0, -0.0))), seed=0)
 def test_allowed_ball_rotations_are_unchanged(lim: JointLimits, seed: int) -> None:
     """Rotations built (with SciPy) from swings the oracle allows and allowed twists project
-    to themselves."""
+    to themselves: :meth:`JointLimits.project` and :meth:`~JointLimits.retract` return them
+    as they are, bit for bit (``w ≥ 0``), and so do their float twins on X/Z limits."""
     rng = np.random.default_rng(seed)
     n = 256
     x, z = rng.uniform(-1.0, 1.0, size=(2, n))
@@ -278,6 +279,12 @@ def test_allowed_ball_rotations_are_unchanged(lim: JointLimits, seed: int) -> No
     if len(q):
         np.testing.assert_allclose(_distance(lim.project(q), q), 0.0, atol=1e-9)
         np.testing.assert_allclose(lim.violation(q), 0.0, atol=1e-9)
+        q = rot.positive_w(q)
+        np.testing.assert_array_equal(lim.project(q), q)
+        np.testing.assert_array_equal(lim.retract(q), q)
+        if lim._limits_swing:
+            for one in (lim.project_floats, lim.retract_floats):
+                np.testing.assert_array_equal([one(tuple(r)) for r in q.tolist()], q)
 
 
 @settings(max_examples=30, deadline=None)
