@@ -74,7 +74,7 @@ import numpy as np
 from mathutils import Vector
 
 from ..core import ReachIKError
-from . import affine, dependencies
+from . import affine, dependencies, own_constraints
 from .blender_types import ArmatureObject
 from .chain_spec import (
     _Fixed,
@@ -86,7 +86,7 @@ from .chain_spec import (
 )
 from .live_state import live
 from .pose_state import _point_world, _PoseState, _rotation_world
-from .rig import RigChain
+from .rig import RigChain, rig_signature
 from .rotation_modes import fk_rotations, quaternion_to_values, read_rotation, write_rotation
 from .solve_frames import FrameInputs, solve_chain_frames
 
@@ -195,8 +195,35 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
         out[k] = ((rank, depth), tip, item)
     out.sort(key=lambda item: (item[0], item[1]))
     plan = [item[2] for item in out]
-    live.plans[key] = (live.generation, plan)
+    live.plans[key] = (live.generation, plan, own_constraints.placing(obj))
     return plan
+
+
+def posed_only(obj: ArmatureObject, constrained: bool) -> bool:
+    """Whether ``obj``'s chains are still as this generation planned them, so that an update
+    listing it changed its pose alone (a bone dragged, a control moved, the armature
+    moved): it is out of Edit Mode, has a plan of this generation, and each planned chain's
+    rest data and IK limits match its model (:func:`.rig.rig_signature`; a chain without a
+    model, or whose bones are gone or renamed, does not); where the update may have edited
+    a constraint (``constrained``: Blender lists the object's transform as updated), its
+    constraints also place the same bones as when planned (:func:`.own_constraints.placing`).
+    What else could change the plan comes with updates :func:`.handlers.edits_chains` tells
+    apart: Reach IK's settings start a new generation themselves (their property callbacks),
+    and constraints, drivers and parents added or retargeted are Blender's relations."""
+    if obj.mode == "EDIT":
+        return False
+    hit = live.plans.get(obj.as_pointer())
+    if hit is None or hit[0] != live.generation:
+        return False
+    if constrained and hit[2] != own_constraints.placing(obj):
+        return False
+    try:
+        return all(
+            item.rig is not None and item.rig.signature == rig_signature(obj, item.rig.bone_names)
+            for item in hit[1]
+        )
+    except KeyError:  # (a chain bone renamed)
+        return False
 
 
 def waits_for_evaluation(obj: ArmatureObject) -> bool:

@@ -17,14 +17,17 @@ Reach IK wrote there, which makes Blender evaluate the frame once more.
   Blender re-evaluates the depsgraph when a frame-change handler changed data, so the shown
   pose is what gets drawn and rendered (renders: enable *Render → Lock Interface* so the UI
   does not edit the scene while a frame renders).
-* ``depsgraph_update_post`` — interactive edits (moving a target or pole, changing a
-  setting). An update of an armature starts a new generation (:mod:`.live_state`: chains
-  read again, records dropped), except the update that the handler's own key writes cause
-  (its helpers and the armatures copying them, remembered in ``live.echo``): that one is
-  skipped; and an armature known to hold no chains, whose pose Blender evaluated again,
-  changes nothing (:func:`edits_chains`). Any other update of a helper's action (its keys
-  edited by hand) drops the records of stored frames. A re-entrancy flag guards against
-  anything running the handler from inside a solve.
+* ``depsgraph_update_post`` — interactive edits (moving a target, a pole, a rig's control
+  or the armature, changing a setting). An update that edits a chain starts a new
+  generation (:mod:`.live_state`: chains read again, records dropped): one that lists
+  armature data or objects not yet scanned, changes an armature's IK limits, rest data or
+  which constraints place its bones, or makes Blender rebuild its relations
+  (:func:`edits_chains`); an update that changes only poses does not, nor does a setting
+  that may be animated (read among the inputs). The update that the handler's own key
+  writes cause (its helpers and the armatures copying them, remembered in ``live.echo``)
+  is skipped. Any other update of a helper's action (its keys edited by hand) drops the
+  records of stored frames. A re-entrancy flag guards against anything running the
+  handler from inside a solve.
 * ``load_post`` — a file that is opened is solved once (caches and records are dropped
   first, the constraints of library overrides are brought in line with their chains, and
   helpers whose armature was deleted are removed with their actions);
@@ -47,7 +50,7 @@ panels (not saved).
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -198,44 +201,65 @@ def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> N
     solve_scene(scene, depsgraph)
 
 
-def edits_chains(updated: Sequence[bpy.types.ID | None]) -> bool:
-    """Whether an update (the IDs ``depsgraph.updates`` lists, evaluated) may have edited
-    a chain: it lists armature data (bones edited) or an armature object that holds chains
-    or that this generation has not scanned yet. An armature known to hold none is listed
-    whenever its pose is evaluated again (its own IK target moved, a driver): that changes
-    no chain, and reading every chain again after it would cost each such drag a scan of
-    every rig. (A new parent of a goal, or of what a goal hangs from, rebuilds Blender's
-    relations, and that update lists every object: the chains' armatures too.)"""
-    if any(isinstance(i, bpy.types.Armature) for i in updated):
+def edits_chains(updates: Iterable[bpy.types.DepsgraphUpdate]) -> bool:
+    """Whether an update (``depsgraph.updates``) may have edited a chain.
+
+    It did where Blender rebuilt its relations (the update lists the scene: a constraint,
+    driver or parent added, removed or retargeted; every object is listed then), where it
+    lists an armature object that this generation has not scanned, or one holding chains
+    that no longer match their plan (:func:`.evaluate.posed_only`: Edit Mode, rest data,
+    IK limits, a constraint muted or its influence set to or from 0), or armature data
+    without its object. An update that only changed the pose of an armature — a bone or a
+    rig's IK control dragged, the armature moved, or a pose that Blender evaluated again
+    because its own IK target moved — changes no chain: reading every chain and what its
+    goals depend on again after it would cost each step of a drag a scan of every rig.
+    (Blender lists the armature data with its object whenever a pose changes.) Reach IK's
+    own settings start a new generation in their property callbacks where a cache depends
+    on them."""
+    listed = [(u, u.id) for u in updates]
+    if any(isinstance(i, bpy.types.Scene) for _, i in listed):
         return True
-    for i in updated:
-        obj = i.original if isinstance(i, bpy.types.Object) else None
-        if is_armature(obj):
-            scanned = live.chains.get((obj.as_pointer(), obj.data.as_pointer()))
-            if scanned != (live.generation, ()):
-                return True
-    return False
+    data = {(i.original or i).as_pointer() for _, i in listed if isinstance(i, bpy.types.Armature)}
+    for u, _ in listed:
+        obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
+        if not is_armature(obj):
+            continue
+        scanned = live.chains.get((obj.as_pointer(), obj.data.as_pointer()))
+        if scanned is None or scanned[0] != live.generation:
+            return True
+        if scanned[1] and not evaluate.posed_only(obj, u.is_updated_transform):
+            return True
+        data.discard(obj.data.as_pointer())
+    return bool(data)
 
 
 @persistent
 def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
     if live.busy:
         return
-    updated = [u.id for u in depsgraph.updates]
+    updates = list(depsgraph.updates)
+    updated = [u.id for u in updates]
     objects = [i for i in updated if isinstance(i, bpy.types.Object)]
+    # (an object whose own transform changed was moved: a solve's write never does that)
+    moved = {
+        u.id.name for u in updates if isinstance(u.id, bpy.types.Object) and u.is_updated_transform
+    }
     echo = set(live.echo)
     live.echo.clear()
     if not echo and any(isinstance(i, bpy.types.Action) and stored.is_ours(i) for i in updated):
         stored.forget()  # a helper's keys edited by hand: solve and key every frame again
     if (
         echo
-        and all(constraints.is_helper(i) or i.name in echo for i in objects)
+        and all(
+            constraints.is_helper(i) or (i.name in echo and i.name not in moved) for i in objects
+        )
         and not any(isinstance(i, bpy.types.Armature) for i in updated)
     ):
         return  # only what the last solve wrote: its helpers and the armatures copying them
-    if edits_chains(updated):
+    if edits_chains(updates):
         # Bones added, renamed or edited, IK limits or chain settings changed, constraints
-        # edited: check everything again (frame changes alone never get here).
+        # edited: check everything again (a pose edit alone does not; frame changes never
+        # get here).
         live.invalidate()
     if all(constraints.is_helper(i) for i in objects):
         return  # nothing moved, or only helpers Reach IK wrote

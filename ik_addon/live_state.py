@@ -9,11 +9,12 @@ Lifetime:
 
 * made when the add-on is imported, with :attr:`LiveState.generation` 0;
 * :meth:`LiveState.invalidate` starts a new generation: after a chain is added, removed or
-  changed, the armature or its pose bones are edited, an undo or redo step (the property
-  callbacks, operators and handlers call it). Every cache below that is keyed by
-  generation (chain tips, plans, records, helpers, synced) is then stale and is rebuilt on
-  its next use; the chain models (:attr:`LiveState.rigs`) are checked once against the
-  rig's rest data and kept when they still match;
+  changed (a setting that is not read at every frame), the armature's bones, IK limits or
+  constraints are edited (not its pose alone: :func:`.handlers.edits_chains`), an undo or
+  redo step (the property callbacks, operators and handlers call it). Every cache below
+  that is keyed by generation (chain tips, plans, records, helpers, synced) is then stale
+  and is rebuilt on its next use; the chain models (:attr:`LiveState.rigs`) are checked
+  once against the rig's rest data and kept when they still match;
 * :meth:`LiveState.clear` drops everything and starts a new generation: on file load
   (:func:`.handlers.on_load`, before the first solve of the new file) and on unregister
   (:func:`.handlers.unregister_handlers`), so no Blender data of an old file or of a
@@ -52,9 +53,10 @@ class LiveState:
     #: ``(armature data pointer, its name, tip, chain length, use tail)`` → (chain model, the
     #: generation it was last checked against the rig) (:func:`.chain_spec.rig_chain`).
     rigs: dict[tuple[int, str, str, int, bool], tuple[RigChain, int]] = field(default_factory=dict)
-    #: Armature object pointer → (generation, its chains as planned, parents first)
-    #: (:func:`.evaluate._planned`).
-    plans: dict[int, tuple[int, list[_Planned]]] = field(default_factory=dict)
+    #: Armature object pointer → (generation, its chains as planned, parents first, which
+    #: of its constraints placed their bones then) (:func:`.evaluate._planned`,
+    #: :func:`.own_constraints.placing`).
+    plans: dict[int, tuple[int, list[_Planned], tuple[bool, ...]]] = field(default_factory=dict)
     #: Armature object pointer → (generation, time → chain tip → (inputs, result)): the
     #: frames shown and keyed on the helpers (:mod:`.stored`).
     records: dict[int, tuple[int, dict[float, Known]]] = field(default_factory=dict)

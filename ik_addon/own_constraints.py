@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import bpy
 
+from .blender_types import ArmatureObject
+
 #: Name of the Copy Rotation constraint through which a chain bone shows its solved pose.
 NAME = "Reach IK"
 #: Name of the Copy Scale constraint through which a stretching chain's bone shows its scale.
@@ -35,4 +37,16 @@ def reshapes(pose_bone: bpy.types.PoseBone) -> bool:
     return any(
         not con.mute and con.influence > 0.0 and not (is_ours(con) or is_our_scale(con))
         for con in pose_bone.constraints
+    )
+
+
+def placing(obj: ArmatureObject) -> tuple[bool, ...]:
+    """For every constraint other than Reach IK's own on every pose bone of ``obj``, in
+    order, whether it places its bone (not muted, with influence; :func:`reshapes` asks it
+    of one bone's): what an edit of a constraint's mute or influence changes."""
+    return tuple(
+        not con.mute and con.influence > 0.0
+        for pose_bone in obj.pose.bones
+        for con in pose_bone.constraints
+        if not (is_ours(con) or is_our_scale(con))
     )

@@ -67,6 +67,16 @@ def _tag(self: ReachIKBoneSettings, _context: bpy.types.Context) -> None:
         obj.update_tag()
 
 
+def _animated(self: ReachIKBoneSettings, _context: bpy.types.Context) -> None:
+    """A setting that may be animated changed (:data:`.chain_spec.ANIMATED_SETTINGS`): live
+    solving reads it among a chain's inputs at every frame and caches nothing made from it,
+    so it starts no new generation (the chains are not read again); the depsgraph copies
+    the change and the next update solves with it."""
+    obj = self.id_data
+    if obj is not None:
+        obj.update_tag(refresh={"DATA"})
+
+
 def _chains_changed(self: ReachIKBoneSettings, context: bpy.types.Context) -> None:
     """Which bones the chains drive changed: bring the constraints in line."""
     live.invalidate()
@@ -151,7 +161,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
             "e.g. by a rig's pole switch"
         ),
         default=True,
-        update=_tag,
+        update=_animated,
         override=OVERRIDABLE,
     )
     pole_angle: FloatProperty(  # type: ignore[valid-type]
@@ -164,7 +174,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=-math.pi,
         max=math.pi,
         subtype="ANGLE",
-        update=_tag,
+        update=_animated,
         override=OVERRIDABLE,
     )
     solver: EnumProperty(  # type: ignore[valid-type]
@@ -207,7 +217,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
         subtype="FACTOR",
-        update=_tag,
+        update=_animated,
         override=OVERRIDABLE,
     )
     use_tail: BoolProperty(  # type: ignore[valid-type]
@@ -236,7 +246,7 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
         subtype="FACTOR",
-        update=_tag,
+        update=_animated,
         override=OVERRIDABLE,
     )
     use_stretch: BoolProperty(  # type: ignore[valid-type]

@@ -310,7 +310,10 @@ def test_influence_blends_with_fk(clean_scene: Any, addon: Any) -> None:
         assert Quaternion(shown_rotation(obj, name)).rotation_difference(fk).angle == pytest.approx(
             0.0, abs=1e-5
         )
+    generation = addon.live_state.live.generation
     s.influence = 0.4
+    bpy.context.view_layer.update()
+    assert addon.live_state.live.generation == generation  # (read as an input: no re-scan)
     bpy.context.scene.frame_set(1)
     for name in CHAIN:
         want = fk.slerp(full[name], 0.4)
@@ -383,6 +386,53 @@ def test_an_armature_without_chains_does_not_make_chains_read_again(
     bpy.context.view_layer.update()
     assert live.generation > generation
     np.testing.assert_allclose(shown_rotation(obj, "fore"), [1.0, 0.0, 0.0, 0.0], atol=1e-6)
+
+
+def test_a_pose_edit_of_the_chains_armature_reads_no_chain_again(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Dragging a bone of the chains' own armature (the shoulder the chain hangs from, as a
+    rig's IK control is dragged) or moving the armature changes only its pose: no new
+    generation (reading every chain and what its goals depend on again cost each step of a
+    drag more than Blender's own evaluation of the rig), and the chain, solved again from
+    its new base, still meets its target in Blender's evaluation. Edits that change a
+    chain still start one: a constraint added on a bone above it, then muted (what a pass
+    can recompute), an IK lock (the chain's model), Edit Mode."""
+    bpy = blender_module()
+    live = addon.live_state.live
+    obj, target = _arm_with_chain()
+    target.location = head_world(obj, "upper") + np.array([0.2, -0.2, 0.1])
+    bpy.context.view_layer.update()
+    generation = live.generation
+    shoulder = obj.pose.bones["shoulder"]
+
+    def reaches() -> bool:
+        err = np.linalg.norm(tail_world(obj, "hand") - np.array(target.location))
+        return bool(err <= 1e-4 * chain_length(obj, CHAIN))
+
+    for step in range(3):
+        shoulder.location = (0.02 * step, -0.03, 0.01 * step)
+        bpy.context.view_layer.update()
+        assert live.generation == generation, f"a drag step started a generation ({step})"
+        assert reaches()
+    obj.location = np.array(obj.location) + np.array([0.05, 0.0, -0.02])
+    bpy.context.view_layer.update()
+    assert live.generation == generation
+    assert reaches()
+    edits = (
+        ("a constraint added", lambda: shoulder.constraints.new("COPY_LOCATION")),
+        ("that constraint muted", lambda: setattr(shoulder.constraints[-1], "mute", True)),
+        ("an IK lock", lambda: setattr(obj.pose.bones["fore"], "lock_ik_y", True)),
+        ("Edit Mode", lambda: bpy.ops.object.mode_set(mode="EDIT")),
+    )
+    for what, edit in edits:
+        before = live.generation
+        edit()
+        bpy.context.view_layer.update()
+        assert live.generation > before, what
+    bpy.ops.object.mode_set(mode="POSE")
+    bpy.context.view_layer.update()
+    assert reaches()
 
 
 def test_a_goal_hung_from_an_armature_without_chains_sees_its_new_parent(
