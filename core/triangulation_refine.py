@@ -15,6 +15,7 @@ twin for one target, pinned to this reference by tests and sharing its constants
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import rotations as rot
 from .chain import Chain
@@ -29,6 +30,12 @@ _MAX_STEP = 0.5
 #: A problem stops when its error fell by less than this fraction over the last steps.
 _STALL_WINDOW = 10
 _STALL_GAIN = 0.001
+#: A refinement weighed against a reference (the first candidate refined in full,
+#: :func:`_refine_candidates`) pauses once every joint is within ``_NEAR`` radians of the
+#: reference's pose while its error is not below the reference's by ``CLOSER_BY``
+#: tolerances: it is bound for the same minimum, where it cannot change the choice.
+_NEAR = 0.1
+_NEAR_COS = float(np.cos(0.5 * _NEAR))
 #: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
 #: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
 _LAMBDA0 = 0.01
@@ -92,6 +99,19 @@ def _axes(chain: Chain) -> list[tuple[FloatArray, FloatArray]]:
 def _refine(
     chain: Chain, q: FloatArray, targets: FloatArray, tolerance: float, nearest: bool
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:func:`_refine_paused` without a floor: every pose refined in full."""
+    q, pos, err, _ = _refine_paused(chain, q, targets, tolerance, nearest, None)
+    return q, pos, err
+
+
+def _refine_paused(
+    chain: Chain,
+    q: FloatArray,
+    targets: FloatArray,
+    tolerance: float,
+    nearest: bool,
+    near: tuple[FloatArray, FloatArray] | None,
+) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.bool_]]:
     """Projected damped least squares from admissible poses ``q (M, n, 4)`` toward
     ``targets (M, 3)``; returns the poses, their joint positions and errors ``(M,)``.
 
@@ -110,11 +130,17 @@ def _refine(
     columns, ``C ← C (I − h hᵀ)``, and the system solved again — a hinge is kept as it is,
     a ball joint can still slide along its limit. The other joints then answer for the
     whole error instead of losing the share the held one could not take, and the error
-    falls quadratically instead of by a constant factor per step."""
+    falls quadratically instead of by a constant factor per step.
+
+    ``near``: poses ``(M, n, 4)`` and errors ``(M,)`` of a reference; a row pauses (the
+    last array, ``True``) where a step leaves every joint within :data:`_NEAR` of the
+    reference's and its error not below the reference's by :data:`CLOSER_BY` tolerances;
+    ``None``: none pauses."""
     axes = _axes(chain)
+    paused = np.zeros(len(q), dtype=bool)
     if not any(len(w) for _, w in axes):  # every joint fixed: nothing to turn
         pos, _ = forward_kinematics(chain, q)
-        return q, pos, np.linalg.norm(targets - pos[:, -1], axis=-1)
+        return q, pos, np.linalg.norm(targets - pos[:, -1], axis=-1), paused
     reach = chain.reach
     pos, world = forward_kinematics(chain, q)
     err = np.linalg.norm(targets - pos[:, -1], axis=-1)
@@ -170,8 +196,14 @@ def _refine(
         else:
             progress = np.ones(active.size, dtype=bool)
         keep = (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
+        if near is not None:
+            ref_q, ref_err = near[0][active], near[1][active]
+            close = np.all(np.abs(np.sum(q[active] * ref_q, axis=-1)) >= _NEAR_COS, axis=-1)
+            pause = keep & close & (err[active] >= ref_err - CLOSER_BY * tolerance)
+            paused[active[pause]] = True
+            keep &= ~pause
         active = active[keep]
-    return q, pos, err
+    return q, pos, err, paused
 
 
 def _start_bound(
@@ -289,6 +321,51 @@ def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> Float
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
+def _refine_candidates(
+    chain: Chain, candidates: list[FloatArray], targets: FloatArray, tol: float, nearest: bool
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``candidates`` (each ``(M, n, 4)``) refined toward ``targets (M, 3)`` for
+    :func:`_keep_best`'s choice, which is the one it makes of every candidate refined in
+    full: poses ``(k, M, n, 4)``, positions and errors ``(k, M)``. With less work: the
+    first in full; each later one paused (:func:`_refine_paused`) once it is clearly bound
+    to end no closer than the first's error less :data:`CLOSER_BY` tolerances (and not
+    within the tolerance), where it cannot change the choice; a target's candidates
+    paused are refined in full after all where another comes closer than that without
+    reaching (the choice then weighs every candidate's own error)."""
+    k, m = len(candidates), len(targets)
+    q0, pos0, err0 = _refine(chain, candidates[0].copy(), targets, tol, nearest)
+    q, pos, cerr = [q0], [pos0], [err0]
+    if k > 1:
+        qr, posr, errr, paused = _refine_paused(
+            chain,
+            np.concatenate(candidates[1:]),
+            np.tile(targets, (k - 1, 1)),
+            tol,
+            nearest,
+            (np.tile(q0, (k - 1, 1, 1)), np.tile(err0, k - 1)),
+        )
+        err_k = np.concatenate([err0, errr]).reshape(k, m)
+        wins = ~np.any(err_k <= tol, axis=0) & ~(err0 <= np.min(err_k, axis=0) + CLOSER_BY * tol)
+        again = paused & np.tile(wins, k - 1)  # (those paused, in full after all)
+        if np.any(again):
+            rows = np.flatnonzero(again)
+            qr[rows], posr[rows], errr[rows] = _refine(
+                chain,
+                np.concatenate(candidates[1:])[rows],
+                np.tile(targets, (k - 1, 1))[rows],
+                tol,
+                nearest,
+            )
+        q.append(qr)
+        pos.append(posr)
+        cerr.append(errr)
+    return (
+        np.concatenate(q).reshape(k, m, chain.n_joints, 4),
+        np.concatenate(pos).reshape(k, m, chain.n_joints + 1, 3),
+        np.concatenate(cerr).reshape(k, m),
+    )
+
+
 def _keep_best(
     problem: Problem,
     miss: np.ndarray,
@@ -322,13 +399,8 @@ def _keep_best(
         candidates = [q0[rest]] + [c[rest] for c in candidates[1:]]
     targets = problem.targets[miss]
     start = problem.initial[miss]
-    k, m = len(candidates), miss.size
-    q, pos, cerr = _refine(
-        chain, np.concatenate(candidates), np.tile(targets, (k, 1)), tol, nearest
-    )
-    q = q.reshape(k, m, chain.n_joints, 4)
-    pos = pos.reshape(k, m, chain.n_joints + 1, 3)
-    cerr = cerr.reshape(k, m)
+    m = miss.size
+    q, pos, cerr = _refine_candidates(chain, candidates, targets, tol, nearest)
     cost = np.sum(rot.angle(rot.multiply(rot.conjugate(start[None]), q)), axis=-1)
     reached = cerr <= tol
     score = np.where(reached, cost, np.inf)

@@ -47,6 +47,7 @@ from .triangulation_refine import (
     _LAMBDA0,
     _LAMBDA_RANGE,
     _MAX_STEP,
+    _NEAR_COS,
     _ROUNDS,
     _SEED,
     _STALL_GAIN,
@@ -123,17 +124,28 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
     """:func:`core.triangulation_refine._refine` of one admissible pose ``q`` toward
     ``target``: the refined pose, its joint positions and its error. ``nearest``: each step
     is kept within the limits by :meth:`JointLimits.project` instead of ``retract``."""
+    return _refine(chain, q, target, tolerance, nearest, None)[0]
+
+
+def _refine(
+    chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool, near: Refined | None
+) -> tuple[Refined, bool]:
+    """:func:`refine`, paused (``True``) where a step leaves every joint within
+    :data:`~core.triangulation_refine._NEAR` of the pose of ``near`` (a reference refined
+    in full) and the error not below its error by
+    :data:`~core.triangulation_refine.CLOSER_BY` tolerances
+    (:func:`core.triangulation_refine._refine_paused`)."""
     facts = _facts(chain)
     pos, world = forward_kinematics_floats(chain, q)
     err = _distance(target, pos[-1])
     if facts.still:
-        return q, pos, err
+        return (q, pos, err), False
     reach = chain.reach
     lam = _LAMBDA0
     last = err
     lo, hi = _LAMBDA_RANGE
     if not err > tolerance:
-        return q, pos, err
+        return (q, pos, err), False
     tx, ty, tz = target
     bound = _start_bound(chain, facts, q)  # the joints on their limits: each one's way out
     for count in range(1, _STEPS + 1):
@@ -166,7 +178,9 @@ def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) 
             last = err
         if not (err > tolerance and lam < hi and progress):
             break
-    return q, pos, err
+        if near is not None and err >= near[2] - CLOSER_BY * tolerance and _close(q, near[0]):
+            return (q, pos, err), True
+    return (q, pos, err), False
 
 
 Gram = tuple[float, float, float, float, float, float]
@@ -360,16 +374,18 @@ def keep_best(
     than ``best``
     (the stored pose, ``w ≥ 0``); else ``best``. ``more``: the candidates after
     ``candidates``, made only where they are refined (not when the pass's pose reaches)."""
+    known: list[tuple[Pose, Refined]] = []
     if first_is_pass:
         q0, pos0, err0 = refine(chain, candidates[0], target, tolerance, nearest)
         if err0 <= tolerance:
             if err0 < best[2]:
                 return [_positive(r) for r in q0], pos0, err0
             return best
+        known = [(candidates[0], (q0, pos0, err0))]
         candidates = [q0, *candidates[1:]]
     if more is not None:
         candidates = [*candidates, *more()]
-    refined = [refine(chain, c, target, tolerance, nearest) for c in candidates]
+    refined = _refine_candidates(chain, target, candidates, tolerance, nearest, known)
     scores = [_cost(start, r[0]) if r[2] <= tolerance else math.inf for r in refined]
     if any(r[2] <= tolerance for r in refined):
         if first_is_pass and refined[0][2] <= tolerance:
@@ -382,6 +398,59 @@ def keep_best(
     if err < best[2]:
         return [_positive(r) for r in q], pos, err
     return best
+
+
+def _refine_candidates(
+    chain: Chain,
+    target: Vec,
+    candidates: list[Pose],
+    tolerance: float,
+    nearest: bool,
+    known: list[tuple[Pose, Refined]],
+) -> list[Refined]:
+    """``candidates`` refined for :func:`keep_best`'s choice, which is the one it makes of
+    every candidate refined in full, with less work: the first in full; each later one
+    paused (:func:`_refine`) once it is clearly bound to end no closer than the first's
+    error less :data:`~core.triangulation_refine.CLOSER_BY` tolerances (and not within the
+    tolerance), where it cannot change the choice; those paused are refined in full after
+    all where another candidate comes closer than that without reaching (the choice then
+    weighs every candidate's own error). A candidate equal to an earlier one or to a pose
+    of ``known`` (refined in full: the same steps) is not refined again."""
+    first = refine(chain, candidates[0], target, tolerance, nearest)
+    done = [(pose, r, False) for pose, r in known] + [(candidates[0], first, False)]
+    refined, rows = [first], []
+    for c in candidates[1:]:
+        k = next((k for k, d in enumerate(done) if _same_pose(d[0], c)), None)
+        if k is None:
+            k = len(done)
+            done.append((c, *_refine(chain, c, target, tolerance, nearest, first)))
+        refined.append(done[k][1])
+        rows.append(k)
+    wins = not first[2] <= min(r[2] for r in refined) + CLOSER_BY * tolerance
+    if wins and any(done[k][2] for k in rows) and not any(r[2] <= tolerance for r in refined):
+        for k, d in enumerate(done):  # (those paused, in full after all)
+            if d[2]:
+                done[k] = (d[0], refine(chain, d[0], target, tolerance, nearest), False)
+        refined = [first] + [done[k][1] for k in rows]
+    return refined
+
+
+def _close(a: Pose, b: Pose) -> bool:
+    """Whether every joint of pose ``a`` is within :data:`~core.triangulation_refine._NEAR`
+    radians of pose ``b``'s."""
+    return all(
+        abs(qa[0] * qb[0] + qa[1] * qb[1] + qa[2] * qb[2] + qa[3] * qb[3]) >= _NEAR_COS
+        for qa, qb in zip(a, b, strict=True)
+    )
+
+
+def _same_pose(a: Pose, b: Pose) -> bool:
+    """Whether two poses are the same bit for bit (``-0.0`` is not ``0.0``)."""
+    return all(
+        x == y and math.copysign(1.0, x) == math.copysign(1.0, y)
+        for qa, qb in zip(a, b, strict=True)
+        for x, y in zip(qa, qb, strict=True)
+    )
 
 
 def refine_far(
