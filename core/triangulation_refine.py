@@ -35,6 +35,7 @@ _STALL_GAIN = 0.001
 #: reference's pose while its error is not below the reference's by ``CLOSER_BY``
 #: tolerances: it is bound for the same minimum, where it cannot change the choice.
 _NEAR = 0.1
+_FAR = 1e4
 _NEAR_COS = float(np.cos(0.5 * _NEAR))
 #: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
 #: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
@@ -200,6 +201,7 @@ def _refine_paused(
             ref_q, ref_err = near[0][active], near[1][active]
             close = np.all(np.abs(np.sum(q[active] * ref_q, axis=-1)) >= _NEAR_COS, axis=-1)
             pause = keep & close & (err[active] >= ref_err - CLOSER_BY * tolerance)
+            pause &= ref_err >= _FAR * tolerance
             paused[active[pause]] = True
             keep &= ~pause
         active = active[keep]

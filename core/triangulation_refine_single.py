@@ -44,6 +44,7 @@ from .rotations import SMALL_ANGLE
 from .triangulation_refine import (
     _CLIPPED,
     _CLIPPED_ABOVE,
+    _FAR,
     _LAMBDA0,
     _LAMBDA_RANGE,
     _MAX_STEP,
@@ -417,13 +418,14 @@ def _refine_candidates(
     weighs every candidate's own error). A candidate equal to an earlier one or to a pose
     of ``known`` (refined in full: the same steps) is not refined again."""
     first = refine(chain, candidates[0], target, tolerance, nearest)
+    far = first if first[2] >= _FAR * tolerance else None
     done = [(pose, r, False) for pose, r in known] + [(candidates[0], first, False)]
     refined, rows = [first], []
     for c in candidates[1:]:
         k = next((k for k, d in enumerate(done) if _same_pose(d[0], c)), None)
         if k is None:
             k = len(done)
-            done.append((c, *_refine(chain, c, target, tolerance, nearest, first)))
+            done.append((c, *_refine(chain, c, target, tolerance, nearest, far)))
         refined.append(done[k][1])
         rows.append(k)
     wins = not first[2] <= min(r[2] for r in refined) + CLOSER_BY * tolerance
