@@ -395,10 +395,17 @@ def solve_one(
 
     Memoised on its exact inputs (the last 32): a method seeded from this answer asks it
     again as its fallback where it misses (:mod:`core.triangulation_fallback`), and the
-    search of an unreachable target is the costliest part of a solve."""
-    key = None if init is None else tuple(tuple(q) for q in init)
+    search of an unreachable target is the costliest part of a solve. A start pose of
+    every joint at rest bit for bit is the same input as none (both start from rest, with
+    the same numbers): a seeded method passes one, its fallback none."""
+    key = None if init is None or all(map(_at_rest, init)) else tuple(tuple(q) for q in init)
     out = _solved(chain, target, key, options, pole, orient, tolerance)
     return None if out is None else ([list(q) for q in out[0]], list(out[1]))
+
+
+def _at_rest(q: list[float]) -> bool:
+    """Whether a local rotation is ``(1, 0, 0, 0)`` bit for bit (``-0.0`` is not ``0.0``)."""
+    return q == [1.0, 0.0, 0.0, 0.0] and all(math.copysign(1.0, c) > 0.0 for c in q)
 
 
 @functools.lru_cache(maxsize=32)
