@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""How much work triangulation's search does for a target the limits keep out of reach,
+and that doing less changes nothing.
+
+A target within the chain's length but out of reach within the limits (an animator
+dragging a hand where the shoulder cannot take it) refines every candidate of a round:
+each crawls for 25–30 steps toward the closest admissible pose (Gauss–Newton there has a
+residual it cannot remove, so Levenberg–Marquardt damps it to a gradient step that gains
+a constant share per step). Two savings, both on the candidates whose refinement cannot
+change the choice: a candidate equal to one already refined is not refined again, and a
+later candidate pauses once it sits near the first candidate's refined pose
+(``_refine_candidates`` in both twins). The seeded methods' fallback no longer searches a
+target their seed searched already (the memo of ``solve_one``).
+
+Oracles: the same solve with every candidate refined in full (the pause and the reuse
+switched off: what the search did before), and forward kinematics; never timing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+from limited_chains import shoulder_chain
+
+from core import SolveOptions, Solver
+from core import rotations as rot
+from core import triangulation as tri
+from core import triangulation_limits_single as tls
+from core import triangulation_refine as tr
+from core import triangulation_refine_single as trs
+from core.problem import Problem
+from core.triangulation_limits import reach_within_limits
+from core.triangulation_plan import _plan
+
+
+def _within_reach(chain: Any, count: int, seed: int) -> np.ndarray:
+    """``bench_solvers``' part 3: random directions at 0.2–0.95 of the chain's length."""
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=(count, 3))
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    return d * rng.uniform(0.2, 0.95, size=(count, 1)) * chain.reach
+
+
+def _in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every candidate refined in full: no pause, no reuse of an equal candidate."""
+    monkeypatch.setattr(trs, "_NEAR_COS", 2.0)
+    monkeypatch.setattr(tr, "_NEAR_COS", 2.0)
+    monkeypatch.setattr(trs, "_same_pose", lambda a, b: False)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On ``bench_solvers``' shoulder chains, targets in random directions within their
+    length (a sixth to a third out of reach within the limits): every target gets bit for
+    bit the pose it gets with every candidate refined in full, reached or not, and the
+    missed ones take far fewer refinement steps (2 bones: about half; 3 bones: the
+    candidates there end apart, along a family of closest poses, and few pause)."""
+    chain = shoulder_chain(n)
+    solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
+    tol = 1e-6 * chain.reach
+    targets = _within_reach(chain, 40, 5)
+
+    def solve_all() -> tuple[list[Any], list[int]]:
+        poses, steps = [], []
+        for target in targets:
+            tls._solved.cache_clear()  # (each solve searches: no memo between the two runs)
+            with mock.patch.object(trs, "_step", wraps=trs._step) as step:
+                poses.append(solver.pose(tuple(target.tolist())))
+            steps.append(step.call_count)
+        return poses, steps
+
+    poses, steps = solve_all()
+    with monkeypatch.context() as m:
+        _in_full(m)
+        full, full_steps = solve_all()
+    missed = []
+    for k, (got, want) in enumerate(zip(poses, full, strict=True)):
+        assert got.rotations == want.rotations
+        assert got.points == want.points
+        err = float(np.linalg.norm(np.array(got.points[-1]) - targets[k]))
+        if err > tol:
+            missed.append(k)
+    assert len(missed) >= 5  # (not vacuous)
+    fewer = sum(steps[k] for k in missed) / sum(full_steps[k] for k in missed)
+    assert fewer <= 0.6 if n == 2 else fewer < 1.0, fewer  # (measured 0.54 and 0.96)
+
+
+def test_the_numpy_search_pauses_alike_with_the_same_poses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The numpy reference (``reach_within_limits`` on a batch) pauses candidates the same
+    way: some rows pause, and every target's pose is bit for bit the one with every
+    candidate refined in full."""
+    chain = shoulder_chain(2)
+    targets = _within_reach(chain, 40, 6)
+    problem = Problem(
+        chain,
+        targets,
+        None,
+        None,
+        rot.identity((len(targets), chain.n_joints)),
+        1e-6 * chain.reach,
+        SolveOptions(),
+    )
+    rotations, positions = tri._solve_batch(problem, _plan(chain))
+    paused: list[int] = []
+    refine_paused = tr._refine_paused
+
+    def spy(*args: Any) -> Any:
+        out = refine_paused(*args)
+        paused.append(int(np.sum(out[3])))
+        return out
+
+    with mock.patch.object(tr, "_refine_paused", spy):
+        got = reach_within_limits(problem, rotations.copy(), positions.copy())
+    assert sum(paused) >= 5  # (not vacuous)
+    with monkeypatch.context() as m:
+        _in_full(m)
+        want = reach_within_limits(problem, rotations.copy(), positions.copy())
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_a_seeded_method_searches_a_missed_target_once() -> None:
+    """``jacobian_dls`` starts from triangulation within the limits and, where that
+    misses, falls back to it: through ``Solver.pose`` (the add-on's live solve, which
+    passes the rest pose as the start) the search runs once per target, not once for the
+    seed and again for the fallback, and the pose is the one a fresh solve gives."""
+    chain = shoulder_chain(2)
+    solver = Solver(chain, "jacobian_dls", SolveOptions(distribution="even"))
+    target = (0.0, 0.6 * chain.reach, -0.5 * chain.reach)  # behind the shoulder's limits
+    tls._solved.cache_clear()
+    with mock.patch.object(tls, "search", wraps=tls.search) as search:
+        pose = solver.pose(target)
+    assert np.linalg.norm(np.array(pose.points[-1]) - target) > 1e-3 * chain.reach
+    assert search.call_count == 1
+    tls._solved.cache_clear()
+    assert solver.pose(target).rotations == pose.rotations
