@@ -327,11 +327,13 @@ def _refine_candidates(
     chain: Chain, candidates: list[FloatArray], targets: FloatArray, tol: float, nearest: bool
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``candidates`` (each ``(M, n, 4)``) refined toward ``targets (M, 3)`` for
-    :func:`_keep_best`'s choice, which is the one it makes of every candidate refined in
-    full: poses ``(k, M, n, 4)``, positions and errors ``(k, M)``. With less work: the
-    first in full; each later one paused (:func:`_refine_paused`) once it is clearly bound
-    to end no closer than the first's error less :data:`CLOSER_BY` tolerances (and not
-    within the tolerance), where it cannot change the choice; a target's candidates
+    :func:`_keep_best`'s choice: poses ``(k, M, n, 4)``, positions and errors ``(k, M)``.
+    With less work than refining each in full: the first in full; each later one paused
+    (:func:`_refine_paused`) once it sits near the first's refined pose and no closer than
+    the first's error less :data:`CLOSER_BY` tolerances (and not within the tolerance),
+    where it is taken to end no closer (the choice is then that of every candidate refined
+    in full, unless a paused one would have gone on to come materially closer:
+    ``docs/triangulation.md``); a target's candidates
     paused are refined in full after all where another comes closer than that without
     reaching (the choice then weighs every candidate's own error)."""
     k, m = len(candidates), len(targets)

@@ -409,11 +409,13 @@ def _refine_candidates(
     nearest: bool,
     known: list[tuple[Pose, Refined]],
 ) -> list[Refined]:
-    """``candidates`` refined for :func:`keep_best`'s choice, which is the one it makes of
-    every candidate refined in full, with less work: the first in full; each later one
-    paused (:func:`_refine`) once it is clearly bound to end no closer than the first's
-    error less :data:`~core.triangulation_refine.CLOSER_BY` tolerances (and not within the
-    tolerance), where it cannot change the choice; those paused are refined in full after
+    """``candidates`` refined for :func:`keep_best`'s choice, with less work: the first in
+    full; each later one paused (:func:`_refine`) once it sits near the first's refined
+    pose and no closer than the first's error less
+    :data:`~core.triangulation_refine.CLOSER_BY` tolerances (and not within the
+    tolerance), where it is taken to end no closer (the choice is then that of every
+    candidate refined in full, unless a paused one would have gone on to come materially
+    closer: ``docs/triangulation.md``); those paused are refined in full after
     all where another candidate comes closer than that without reaching (the choice then
     weighs every candidate's own error). A candidate equal to an earlier one or to a pose
     of ``known`` (refined in full: the same steps) is not refined again."""
