@@ -29,9 +29,9 @@ Measured (:func:`measure`): ``scene.frame_set`` frame by frame, the two scenes i
    inputs changed: Reach IK solves, keys and re-evaluates each frame once);
 4. *a chain's influence edited*: :data:`EDITS` edits of one chain's influence (Reach IK's
    *Influence*; the IK constraint's), each followed by the update that shows it (Reach IK
-   reads and analyses every chain again and solves the frame again), timed;
+   solves the chains whose inputs changed, the influence among them, and keys them), timed;
 5. *a limb's IK goal dragged*: :data:`EDITS` steps of 1 cm of one limb's goal (the Rigify
-   rig's hand control, a bone of the rig itself, so each step is an edit of the armature;
+   rig's hand control, a bone of the rig itself, so each step changes the armature's pose;
    the 4000-bone rig's first target empty), each followed by its update, timed.
 """
 
