@@ -49,7 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -400,16 +400,15 @@ class JointLimits:
             swing[outside] = np.stack((w, x, np.zeros_like(x), z), axis=-1)
         return self._joined(q, swing, psi, allowed & ~outside)
 
-    def _split(self, q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    def _split(self, q: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
         """A ball joint's rotations ``q (..., 4)`` (``w ≥ 0``) split for :meth:`project`
         and :meth:`retract`: the swing about +Y ``(..., 4)``, the twist angle clamped to
         its range ``(...)``, and where that twist was allowed as it is ``(...)``."""
         swing, _ = rot.swing_twist(q, _Y)
         psi = _signed_angle_about(q, _Y)
-        allowed = np.ones(psi.shape, dtype=bool)
+        allowed = np.full(psi.shape, not self.lock[1])
         if self.lock[1]:
             psi = np.zeros_like(psi)
-            allowed[...] = False
         elif self.ranges[1] is not None:
             kept = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
             allowed = kept == psi
@@ -417,7 +416,9 @@ class JointLimits:
         return swing, psi, allowed
 
     @staticmethod
-    def _joined(q: FloatArray, swing: FloatArray, psi: FloatArray, allowed: Any) -> FloatArray:
+    def _joined(
+        q: FloatArray, swing: FloatArray, psi: FloatArray, allowed: NDArray[np.bool_]
+    ) -> FloatArray:
         """The swing and twist of :meth:`_split` joined again (``w ≥ 0``); the rotations
         ``q`` as they are where ``allowed`` (their swing in the region, their twist in
         range: joining them again would only round them)."""

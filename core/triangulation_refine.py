@@ -35,6 +35,9 @@ _STALL_GAIN = 0.001
 #: reference's pose while its error is not below the reference's by ``CLOSER_BY``
 #: tolerances: it is bound for the same minimum, where it cannot change the choice.
 _NEAR = 0.1
+#: ... and only where the reference is at least this many tolerances from the target
+#: (nearer, its refinement can stall short of reaching while a candidate passing by goes on
+#: to reach).
 _FAR = 1e4
 _NEAR_COS = float(np.cos(0.5 * _NEAR))
 #: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
@@ -340,25 +343,22 @@ def _refine_candidates(
     q0, pos0, err0 = _refine(chain, candidates[0].copy(), targets, tol, nearest)
     q, pos, cerr = [q0], [pos0], [err0]
     if k > 1:
+        later, later_targets = np.concatenate(candidates[1:]), np.tile(targets, (k - 1, 1))
         qr, posr, errr, paused = _refine_paused(
             chain,
-            np.concatenate(candidates[1:]),
-            np.tile(targets, (k - 1, 1)),
+            later.copy(),
+            later_targets,
             tol,
             nearest,
             (np.tile(q0, (k - 1, 1, 1)), np.tile(err0, k - 1)),
         )
         err_k = np.concatenate([err0, errr]).reshape(k, m)
-        wins = ~np.any(err_k <= tol, axis=0) & ~(err0 <= np.min(err_k, axis=0) + CLOSER_BY * tol)
-        again = paused & np.tile(wins, k - 1)  # (those paused, in full after all)
+        beaten = ~np.any(err_k <= tol, axis=0) & ~(err0 <= np.min(err_k, axis=0) + CLOSER_BY * tol)
+        again = paused & np.tile(beaten, k - 1)  # (those paused, in full after all)
         if np.any(again):
             rows = np.flatnonzero(again)
             qr[rows], posr[rows], errr[rows] = _refine(
-                chain,
-                np.concatenate(candidates[1:])[rows],
-                np.tile(targets, (k - 1, 1))[rows],
-                tol,
-                nearest,
+                chain, later[rows], later_targets[rows], tol, nearest
             )
         q.append(qr)
         pos.append(posr)

@@ -430,8 +430,8 @@ def _refine_candidates(
             done.append((c, *_refine(chain, c, target, tolerance, nearest, far)))
         refined.append(done[k][1])
         rows.append(k)
-    wins = not first[2] <= min(r[2] for r in refined) + CLOSER_BY * tolerance
-    if wins and any(done[k][2] for k in rows) and not any(r[2] <= tolerance for r in refined):
+    beaten = not first[2] <= min(r[2] for r in refined) + CLOSER_BY * tolerance
+    if beaten and any(done[k][2] for k in rows) and not any(r[2] <= tolerance for r in refined):
         for k, d in enumerate(done):  # (those paused, in full after all)
             if d[2]:
                 done[k] = (d[0], refine(chain, d[0], target, tolerance, nearest), False)

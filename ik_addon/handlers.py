@@ -220,8 +220,8 @@ def edits_chains(updates: Iterable[bpy.types.DepsgraphUpdate]) -> bool:
     if any(isinstance(i, bpy.types.Scene) for _, i in listed):
         return True
     data = {(i.original or i).as_pointer() for _, i in listed if isinstance(i, bpy.types.Armature)}
-    for u, _ in listed:
-        obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
+    for u, i in listed:
+        obj = i.original if isinstance(i, bpy.types.Object) else None
         if not is_armature(obj):
             continue
         scanned = live.chains.get((obj.as_pointer(), obj.data.as_pointer()))
