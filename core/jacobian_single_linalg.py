@@ -14,7 +14,7 @@ normal equations would lose the accuracy the SVD keeps there).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
@@ -27,7 +27,7 @@ _PINV_NORMAL = 1e-6
 
 
 # ---------------------------------------------------------------------- small linear algebra
-def gram3(cols: Sequence[tuple[float, ...]]) -> tuple[float, float, float, float, float, float]:
+def gram3(cols: Iterable[tuple[float, ...]]) -> tuple[float, float, float, float, float, float]:
     """The upper triangle ``(g00, g01, g02, g11, g12, g22)`` of ``J Jᵀ`` for a Jacobian of
     3 rows given as its columns (3-tuples), each sum in column order."""
     s00 = s01 = s02 = s11 = s12 = s22 = 0.0

@@ -30,6 +30,7 @@ a batch of one). Poses are lists of ``n`` quaternions (4-tuples wxyz), positions
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from .chain import Chain
 from .components import Quat, Vec, qmul_conj
 from .jacobian_single_linalg import _solve_spd, gram3
 from .kinematics import forward_kinematics_floats
+from .limits import JointLimits
 from .rotations import SMALL_ANGLE
 from .triangulation_refine import (
     _CLIPPED,
@@ -77,6 +79,8 @@ class _Facts:
     axes: tuple[tuple[tuple[Vec, float], ...], ...]
     middle: tuple[Quat | None, ...]
     still: bool
+    #: The joints that turn: index, axes and weights, and limits (``None`` where free).
+    turning: tuple[tuple[int, tuple[tuple[Vec, float], ...], JointLimits | None], ...]
 
 
 @functools.lru_cache(maxsize=64)
@@ -89,7 +93,12 @@ def _facts(chain: Chain) -> _Facts:
         for ax, weights in _axes(chain)
     )
     middle = tuple(None if lim.is_free else _quat(_middle(lim).tolist()) for lim in chain.limits)
-    return _Facts(axes, middle, not any(axes))
+    turning = tuple(
+        (i, joint, None if lim.is_free else lim)
+        for i, (joint, lim) in enumerate(zip(axes, chain.limits, strict=True))
+        if joint
+    )
+    return _Facts(axes, middle, not any(axes), turning)
 
 
 def _quat(q: list[float] | tuple[float, ...]) -> Quat:
@@ -287,28 +296,26 @@ def _step(
                 (cx - hk * mx, cy - hk * my, cz - hk * mz)
                 for hk, (cx, cy, cz) in zip(h, joint, strict=True)
             ]
-        y0, y1, y2 = _damped(gram3([c for joint in used for c in joint]), error, damp)
+        y0, y1, y2 = _damped(gram3(itertools.chain.from_iterable(used)), error, damp)
     elif solved is not None:
         y0, y1, y2 = solved
     else:
         y0, y1, y2 = _damped(gram, error, damp)
     steps = [[cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in joint] for joint in used]
-    biggest = max((abs(s) for joint in steps for s in joint), default=0.0)
+    biggest = max(map(abs, itertools.chain.from_iterable(steps)), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
     # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out), then
     # kept within its limits.
     sqrt, sin, cos = math.sqrt, math.sin, math.cos
     trial = list(q)
     outward: dict[int, list[float]] = {}
-    for i, axes in enumerate(facts.axes):
-        if not axes:
-            continue
+    for i, axes, lim in facts.turning:
         rx = ry = rz = 0.0
-        for (axis, weight), s in zip(axes, steps[i], strict=True):
+        for ((vx, vy, vz), weight), s in zip(axes, steps[i], strict=True):
             s *= scale * weight
-            rx += s * axis[0]
-            ry += s * axis[1]
-            rz += s * axis[2]
+            rx += s * vx
+            ry += s * vy
+            rz += s * vz
         hx, hy, hz = 0.5 * rx, 0.5 * ry, 0.5 * rz
         theta = sqrt(hx * hx + hy * hy + hz * hz)
         f = 1.0 - theta * theta / 6.0 if theta < SMALL_ANGLE else sin(theta) / theta
@@ -320,29 +327,31 @@ def _step(
         z = aw * bz + ax * by - ay * bx + az * bw
         norm = sqrt(w * w + x * x + y * y + z * z)
         turned = (w / norm, x / norm, y / norm, z / norm) if norm > 0.0 else _IDENTITY
-        lim = chain.limits[i]
-        if not lim.is_free:
+        if lim is not None:
             kept = lim.project_floats(turned) if nearest else lim.retract_floats(turned)
-            if turned[0] < 0.0:
-                turned = (-turned[0], -turned[1], -turned[2], -turned[3])
-            moved = max(
-                abs(kept[0] - turned[0]),
-                abs(kept[1] - turned[1]),
-                abs(kept[2] - turned[2]),
-                abs(kept[3] - turned[3]),
-            )
-            half = 0.5 * sqrt(rx * rx + ry * ry + rz * rz)
-            if moved > _CLIPPED * half and moved > _CLIPPED_ABOVE:
-                # The way out, in the joint's weighted axes (core.triangulation_refine._step).
-                if lim.kind == "ball" and lim.swing_outside_floats(turned):
-                    way = lim.swing_exit_floats(kept, turned)
-                else:
-                    _, gx, gy, gz = _positive(qmul_conj(kept, turned))
-                    way = (gx, gy, gz)
-                unit = _in_columns(way, axes)
-                if unit is not None:
-                    outward[i] = unit
-            turned = kept
+            if kept is not turned:  # (a rotation already allowed comes back as it is)
+                if turned[0] < 0.0:
+                    turned = (-turned[0], -turned[1], -turned[2], -turned[3])
+                moved = max(
+                    abs(kept[0] - turned[0]),
+                    abs(kept[1] - turned[1]),
+                    abs(kept[2] - turned[2]),
+                    abs(kept[3] - turned[3]),
+                )
+                if moved > _CLIPPED_ABOVE and moved > _CLIPPED * (
+                    0.5 * sqrt(rx * rx + ry * ry + rz * rz)
+                ):
+                    # The way out, in the joint's weighted axes
+                    # (core.triangulation_refine._step).
+                    if lim.kind == "ball" and lim.swing_outside_floats(turned):
+                        way = lim.swing_exit_floats(kept, turned)
+                    else:
+                        _, gx, gy, gz = _positive(qmul_conj(kept, turned))
+                        way = (gx, gy, gz)
+                    unit = _in_columns(way, axes)
+                    if unit is not None:
+                        outward[i] = unit
+                turned = kept
         trial[i] = turned
     return trial, outward
 
