@@ -277,6 +277,44 @@ def _hinge_twist(
     return ops.where((abs(c) < r) & (r > 1e-9 * nf), nearest, aligned)
 
 
+def _hinge_twist_floats(
+    plan: AimPlan, i: int, world: Quat, want: Vec, sign: float, hint: Vec | None
+) -> float:
+    """:func:`_hinge_twist` on floats, the helpers written out: the same operations in the
+    same order, so the same bits (tested through :func:`_aim_floats`); the nearest root
+    is computed only where it is the answer."""
+    d0, d1, d2 = qrotate(world, plan.units[i])
+    h0x, h0y, h0z = qrotate(qmul(world, plan.rests[i + 1]), plan.hinge_axes[i + 1])  # type: ignore[arg-type]
+    hd = h0x * d0 + h0y * d1 + h0z * d2
+    hx, hy, hz = h0x - d0 * hd, h0y - d1 * hd, h0z - d2 * hd
+    f0, f1, f2 = want
+    nf = math.sqrt(f0 * f0 + f1 * f1 + f2 * f2)
+    inv = 1.0 / (nf if nf > _SAFE else 1.0)
+    m0, m1, m2 = (d1 * f2 - d2 * f1) * inv, (d2 * f0 - d0 * f2) * inv, (d0 * f1 - d1 * f0) * inv
+    if hint is not None:
+        m0, m1, m2 = m0 + hint[0] * _HINT, m1 + hint[1] * _HINT, m2 + hint[2] * _HINT
+    s = -1.0 if sign < 0.0 else 1.0
+    m0, m1, m2 = m0 * s, m1 * s, m2 * s
+    md = m0 * d0 + m1 * d1 + m2 * d2
+    m0, m1, m2 = m0 - d0 * md, m1 - d1 * md, m2 - d2 * md
+    cx, cy, cz = hy * m2 - hz * m1, hz * m0 - hx * m2, hx * m1 - hy * m0
+    aligned = math.atan2(cx * d0 + cy * d1 + cz * d2, hx * m0 + hy * m1 + hz * m2)
+    ex, ey, ez = d1 * hz - d2 * hy, d2 * hx - d0 * hz, d0 * hy - d1 * hx
+    a = hx * f0 + hy * f1 + hz * f2
+    b = ex * f0 + ey * f1 + ez * f2
+    c = hd * (d0 * f0 + d1 * f1 + d2 * f2)
+    r = math.sqrt(a * a + b * b)
+    if not (abs(c) < r and r > 1e-9 * nf):
+        return aligned
+    alpha = math.atan2(b, a)
+    cosine = -c / (r if r > _SAFE else 1.0)
+    beta = math.acos(-1.0 if cosine < -1.0 else 1.0 if cosine > 1.0 else cosine)
+    up, down = alpha + beta, alpha - beta
+    gap_up = abs(math.atan2(math.sin(up - aligned), math.cos(up - aligned)))
+    gap_down = abs(math.atan2(math.sin(down - aligned), math.cos(down - aligned)))
+    return up if gap_up <= gap_down else down
+
+
 def aim(
     ops: Ops,
     plan: AimPlan,
@@ -398,7 +436,7 @@ def _aim_floats(
             hint = None if hints is None else hints[i + 1]
             nx, ny, nz = wants[i + 2]
             want = (nx - tip[0], ny - tip[1], nz - tip[2])
-            phi = _hinge_twist(FLOAT_OPS, plan, i, turned, want, signs[i + 1], hint)
+            phi = _hinge_twist_floats(plan, i, turned, want, signs[i + 1], hint)
             half = 0.5 * phi
             sh = math.sin(half)
             q = qmul(q, (math.cos(half), vx * sh, vy * sh, vz * sh))
