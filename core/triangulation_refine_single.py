@@ -157,7 +157,7 @@ def _refine(
     if not err > tolerance:
         return (q, pos, err), False
     tx, ty, tz = target
-    bound = _start_bound(chain, facts, q)  # the joints on their limits: each one's way out
+    bound = _start_bound(facts, q)  # the joints on their limits: each one's way out
     for count in range(1, _STEPS + 1):
         ex, ey, ez = pos[-1]
         error = (tx - ex, ty - ey, tz - ez)
@@ -196,13 +196,12 @@ def _refine(
 Gram = tuple[float, float, float, float, float, float]
 
 
-def _start_bound(chain: Chain, facts: _Facts, q: Pose) -> dict[int, list[float]]:
+def _start_bound(facts: _Facts, q: Pose) -> dict[int, list[float]]:
     """:func:`core.triangulation_refine._start_bound` of one pose: the joints on their
     limits and each one's way out, a unit direction in its columns."""
     out: dict[int, list[float]] = {}
-    for i, axes in enumerate(facts.axes):
-        lim = chain.limits[i]
-        if not axes or lim.is_free:
+    for i, axes, lim in facts.turning:
+        if lim is None:
             continue
         turn = lim.way_out_floats(_positive(q[i]))
         h = None if turn is None else _in_columns(turn, axes)
