@@ -48,32 +48,47 @@ def illinois_one(
     hi: float,
     f_lo: float,
     f_hi: float,
-) -> float:
+    keep: tuple[float, float] = (-math.inf, math.inf),
+) -> float | None:
     """:func:`illinois` for one bracket, in plain floats (the arithmetic of :func:`along`
-    and :func:`axis_gradient` written out: the same operations, without their calls)."""
+    and :func:`axis_gradient` written out, without their calls: the same roundings, the
+    products shared by both gradient components computed once, and each factor 2 or 4
+    moved onto a factor it scales exactly); ``None`` as soon as the root is known to lie
+    outside ``keep`` (``lo`` only rises and ``hi`` only falls, and the root is one of them)."""
     _, _, x0, x1, x2, z0, z1, z2 = curve
     v0, v1, v2 = v
-    cos, sin, sqrt = math.cos, math.sin, math.sqrt
+    two_v2, minus_two_v0 = 2.0 * v2, -2.0 * v0
+    cos, sin, sqrt, ulp = math.cos, math.sin, math.sqrt, math.ulp
+    # (the width where the search stops, 4·ulp(|hi| + 1), is at most this for any hi in the
+    # bracket: a wider bracket goes on without computing it)
+    wide = 4.0 * ulp(max(abs(lo), abs(hi)) + 1.0)
     side = 0
     for _ in range(_ROOT_STEPS):
-        if not (hi - lo > 4.0 * math.ulp(abs(hi) + 1.0) and f_lo > 0.0 and f_hi < 0.0):
+        width = hi - lo
+        if not ((width > wide or width > 4.0 * ulp(abs(hi) + 1.0)) and f_lo > 0.0 and f_hi < 0.0):
             break
         t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
         if not lo < t < hi:
             t = 0.5 * (lo + hi)
         c, s = cos(t), sin(t)
         x, z = x0 + x1 * c + x2 * s, z0 + z1 * c + z2 * s
-        r2 = x * x + z * z
+        xx, zz = x * x, z * z
+        r2 = xx + zz
         w = sqrt(1.0 - r2 if r2 < 1.0 else 0.0)
-        gx = 2.0 * x * z * v0 - 4.0 * x * w * v1 + 2.0 * (w * w - x * x) * v2
-        gz = -2.0 * (w * w - z * z) * v0 - 4.0 * z * w * v1 - 2.0 * x * z * v2
+        ww, w4, xz2 = w * w, 4.0 * w, 2.0 * x * z
+        gx = xz2 * v0 - x * w4 * v1 + (ww - xx) * two_v2
+        gz = (ww - zz) * minus_two_v0 - z * w4 * v1 - xz2 * v2
         ft = gx * (x2 * c - x1 * s) + gz * (z2 * c - z1 * s)
         if ft > 0.0:
+            if t > keep[1]:
+                return None
             lo, f_lo = t, ft
             if side == 1:
                 f_hi = 0.5 * f_hi
             side = 1
         else:
+            if t < keep[0]:
+                return None
             hi, f_hi = t, ft
             if side == -1:
                 f_lo = 0.5 * f_lo

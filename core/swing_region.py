@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -54,6 +55,9 @@ _SAMPLE_HANDICAP = 1e-12
 #: A bracket is searched unless its bound on ``f`` is below the best candidate by this
 #: much (the bound's own rounding, ~1e-16, and a root's move onto the disc).
 _BOUND_SLACK = 1e-12
+#: Points this far inside the cone's circle are inside it to the membership test (and not
+#: moved onto it by :meth:`SwingRegion._in_disc`): far more than its slack and rounding.
+_DISC_ROOM = 1e-9
 #: Weight of the distances beyond the region in :meth:`SwingRegion.outward`'s ranking: it
 #: only decides between parts whose distances at the boundary point tie to rounding.
 _TIE = 1e-9
@@ -82,7 +86,8 @@ class _Candidates(NamedTuple):
             the exact candidates when better by more than that: it is there for directions
             where ``f`` is constant along a curve, which then has no root).
         brackets: ``(S − 1,)`` the pairs of samples (each and the next) that may enclose an
-            allowed root: on the same curve, and not both outside the region on a line or
+            allowed root: on the same curve, not on the cone's circle when the box lies
+            inside it (by :data:`_DISC_ROOM`), and not both outside the region on a line or
             a quadrant with an allowed sample (such a curve meets the convex region in one
             interval of ``s``; a root outside it moved onto the disc is no better than the
             circle's own candidates).
@@ -91,7 +96,12 @@ class _Candidates(NamedTuple):
             ``f ≤ (f₀ + f₁)/2 + speed·Δs`` between samples ``Δs`` apart
             (:func:`~core.swing_curves.speed`);
             infinite where a sample was moved onto the cone's disc.
-        s, params: ``(S,)`` the samples' curve parameters, as an array and as floats.
+        s: ``(S,)`` the samples' curve parameters.
+        points: the candidates ``(x, z)`` as pairs of floats (:meth:`SwingRegion.nearest_one`).
+        spans: ``(S − 1,)`` each pair of samples' ``(s₀, s₁, rise, curve, keep)`` in floats,
+            the curve a row of :attr:`SwingRegion._curves` and ``keep`` the parameters that
+            may hold an allowed point (:meth:`SwingRegion._kept`), for
+            :meth:`SwingRegion.nearest_one`.
     """
 
     x: FloatArray
@@ -102,7 +112,8 @@ class _Candidates(NamedTuple):
     brackets: Mask
     rise: FloatArray
     s: FloatArray
-    params: list[float]
+    points: list[tuple[float, float]]
+    spans: list[tuple[float, float, float, tuple[float, ...], tuple[float, float]]]
 
 
 @dataclass(frozen=True)
@@ -464,13 +475,49 @@ class SwingRegion:
         per_curve = inside.reshape(len(self._curves), -1).any(axis=1)
         interval = self._curves[:, 1] - self._curves[:, 0] < 2.0 * math.pi  # not the circle
         met = np.repeat(per_curve & interval, _CURVE_SAMPLES + 1)
-        brackets = pair[:-1] & ~(met[:-1] & ~inside[:-1] & ~inside[1:])
+        corner = math.hypot(max(-self.lo[0], self.hi[0]), max(-self.lo[1], self.hi[1]))
+        reach = np.repeat(interval | (corner + _DISC_ROOM >= self.radius), _CURVE_SAMPLES + 1)
+        brackets = pair[:-1] & reach[:-1] & ~(met[:-1] & ~inside[:-1] & ~inside[1:])
         speed = np.repeat([sc.speed(row) for row in self._curves], _CURVE_SAMPLES + 1)[:-1]
         step = s[1:] - s[:-1]  # (0 between curves: no rise, where the speed may be ∞)
         rise = np.where(
             on_curve[:-1] & on_curve[1:], np.where(step > 0.0, speed, 0.0) * step, np.inf
         )
-        return _Candidates(xs, zs, len(cx), rows, penalty, brackets, rise, s, s.tolist())
+        params, rows_of = s.tolist(), [tuple(row) for row in self._curves.tolist()]
+        spans = []
+        for k, top in enumerate(rise.tolist()):
+            curve = rows_of[k // (_CURVE_SAMPLES + 1)]
+            lo, hi = params[k], params[k + 1]
+            spans.append((lo, hi, top, curve, self._kept(curve, lo, hi)))
+        points = list(zip(xs.tolist(), zs.tolist(), strict=True))
+        return _Candidates(xs, zs, len(cx), rows, penalty, brackets, rise, s, points, spans)
+
+    def _kept(self, curve: tuple[float, ...], s0: float, s1: float) -> tuple[float, float]:
+        """An interval of ``s`` holding every allowed point of ``curve`` (a row of
+        :attr:`_curves`) between ``s0`` and ``s1``: ``(−∞, ∞)`` but on a line of the box
+        through a vertex of Blender's ellipse (``x = ±a``, both quadrants at the vertex real;
+        likewise ``z = ±b``) where the points between stay inside the cone's disc (not
+        moved onto it). The ellipse's test is ``1 + (z/b)² ≤ 1 + ε`` there (``x/a = ±1``
+        exactly, ``ε`` :data:`INSIDE_EPS`), so an allowed point has ``|z| ≤ 1.0002·√ε·b`` (``b``
+        the larger semi-axis across), and the line's ``z = h sin s``, ``|h sin s| ≥ 2h|s|/π``,
+        is beyond it for ``|s| > 2√ε·b/h``."""
+        everywhere = (-math.inf, math.inf)
+        if self.semi is None:
+            return everywhere
+        _, _, x0, x1, x2, z0, z1, z2 = curve
+        ap, an, bp, bn = self.semi
+        if x1 == x2 == 0.0:  # x = x0, z = z2 sin s
+            c, h, own, across = x0, z2, (ap if x0 >= 0.0 else an), (bp, bn)
+        elif z1 == z2 == 0.0:  # z = z0, x = x2 sin s
+            c, h, own, across = z0, x2, (bp if z0 >= 0.0 else bn), (ap, an)
+        else:
+            return everywhere
+        if not (own > 0.0 and abs(c) == own and min(across) > 0.0):
+            return everywhere
+        if math.hypot(c, h * max(abs(math.sin(s0)), abs(math.sin(s1)))) + _DISC_ROOM >= self.radius:
+            return everywhere
+        half = 2.0 * math.sqrt(INSIDE_EPS) * max(across) / h
+        return (-half, half)
 
     def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
@@ -517,7 +564,8 @@ class SwingRegion:
 
     def nearest_one(self, v: tuple[float, float, float]) -> tuple[float, float]:
         """:meth:`nearest` for one unit direction ``v`` (3 floats): the same candidates,
-        the same regula falsi steps in plain floats (one-target solvers call it once per
+        the same regula falsi steps in plain floats, stopped once the root is known to lie
+        where no point is allowed (:meth:`_kept`; one-target solvers call it once per
         limited joint and step; tested against :meth:`nearest` to 1e-12)."""
         r = self.radius
         if self.semi is None and self.lo == (-r, -r) and self.hi == (r, r):
@@ -525,41 +573,39 @@ class SwingRegion:
             length = math.hypot(ax, az)
             return (ax * (r / length), az * (r / length)) if length > 0.0 else (r, 0.0)
         c = self._candidates
-        fd = c.rows @ np.array(v)
-        f, slope = fd[: len(c.x)], fd[len(c.x) :]
-        fs = f - c.penalty
+        n = len(c.points)
+        fd = c.rows @ np.array(v)  # f at the candidates, then the slope at the samples
+        fs = fd[:n] - c.penalty
         pick = int(fs.argmax())
-        best_f, best = float(fs[pick]), (float(c.x[pick]), float(c.z[pick]))
-        # (the brackets of nearest, with in-place operations and array methods: numpy's
-        # per-call cost is most of this on a few hundred samples)
-        falls = slope[:-1] > 0.0
-        falls &= slope[1:] <= 0.0
+        best_f, best = fs.item(pick), c.points[pick]
+        # The brackets of nearest in a few array operations (numpy's per-call cost is most
+        # of this on a few hundred samples), then plain floats for the few found.
+        up = fd[n:] > 0.0
+        falls = up[:-1] > up[1:]  # the slope positive, then not
         falls &= c.brackets
         roots = falls.nonzero()[0].tolist()
         if not roots:
             return best
-        fc = f[c.first :]
-        bound = [0.5 * float(fc[i] + fc[i + 1]) + float(c.rise[i]) for i in roots]
-        # The brackets by their bound, highest first: one that cannot beat the best so far
-        # ends the search (the same answer as searching them all, but for exact ties).
+        # The brackets by their bound, highest first (ties in their order): one that cannot
+        # beat the best so far ends the search (the same answer as searching them all, but
+        # for exact ties).
+        first, spans, at = c.first, c.spans, fd.item
+        order = [(0.5 * (at(first + i) + at(first + i + 1)) + spans[i][2], i) for i in roots]
+        order.sort(key=itemgetter(0), reverse=True)
         found = best_f
-        for top, col in sorted(zip(bound, roots, strict=True), key=lambda bc: -bc[0]):
+        for top, col in order:
             if top <= found - _BOUND_SLACK:
                 break
-            curve = self._curve_rows[col // (_CURVE_SAMPLES + 1)]
-            lo, hi = c.params[col], c.params[col + 1]
-            root = sc.illinois_one(curve, v, lo, hi, float(slope[col]), float(slope[col + 1]))
+            lo, hi, _, curve, keep = spans[col]
+            root = sc.illinois_one(curve, v, lo, hi, at(n + col), at(n + col + 1), keep)
+            if root is None:
+                continue  # (outside keep: not allowed)
             rx, rz = self._in_disc_one(*sc.along(curve, root, FLOAT_OPS)[:2])
             if self.contains_one(rx, rz):
                 fr = sc.axis_dot(rx, rz, v, FLOAT_OPS)
                 if fr > found:
                     found, best = fr, (rx, rz)
         return best
-
-    @cached_property
-    def _curve_rows(self) -> list[tuple[float, ...]]:
-        """:attr:`_curves` as tuples of floats."""
-        return [tuple(row) for row in self._curves.tolist()]
 
     def contains_one(self, x: float, z: float, eps: float = INSIDE_EPS) -> bool:
         """:meth:`contains` for one swing."""

@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from core import rotations as rot
+from core import swing_curves as sc
+from core.components import FLOAT_OPS
 from core.errors import ChainError
 from core.limits import FREE, JointLimits, cone_limits
-from core.swing_region import _CURVE_SAMPLES
+from core.swing_region import _CURVE_SAMPLES, SwingRegion
 
 FAST = settings(max_examples=60, deadline=None)
 Y = np.array([0.0, 1.0, 0.0])
@@ -622,6 +624,76 @@ def _swing_axes(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Bone axes ``(K, 3)`` of the swings ``(w, x, 0, z)``."""
     w = np.sqrt(np.maximum(0.0, 1.0 - x * x - z * z))
     return rot.rotate(np.stack((w, x, 0.0 * x, z), axis=-1), Y)
+
+
+def _hard_directions(region: SwingRegion, seed: int) -> np.ndarray:
+    """Unit directions ``(K, 3)`` where the nearest swing is hard to find: the bone axes of
+    the nearest swing's candidates themselves (meeting points and curve samples), of those
+    candidates moved 1e-3 to 1e-9 out of and into the region, near ±Y (near −Y the alignment
+    is nearly flat along the boundary's farthest parts) and the base axes."""
+    rng = np.random.default_rng(seed)
+    c = region._candidates
+    x, z = c.x, c.z
+    moved = [_swing_axes(x * (1.0 + d), z * (1.0 + d)) for d in (1e-3, 1e-6, 1e-9, -1e-6)]
+    jitter = 1e-7 * rng.standard_normal((2, len(x)))
+    moved.append(_swing_axes(x + jitter[0], z + jitter[1]))
+    tilt = 10.0 ** rng.uniform(-15.0, -3.0, (16, 1)) * rng.standard_normal((16, 3))
+    v = np.concatenate((c.rows[: len(x)], *moved, Y + tilt, -Y + tilt, np.eye(3), -np.eye(3)))
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # Blender's ellipse
+@example(lim=JointLimits(ranges=((-1.0, 1.4), None, (-0.3, 2.9)), cone=1.2), seed=0)
+@example(lim=JointLimits(ranges=((0.0, 0.0), None, (-0.5, 0.5))), seed=0)  # a segment
+@example(lim=JointLimits(lock=(True, False, False), ranges=(None, None, (-0.5, 1.5))), seed=0)
+def test_one_nearest_swing_is_the_batchs_on_hard_directions(lim: JointLimits, seed: int) -> None:
+    """:meth:`SwingRegion.nearest_one` finds a swing as near as :meth:`SwingRegion.nearest`'s
+    on :func:`_hard_directions` (alignments to 1e-12; 1e-9 up to the half turn, see
+    :func:`_reaches_half_turn`). Not the same swing: there candidates tie, exactly (a
+    direction in a plane of symmetry) or to rounding (within the membership test's slack of
+    each other), and the two paths may take either."""
+    region = lim.swing_region
+    v = _hard_directions(region, seed)
+    one = np.array([region.nearest_one(tuple(d)) for d in v.tolist()])
+    np.testing.assert_allclose(
+        np.sum(_swing_axes(*one.T) * v, axis=-1),
+        np.sum(_swing_axes(*region.nearest(v)) * v, axis=-1),
+        rtol=0,
+        atol=1e-9 if _reaches_half_turn(lim) else 1e-12,
+    )
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # Blender's ellipse
+@example(lim=JointLimits(ranges=((-0.5, 0.5), None, (-0.1, 0.1)), cone=0.2), seed=0)
+def test_a_brackets_kept_parameters_hold_its_allowed_points(lim: JointLimits, seed: int) -> None:
+    """Every allowed point of a bracket of :meth:`SwingRegion.nearest_one` (its curve's
+    points moved onto the cone's disc, as the search takes them) lies in the bracket's
+    ``keep`` (:meth:`SwingRegion._kept`: on a line of the box touching Blender's ellipse at
+    its vertex, a few 1e-7 around it); and a root search told to keep to it stops (``None``)
+    only when the root it would have found lies outside, else finds that root."""
+    region = lim.swing_region
+    c = region._candidates
+    v = _hard_directions(region, seed)[::7]
+    slope = v @ c.rows[len(c.x) :].T
+    for col, (s0, s1, _, curve, keep) in enumerate(c.spans):
+        if keep == (-math.inf, math.inf):
+            continue
+        s = np.concatenate((np.linspace(s0, s1, 401), keep[1] * np.linspace(-4.0, 4.0, 801)))
+        for t in s[(s >= s0) & (s <= s1)].tolist():
+            x, z = sc.along(curve, t, FLOAT_OPS)[:2]
+            assert not region.contains_one(*region._in_disc_one(x, z)) or keep[0] <= t <= keep[1]
+        for (d0, d1, d2), (f0, f1) in zip(
+            v.tolist(), slope[:, col : col + 2].tolist(), strict=True
+        ):
+            if f0 > 0.0 >= f1:
+                root = sc.illinois_one(curve, (d0, d1, d2), s0, s1, f0, f1)
+                kept = sc.illinois_one(curve, (d0, d1, d2), s0, s1, f0, f1, keep)
+                assert root is not None
+                assert kept == root if kept is not None else not keep[0] <= root <= keep[1]
 
 
 @FAST
