@@ -3,8 +3,9 @@
 
 :func:`iterate` is Aristidou & Lasenby (2011), Algorithm 1's loop (stage 1,
 :func:`forward_reaching`, then stage 2, :func:`core.aim.aim`), written once on components
-(:mod:`core.components`): :mod:`core.fabrik` runs it on ``(N,)`` arrays for a batch, and
-:func:`fabrik_floats` on floats for one target.
+(:mod:`core.components`): :mod:`core.fabrik` runs it on ``(N,)`` arrays for a batch;
+:func:`iterate_floats` is its float twin for one target (:func:`fabrik_floats`), pinned to
+it bit for bit.
 
 :func:`fabrik_floats` is :func:`core.fabrik.solve_fabrik` for one target before its polish
 under limits, with no numpy call on a chain without limits: the even spread in floats
@@ -120,6 +121,69 @@ def iterate(
     return rots, pos, iterations
 
 
+def iterate_floats(
+    chain: Chain,
+    tolerance: float,
+    max_iterations: int,
+    plan: AimPlan,
+    target: Vec,
+    seed: tuple[list[Quat], list[Vec]],
+    signs: list[Any],
+    hints: list[Vec | None],
+) -> tuple[list[Quat], list[Vec], int]:
+    """:func:`iterate` for one target in plain floats, the rounds of :func:`fabrik_floats`:
+    stage 1 (:func:`_forward_reaching_floats`) and stage 2 (:func:`core.aim.aim` on floats)
+    with the vector helpers written out and no selection between rounds (a single target
+    leaves the loop as it stops): the same operations in the same order, so the same bits
+    (tested)."""
+    sqrt = math.sqrt
+    rots, pos = seed
+    tx, ty, tz = target
+    ex, ey, ez = pos[-1]
+    mx, my, mz = ex - tx, ey - ty, ez - tz
+    error = sqrt(mx * mx + my * my + mz * mz)
+    active = error > tolerance
+    last = error
+    iterations = 0
+    for count in range(1, max_iterations + 1):
+        if not active:
+            break
+        wants = _forward_reaching_floats(plan, pos, target)
+        rots, new_pos = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
+        (ax, ay, az), (bx, by, bz) = new_pos[-1], pos[-1]
+        dx, dy, dz = ax - bx, ay - by, az - bz
+        pos = new_pos
+        iterations += 1
+        mx, my, mz = ax - tx, ay - ty, az - tz
+        error = sqrt(mx * mx + my * my + mz * mz)
+        active = error > tolerance and sqrt(dx * dx + dy * dy + dz * dz) > _STALL * plan.reach
+        if count % _STALL_WINDOW == 0:
+            active = active and error < (1.0 - _STALL_GAIN) * last
+            last = error
+    return rots, pos, iterations
+
+
+def _forward_reaching_floats(plan: AimPlan, pos: list[Vec], target: Vec) -> list[Vec]:
+    """:func:`forward_reaching` for one target in plain floats (the same operations)."""
+    sqrt = math.sqrt
+    n = plan.n
+    out: list[Vec] = [target] * (n + 1)
+    nx, ny, nz = target
+    tiny = _TINY * plan.reach
+    for i in range(n - 1, -1, -1):
+        px, py, pz = pos[i]
+        vx, vy, vz = px - nx, py - ny, pz - nz
+        r = sqrt(vx * vx + vy * vy + vz * vz)
+        if not r > tiny:  # (on its successor: the link's current direction)
+            ox, oy, oz = pos[i + 1]
+            vx, vy, vz = px - ox, py - oy, pz - oz
+            r = sqrt(vx * vx + vy * vy + vz * vz)
+        lam = plan.lengths[i] / (r if r > _SAFE else 1.0)
+        nx, ny, nz = nx + vx * lam, ny + vy * lam, nz + vz * lam
+        out[i] = (nx, ny, nz)
+    return out
+
+
 _REST_SIGNS: weakref.WeakKeyDictionary[Chain, list[Any]] = weakref.WeakKeyDictionary()
 
 
@@ -197,7 +261,7 @@ def fabrik_floats(
         seed = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
         limit = options.max_iterations if rounds is None else rounds
         stop = tolerance if finish is None else max(tolerance, finish)
-        rots, pos, its = iterate(FLOAT_OPS, chain, stop, limit, 1, plan, target, seed, signs, hints)
+        rots, pos, its = iterate_floats(chain, stop, limit, plan, target, seed, signs, hints)
         if finish is not None:
             rots, pos, its = finish_floats(
                 chain, tolerance, finish, limit, plan, target, (rots, pos, its), signs, hints
@@ -248,10 +312,10 @@ def finish_floats(
     q, at, err = refine(chain, rots, target, tolerance, False)
     if err <= tolerance:
         return q, at, its + 1
-    rots, pos, more = iterate(
-        FLOAT_OPS, chain, tolerance, limit, 1, plan, target, (rots, pos), signs, hints
+    rots, pos, more = iterate_floats(
+        chain, tolerance, limit, plan, target, (rots, pos), signs, hints
     )
     return rots, pos, its + int(more)
 
 
-__all__ = ["fabrik_floats", "finish_floats", "forward_reaching", "iterate"]
+__all__ = ["fabrik_floats", "finish_floats", "forward_reaching", "iterate", "iterate_floats"]

@@ -459,3 +459,43 @@ def test_aim_on_floats_is_the_components_aim_to_the_bit() -> None:
                 assert one == _aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
                 compared += any(plan.aligns)
     assert compared >= 100  # (hinges after twisting joints were met)
+
+
+def test_rounds_on_floats_are_the_components_rounds_to_the_bit() -> None:
+    """:func:`core.fabrik_single.iterate_floats` (FABRIK's rounds for one target, written
+    out in floats) gives the rounds written once on components (:func:`iterate` on floats)
+    bit for bit — rotations, positions and round counts — from random seeds toward random
+    targets within and beyond reach, on random chains with turned rest frames and every
+    joint kind; the rounds end by the tolerance, a stall or the round limit."""
+    from core.aim import aim, aim_plan, hinge_signs
+    from core.components import FLOAT_OPS
+    from core.fabrik_single import iterate, iterate_floats
+
+    rng = np.random.default_rng(23)
+    ball = JointLimits(ranges=((-1.0, 1.4), None, (-0.7, 0.7)))
+    rounds = []
+    for _ in range(40):
+        n = int(rng.integers(2, 7))
+        limits = [ball if rng.random() < 0.4 else _random_limits(rng) for _ in range(n)]
+        offsets = rng.normal(size=(n, 3)) * 0.2 + np.array([0.0, 0.6, 0.0])
+        rests = rot.normalize(rng.normal(size=(n, 4)) * 0.3 + np.array([1.0, 0.0, 0.0, 0.0]))
+        rests[rng.random(n) < 0.3] = rot.identity()
+        chain = Chain(offsets, rests, limits)
+        plan = aim_plan(chain)
+        start = [tuple(r) for r in _admissible(chain, rng, 1)[0].tolist()]
+        signs = hinge_signs(FLOAT_OPS, plan, chain, start)
+        for _ in range(5):
+            wants = [(0.0, 0.0, 0.0)] + [tuple(p) for p in rng.normal(size=(n, 3)).tolist()]
+            hints = [None] + [
+                tuple(h) if rng.random() < 0.5 else None for h in rng.normal(size=(n, 3)).tolist()
+            ]
+            seed = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
+            target = tuple((rng.normal(size=3) * chain.reach * rng.uniform(0.2, 1.3)).tolist())
+            for tolerance, limit in ((1e-9 * chain.reach, 60), (1e-2 * chain.reach, 60), (0.0, 3)):
+                one = iterate_floats(chain, tolerance, limit, plan, target, seed, signs, hints)
+                ref = (FLOAT_OPS, chain, tolerance, limit, 1, plan, target, seed, signs, hints)
+                assert one == iterate(*ref)
+                rounds.append(one[2])
+    # (rounds ended by the tolerance, by a stall window, by the round limits)
+    assert {1, 3, 10, 60} <= set(rounds)
+    assert len(set(rounds)) >= 15
