@@ -542,7 +542,10 @@ class SwingRegion:
         best_f = fs[np.arange(k), pick]
         best_x, best_z = c.x[pick], c.z[pick]
         # Stationary maxima along a curve: the slope turns from positive to not positive,
-        # in a bracket where f can rise above the best candidate (_Candidates.rise).
+        # in a bracket where f can rise above the best candidate (_Candidates.rise). A root
+        # outside the cone's disc on another curve than its circle is no candidate: moved
+        # onto the circle it could only tie with the circle's own candidates, to rounding,
+        # at another point (f is flat at its maximum: a nudged direction would switch).
         fc = f[:, c.first :]
         rises = 0.5 * (fc[:, :-1] + fc[:, 1:]) + c.rise > best_f[:, None] - _BOUND_SLACK
         rows, cols = np.nonzero((slope[:, :-1] > 0.0) & (slope[:, 1:] <= 0.0) & c.brackets & rises)
@@ -552,8 +555,9 @@ class SwingRegion:
                 curve, v[rows], c.s[cols], c.s[cols + 1], slope[rows, cols], slope[rows, cols + 1]
             )
             rx, rz, _, _ = sc.along(curve.T, root)
+            off = (curve[:, 1] - curve[:, 0] < 2.0 * math.pi) & (rx * rx + rz * rz > r * r)
             rx, rz = self._in_disc(rx, rz)
-            fr = np.where(self.contains(rx, rz), sc.axis_dot(rx, rz, v[rows].T), -np.inf)
+            fr = np.where(self.contains(rx, rz) & ~off, sc.axis_dot(rx, rz, v[rows].T), -np.inf)
             order = np.argsort(fr, kind="stable")  # the best root of a row written last
             rows, fr, rx, rz = rows[order], fr[order], rx[order], rz[order]
             better = fr > best_f[rows]
@@ -600,7 +604,11 @@ class SwingRegion:
             root = sc.illinois_one(curve, v, lo, hi, at(n + col), at(n + col + 1), keep)
             if root is None:
                 continue  # (outside keep: not allowed)
-            rx, rz = self._in_disc_one(*sc.along(curve, root, FLOAT_OPS)[:2])
+            rx, rz = sc.along(curve, root, FLOAT_OPS)[:2]
+            if rx * rx + rz * rz > r * r:
+                if curve[1] - curve[0] < 2.0 * math.pi:
+                    continue  # (outside the disc, off its circle: no candidate, see nearest)
+                rx, rz = self._in_disc_one(rx, rz)
             if self.contains_one(rx, rz):
                 fr = sc.axis_dot(rx, rz, v, FLOAT_OPS)
                 if fr > found:

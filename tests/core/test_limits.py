@@ -537,6 +537,7 @@ def test_cone_limits_builder() -> None:
 @example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
 @example(lim=JointLimits(ranges=(None, (0.0, 0.0), (0.0, 0.5))), seed=0)
 @example(lim=JointLimits(ranges=(None, (0.0, math.pi), None)), seed=0)
+@example(lim=JointLimits(ranges=((0.0, 3.140625), None, (0.0, 3.140625)), cone=1.0), seed=1308)
 def test_ball_projection_is_exact_under_rounding(lim: JointLimits, seed: int) -> None:
     """Rotations that differ by rounding project to the same rotation to ~1e-15 (the
     nearest swing is solved to machine precision, not searched to √ε), which keeps the
