@@ -65,6 +65,10 @@ JointKind = Literal["ball", "hinge", "fixed"]
 #: for a hinge, quaternion components for a ball joint's swing. Rotations projected onto
 #: the limits sit there to rounding.
 ON_LIMIT = 1e-9
+#: A ball joint's twist this far (radians) beyond its range is within it, as its swing is
+#: within its region to :data:`~core.swing_region.INSIDE_EPS`: a rotation built at an end
+#: of the range, whose measured twist rounding puts just past it, projects to itself.
+TWIST_EPS = 1e-12
 
 _AXES = np.eye(3)
 _Y = _AXES[1]
@@ -78,12 +82,13 @@ def _clamp_angle(phi: FloatArray, lo: float, hi: float) -> FloatArray:
     """
     clipped = np.clip(phi, lo, hi)
     other = np.where(phi > hi, lo, hi)
-
-    def distance(end: FloatArray) -> FloatArray:
-        return np.abs(np.remainder(phi - end + math.pi, 2.0 * math.pi) - math.pi)
-
     outside = (phi < lo) | (phi > hi)
-    return np.where(outside & (distance(other) < distance(clipped)), other, clipped)
+    return np.where(outside & (_apart(phi, other) < _apart(phi, clipped)), other, clipped)
+
+
+def _apart(a: FloatArray, b: FloatArray) -> FloatArray:
+    """How far apart angles ``a`` and ``b`` are on the circle (radians, in ``[0, π]``)."""
+    return np.abs(np.remainder(a - b + math.pi, 2.0 * math.pi) - math.pi)
 
 
 def _wrap_one(phi: float) -> float:
@@ -98,11 +103,12 @@ def _clamp_one(phi: float, lo: float, hi: float) -> float:
     if lo <= phi <= hi:
         return phi
     clipped, other = (hi, lo) if phi > hi else (lo, hi)
+    return other if _apart_one(phi, other) < _apart_one(phi, clipped) else clipped
 
-    def distance(end: float) -> float:
-        return abs((phi - end + math.pi) % (2.0 * math.pi) - math.pi)
 
-    return other if distance(other) < distance(clipped) else clipped
+def _apart_one(a: float, b: float) -> float:
+    """:func:`_apart` for two angles."""
+    return abs((a - b + math.pi) % (2.0 * math.pi) - math.pi)
 
 
 def _swing_components(q: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -403,7 +409,8 @@ class JointLimits:
     def _split(self, q: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
         """A ball joint's rotations ``q (..., 4)`` (``w ≥ 0``) split for :meth:`project`
         and :meth:`retract`: the swing about +Y ``(..., 4)``, the twist angle clamped to
-        its range ``(...)``, and where that twist was allowed as it is ``(...)``."""
+        its range ``(...)``, and where that twist was allowed as it is (to :data:`TWIST_EPS`,
+        ``(...)``)."""
         swing, _ = rot.swing_twist(q, _Y)
         psi = _signed_angle_about(q, _Y)
         allowed = np.full(psi.shape, not self.lock[1])
@@ -411,7 +418,7 @@ class JointLimits:
             psi = np.zeros_like(psi)
         elif self.ranges[1] is not None:
             kept = _clamp_angle(psi, self.ranges[1][0], self.ranges[1][1])
-            allowed = kept == psi
+            allowed = _apart(kept, psi) <= TWIST_EPS
             psi = kept
         return swing, psi, allowed
 
@@ -518,7 +525,7 @@ class JointLimits:
             psi = 0.0
         elif twist is not None:
             kept = _clamp_one(psi, *twist)
-            if inside and kept == psi:
+            if inside and _apart_one(kept, psi) <= TWIST_EPS:
                 return q
             psi = kept
         if not inside:
@@ -551,14 +558,14 @@ class JointLimits:
             if limits is None:
                 return off
             phi = _signed_angle_about(q, axis)
-            return off & (phi >= limits[0] - eps) & (phi <= limits[1] + eps)
+            return off & (_apart(_clamp_angle(phi, *limits), phi) <= eps)
         swing, _ = rot.swing_twist(q, _Y)
         ok = self.swing_region.contains(swing[..., 1], swing[..., 3], eps)
         psi = _signed_angle_about(q, _Y)
         if self.lock[1]:
             ok &= np.abs(psi) <= eps
         elif self.ranges[1] is not None:
-            ok &= np.abs(_clamp_angle(psi, *self.ranges[1]) - psi) <= eps
+            ok &= _apart(_clamp_angle(psi, *self.ranges[1]), psi) <= eps
         return ok
 
     def allows_floats(self, q: tuple[float, float, float, float], eps: float = 1e-12) -> bool:
@@ -579,7 +586,7 @@ class JointLimits:
             if limits is None:
                 return True
             phi = _wrap_one(2.0 * math.atan2(x * ax + y * ay + z * az, w))
-            return limits[0] - eps <= phi <= limits[1] + eps
+            return _apart_one(_clamp_one(phi, *limits), phi) <= eps
         # swing–twist about +Y, as _swing_in_region
         tn = math.sqrt(w * w + y * y)
         tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
@@ -590,7 +597,7 @@ class JointLimits:
             if self.lock[1]:
                 return abs(psi) <= eps
             lo, hi = self.ranges[1]  # type: ignore[misc]
-            return abs(_clamp_one(psi, lo, hi) - psi) <= eps
+            return _apart_one(_clamp_one(psi, lo, hi), psi) <= eps
         return True
 
     def retract(self, q: ArrayLike) -> FloatArray:

@@ -260,6 +260,7 @@ def _sample_inside(r: Range, rng: np.random.Generator, n: int) -> np.ndarray:
 @FAST
 @given(lim=ball_limits(), seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=((0.0, 0.0), (0.0, 0.0), (0.0, -0.0))), seed=0)
+@example(lim=JointLimits(ranges=((0.0, 0.0), (1.0, 1.0), None)), seed=0)  # twist at its end
 def test_allowed_ball_rotations_are_unchanged(lim: JointLimits, seed: int) -> None:
     """Rotations built (with SciPy) from swings the oracle allows and allowed twists project
     to themselves: :meth:`JointLimits.project` and :meth:`~JointLimits.retract` return them
@@ -701,6 +702,7 @@ def test_a_brackets_kept_parameters_hold_its_allowed_points(lim: JointLimits, se
 @given(lim=ALL_LIMITS, seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=((-0.3, 1.2), (-0.5, 0.7), (-0.8, 0.4))), seed=0)
 @example(lim=JointLimits(lock=(False, True, False), ranges=((-1.0, 1.4), None, None)), seed=0)
+@example(lim=JointLimits(lock=(True, False, True), ranges=(None, (-math.pi, 0.0), None)), seed=0)
 def test_one_rotation_is_allowed_as_in_the_batch(lim: JointLimits, seed: int) -> None:
     """:meth:`JointLimits.allows_floats` answers as :meth:`JointLimits.allows`: on random
     rotations (mostly refused), their projections (on the boundary, allowed) and those
