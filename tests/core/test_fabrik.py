@@ -10,6 +10,8 @@ float path against the batch path on the same inputs.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -427,19 +429,18 @@ def test_turn_on_floats_is_the_batch_turn_to_the_bit() -> None:
         assert one == tuple(float(c[k]) for c in batch), k
 
 
-def test_aim_on_floats_is_the_components_aim_to_the_bit() -> None:
-    """:func:`core.aim._aim_floats` (the float twin, its algebra written out) gives the aim
-    written once on components (:func:`core.aim._aim` on floats) bit for bit: random wanted
-    points and bend-plane hints on random chains with turned rest frames and free, hinge,
-    one-sided hinge, cone, X/Z-limited ball and twist-locked joints (hinges after ball
-    joints: the parent's twist toward the hinge's plane)."""
-    from core.aim import _aim, aim, aim_plan, hinge_signs
+def _random_aims(seed: int, chains: int, per_chain: int) -> Iterator[tuple[Any, ...]]:
+    """Random chains with turned rest frames and free, hinge, one-sided hinge, cone,
+    X/Z-limited ball and twist-locked joints (hinges after ball joints: the parent's twist
+    toward the hinge's plane), each with the hinge signs of a random admissible start;
+    per chain ``per_chain`` random wanted points and bend-plane hints. Yields ``(chain,
+    plan, signs, wants, hints)``."""
+    from core.aim import aim_plan, hinge_signs
     from core.components import FLOAT_OPS
 
-    rng = np.random.default_rng(21)
+    rng = np.random.default_rng(seed)
     ball = JointLimits(ranges=((-1.0, 1.4), None, (-0.7, 0.7)))
-    compared = 0
-    for _ in range(40):
+    for _ in range(chains):
         n = int(rng.integers(2, 7))
         limits = [ball if rng.random() < 0.4 else _random_limits(rng) for _ in range(n)]
         offsets = rng.normal(size=(n, 3)) * 0.2 + np.array([0.0, 0.6, 0.0])
@@ -449,15 +450,27 @@ def test_aim_on_floats_is_the_components_aim_to_the_bit() -> None:
         plan = aim_plan(chain)
         start = [tuple(r) for r in _admissible(chain, rng, 1)[0].tolist()]
         signs = hinge_signs(FLOAT_OPS, plan, chain, start)
-        for _ in range(10):
+        for _ in range(per_chain):
             wants = [(0.0, 0.0, 0.0)] + [tuple(p) for p in rng.normal(size=(n, 3)).tolist()]
             hints = [None] + [
                 tuple(h) if rng.random() < 0.5 else None for h in rng.normal(size=(n, 3)).tolist()
             ]
-            for given_hints in (hints, None):
-                one = aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
-                assert one == _aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
-                compared += any(plan.aligns)
+            yield chain, plan, signs, wants, hints
+
+
+def test_aim_on_floats_is_the_components_aim_to_the_bit() -> None:
+    """:func:`core.aim._aim_floats` (the float twin, its algebra written out) gives the aim
+    written once on components (:func:`core.aim._aim` on floats) bit for bit: random wanted
+    points and bend-plane hints on random chains of every joint kind (:func:`_random_aims`)."""
+    from core.aim import _aim, aim
+    from core.components import FLOAT_OPS
+
+    compared = 0
+    for chain, plan, signs, wants, hints in _random_aims(21, 40, 10):
+        for given_hints in (hints, None):
+            one = aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
+            assert one == _aim(FLOAT_OPS, plan, chain, wants, signs, 1, given_hints)
+            compared += any(plan.aligns)
     assert compared >= 100  # (hinges after twisting joints were met)
 
 
@@ -465,37 +478,22 @@ def test_rounds_on_floats_are_the_components_rounds_to_the_bit() -> None:
     """:func:`core.fabrik_single.iterate_floats` (FABRIK's rounds for one target, written
     out in floats) gives the rounds written once on components (:func:`iterate` on floats)
     bit for bit — rotations, positions and round counts — from random seeds toward random
-    targets within and beyond reach, on random chains with turned rest frames and every
-    joint kind; the rounds end by the tolerance, a stall or the round limit."""
-    from core.aim import aim, aim_plan, hinge_signs
+    targets within and beyond reach, on random chains of every joint kind
+    (:func:`_random_aims`); the rounds end by the tolerance, a stall or the round limit."""
+    from core.aim import aim
     from core.components import FLOAT_OPS
     from core.fabrik_single import iterate, iterate_floats
 
     rng = np.random.default_rng(23)
-    ball = JointLimits(ranges=((-1.0, 1.4), None, (-0.7, 0.7)))
     rounds = []
-    for _ in range(40):
-        n = int(rng.integers(2, 7))
-        limits = [ball if rng.random() < 0.4 else _random_limits(rng) for _ in range(n)]
-        offsets = rng.normal(size=(n, 3)) * 0.2 + np.array([0.0, 0.6, 0.0])
-        rests = rot.normalize(rng.normal(size=(n, 4)) * 0.3 + np.array([1.0, 0.0, 0.0, 0.0]))
-        rests[rng.random(n) < 0.3] = rot.identity()
-        chain = Chain(offsets, rests, limits)
-        plan = aim_plan(chain)
-        start = [tuple(r) for r in _admissible(chain, rng, 1)[0].tolist()]
-        signs = hinge_signs(FLOAT_OPS, plan, chain, start)
-        for _ in range(5):
-            wants = [(0.0, 0.0, 0.0)] + [tuple(p) for p in rng.normal(size=(n, 3)).tolist()]
-            hints = [None] + [
-                tuple(h) if rng.random() < 0.5 else None for h in rng.normal(size=(n, 3)).tolist()
-            ]
-            seed = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
-            target = tuple((rng.normal(size=3) * chain.reach * rng.uniform(0.2, 1.3)).tolist())
-            for tolerance, limit in ((1e-9 * chain.reach, 60), (1e-2 * chain.reach, 60), (0.0, 3)):
-                one = iterate_floats(chain, tolerance, limit, plan, target, seed, signs, hints)
-                ref = (FLOAT_OPS, chain, tolerance, limit, 1, plan, target, seed, signs, hints)
-                assert one == iterate(*ref)
-                rounds.append(one[2])
+    for chain, plan, signs, wants, hints in _random_aims(23, 40, 5):
+        seed = aim(FLOAT_OPS, plan, chain, wants, signs, 1, hints)
+        target = tuple((rng.normal(size=3) * chain.reach * rng.uniform(0.2, 1.3)).tolist())
+        for tolerance, limit in ((1e-9 * chain.reach, 60), (1e-2 * chain.reach, 60), (0.0, 3)):
+            one = iterate_floats(chain, tolerance, limit, plan, target, seed, signs, hints)
+            ref = (FLOAT_OPS, chain, tolerance, limit, 1, plan, target, seed, signs, hints)
+            assert one == iterate(*ref)
+            rounds.append(one[2])
     # (rounds ended by the tolerance, by a stall window, by the round limits)
     assert {1, 3, 10, 60} <= set(rounds)
     assert len(set(rounds)) >= 15
