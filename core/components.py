@@ -70,6 +70,26 @@ def qmul_conj(p: Quat, q: Quat) -> Quat:
     )
 
 
+def qslerp(p: Quat, q: Quat, t: float) -> Quat:
+    """Spherical interpolation of unit quaternions (floats only) from ``p`` (``t = 0``) to
+    ``q`` (``t = 1``) along the shorter arc: :func:`core.rotations.slerp`'s steps, with
+    :mod:`math` where it calls numpy's ufuncs (the same rotation to rounding; tested)."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    dot = pw * qw + px * qx + py * qy + pz * qz
+    if dot < 0.0:
+        qw, qx, qy, qz, dot = -qw, -qx, -qy, -qz, -dot
+    theta = math.acos(min(dot, 1.0))
+    sin_theta = math.sin(theta)
+    if sin_theta < 1e-9:
+        wp, wq = 1.0 - t, t
+    else:
+        wp, wq = math.sin((1.0 - t) * theta) / sin_theta, math.sin(t * theta) / sin_theta
+    w, x, y, z = wp * pw + wq * qw, wp * px + wq * qx, wp * py + wq * qy, wp * pz + wq * qz
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    return (w / norm, x / norm, y / norm, z / norm) if norm > 0.0 else (1.0, 0.0, 0.0, 0.0)
+
+
 def qconj(q: Quat) -> Quat:
     """The conjugate (inverse of a unit quaternion)."""
     return (q[0], -q[1], -q[2], -q[3])

@@ -24,6 +24,8 @@ import numpy as np
 
 from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
+from ..core.components import qslerp
+from ..core.kinematics import forward_kinematics_floats
 from . import affine
 from .affine import Rows, Value, Vec
 from .chain_spec import Advanced, _check_solver, _Fixed, _options
@@ -220,6 +222,17 @@ def _blend(
     effectors[blend] = _effectors(chain, ik[blend], None if links is None else links[blend])
 
 
+def _blend_one(
+    chain: Chain, pose: list[list[float]], share: float, fk: Any
+) -> tuple[list[list[float]], list[float]]:
+    """:func:`_blend` for one frame whose links do not stretch, in floats: the ``n``
+    solved rotations ``pose`` slerped from the FK rotations ``fk`` (``n × 4``) by the IK
+    ``share`` (below 1), and their effector (3 floats, base frame) by forward kinematics."""
+    rows = np.asarray(fk, dtype=np.float64).reshape(-1, 4).tolist()
+    blended = [qslerp(tuple(p), tuple(q), share) for p, q in zip(rows, pose, strict=True)]
+    return [list(q) for q in blended], list(forward_kinematics_floats(chain, blended)[0][-1])
+
+
 def _solve_one(
     chain: Chain,
     fixed: _Fixed,
@@ -231,7 +244,7 @@ def _solve_one(
 ) -> tuple[list[list[float]], list[float], list[float] | None]:
     """One frame by :meth:`core.Solver.pose`, blended with FK: rotations (``n`` lists of
     4 floats), the effector (3 floats, base frame) and the links' stretch (``n`` floats,
-    or ``None``); numpy only to blend, when the influence is below 1."""
+    or ``None``); numpy only to blend stretched links, when the influence is below 1."""
     solver = _frame_solver(chain, fixed, float(frame.pole_angle), float(weight))
     pose, points, links = solver.pose(target_b, pole_b if frame.use_pole else None, goal)
     if not math.isfinite(sum(map(sum, pose))):
@@ -240,6 +253,9 @@ def _solve_one(
     if share >= 1.0:
         return pose, points[-1], links
     share = max(share, 0.0)
+    if links is None and frame.fk is not None:
+        rotations, effector_b = _blend_one(chain, pose, share, frame.fk)
+        return rotations, effector_b, None
     ik, effector = np.array([pose], dtype=np.float64), np.array([points[-1]], dtype=np.float64)
     stretch = None if links is None else np.array([links], dtype=np.float64)
     _blend(chain, ik, effector, stretch, np.array([share]), frame.fk)

@@ -243,3 +243,31 @@ def test_stretched_effectors_build_one_chain_per_distinct_stretch(
     assert len(built) == 5  # unstretched, frames 4-7 (9 repeats 5)
     plain = addon.solve_frames._effectors(chain, q, None)
     assert np.array_equal(plain, fk(chain, q)[0][:, -1])
+
+
+def test_one_frame_blends_with_fk_as_the_batch(addon: Any) -> None:
+    """solve_frames._blend_one (one frame in floats, live solving's blend below influence 1)
+    gives the rotations and effector of _blend (numpy, the bake's) to rounding: random
+    chains with turned rests, solved and FK rotations on opposite hemispheres too, shares
+    from 0 to 1; and the effector is forward kinematics of the blended rotations."""
+    from importlib import import_module
+
+    core = import_module(addon.__name__.rsplit(".", 1)[0] + ".core")
+    frames = addon.solve_frames
+    rng = np.random.default_rng(31)
+    for _ in range(40):
+        n = int(rng.integers(2, 7))
+        rests = rng.normal(size=(n, 4)) * 0.3 + np.array([1.0, 0.0, 0.0, 0.0])
+        chain = core.Chain(rng.normal(size=(n, 3)), rests / np.linalg.norm(rests, axis=-1)[:, None])
+        ik = rng.normal(size=(1, n, 4))
+        ik /= np.linalg.norm(ik, axis=-1, keepdims=True)
+        fk = rng.normal(size=(n, 4))
+        fk /= np.linalg.norm(fk, axis=-1, keepdims=True)
+        share = float(rng.choice([0.0, rng.uniform(0.0, 1.0), 0.999999]))
+        rotations, effector = frames._blend_one(chain, ik[0].tolist(), share, fk)
+        effectors = np.zeros((1, 3))
+        frames._blend(chain, ik, effectors, None, np.array([share]), fk)
+        np.testing.assert_allclose(rotations, ik[0], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(effector, effectors[0], rtol=0, atol=1e-14 * n)
+        at = core.forward_kinematics(chain, np.array(rotations))[0][-1]
+        np.testing.assert_allclose(effector, at, rtol=0, atol=1e-14 * n)
