@@ -57,21 +57,29 @@ def write_rotation(pose_bone: Any, values: Iterable[float]) -> None:
 
 def values_to_quaternion(mode: str, values: Iterable[float]) -> np.ndarray:
     """Unit quaternion ``(4,)`` wxyz from rotation values in ``mode`` (identity if empty)."""
+    return np.array(_quaternion_of(mode, values))
+
+
+def _quaternion_of(mode: str, values: Iterable[float]) -> tuple[float, float, float, float]:
+    """:func:`values_to_quaternion` as 4 floats (an axis-angle's axis or a quaternion of
+    length below 1e-12, or not finite, gives the identity)."""
     v = tuple(values)
     if mode == "QUATERNION":
-        q = np.asarray(v, dtype=np.float64)
+        w, x, y, z = v[0], v[1], v[2], v[3]
     elif mode == "AXIS_ANGLE":
-        axis = np.asarray(v[1:], dtype=np.float64)
-        norm = float(np.linalg.norm(axis))
-        if norm < 1e-12:
-            return rot.identity()
-        q = rot.from_axis_angle(axis / norm, v[0])
+        ax, ay, az = v[1], v[2], v[3]
+        length = math.sqrt(ax * ax + ay * ay + az * az)
+        if not length >= 1e-12:
+            return (1.0, 0.0, 0.0, 0.0)
+        s = math.sin(0.5 * v[0]) / length
+        w, x, y, z = math.cos(0.5 * v[0]), ax * s, ay * s, az * s
     else:
-        q = np.asarray(Euler(v[:3], mode).to_quaternion(), dtype=np.float64)
-    norm = float(np.linalg.norm(q))
+        e = Euler(v[:3], mode).to_quaternion()
+        w, x, y, z = e.w, e.x, e.y, e.z
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
     if not math.isfinite(norm) or norm < 1e-12:
-        return rot.identity()
-    return q / norm
+        return (1.0, 0.0, 0.0, 0.0)
+    return (w / norm, x / norm, y / norm, z / norm)
 
 
 def quaternion_to_values(
@@ -107,9 +115,5 @@ def fk_rotations(
 ) -> np.ndarray:
     """The FK rotations ``(n, 4)`` wxyz (basis space) of the bones ``names``: their rotation
     channels (of the evaluated armature: as animated)."""
-    return np.array(
-        [
-            values_to_quaternion(pose_bones[n].rotation_mode, read_rotation(pose_bones[n]))
-            for n in names
-        ]
-    )
+    bones = [pose_bones[n] for n in names]
+    return np.array([_quaternion_of(pb.rotation_mode, read_rotation(pb)) for pb in bones])
