@@ -61,9 +61,11 @@ def values_to_quaternion(mode: str, values: Iterable[float]) -> np.ndarray:
 
 
 def _quaternion_of(mode: str, values: Iterable[float]) -> tuple[float, float, float, float]:
-    """:func:`values_to_quaternion` as 4 floats (an axis-angle's axis or a quaternion of
-    length below 1e-12, or not finite, gives the identity)."""
+    """:func:`values_to_quaternion` as 4 floats (no values, an axis-angle's axis or a
+    quaternion of length below 1e-12, or not finite, give the identity)."""
     v = tuple(values)
+    if not v:
+        return (1.0, 0.0, 0.0, 0.0)
     if mode == "QUATERNION":
         w, x, y, z = v[0], v[1], v[2], v[3]
     elif mode == "AXIS_ANGLE":
