@@ -173,7 +173,7 @@ def _refine(
                     push += hk * (cx * y0 + cy * y1 + cz * y2)
                 if push > 0.0:
                     cut[i] = h
-        trial, outward = _step(chain, facts, q, cols, gram, solved, cut, error, damp, nearest)
+        trial, outward = _step(facts, q, cols, gram, solved, cut, error, damp, nearest)
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
         if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
@@ -264,7 +264,6 @@ def _damped(gram: Gram, error: Vec, damp: float) -> Vec:
 
 
 def _step(
-    chain: Chain,
     facts: _Facts,
     q: Pose,
     cols: list[list[Vec]],
