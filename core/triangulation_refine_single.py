@@ -9,9 +9,11 @@ rule picking one (:func:`core.triangulation_limits.reach_within_limits` describe
 * :func:`refine` — :func:`core.triangulation_refine._refine` for one pose: projected damped
   least squares, ``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (the ``3 × 3`` system by the Cholesky solve of
   :mod:`core.jacobian_single_linalg`, where numpy's ``solve`` factors it by LU: the steps
-  agree to rounding), columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)``, each joint
-  turned by ``exp`` of its share and kept within its limits, with the same active set of
-  joints held on their limits (:func:`_step`);
+  agree to rounding), columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)`` (a ball
+  joint's three in closed form, :func:`_columns`; a held joint's removed from ``JJᵀ`` as a
+  rank-one downdate, :func:`_step`: both to rounding), each joint turned by ``exp`` of its
+  share and kept within its limits, with the same active set of joints held on their
+  limits (:func:`_step`);
 * :func:`keep_best` — :func:`core.triangulation_refine._keep_best` for one target;
 * :func:`search` and :func:`refine_far` — the candidates and rounds of
   :func:`~core.triangulation_limits.reach_within_limits` for a target within the chain's
@@ -38,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chain import Chain
-from .components import Quat, Vec, qmul_conj
-from .jacobian_single_linalg import _solve_spd, gram3
+from .components import Quat, Vec, qmul_conj, qrotate
+from .jacobian_single_linalg import _solve_spd
 from .kinematics import forward_kinematics_floats
 from .limits import JointLimits
 from .rotations import SMALL_ANGLE
@@ -81,6 +83,11 @@ class _Facts:
     still: bool
     #: The joints that turn: index, axes and weights, and limits (``None`` where free).
     turning: tuple[tuple[int, tuple[tuple[Vec, float], ...], JointLimits | None], ...]
+    #: Per joint, the weight ``w`` where it turns about its three basis axes with that one
+    #: weight
+    #: (a ball joint without locks or uneven stiffness: :func:`_columns` and :func:`_shares`
+    #: take its block in closed form), else ``None``.
+    ball: tuple[float | None, ...]
 
 
 @functools.lru_cache(maxsize=64)
@@ -98,7 +105,16 @@ def _facts(chain: Chain) -> _Facts:
         for i, (joint, lim) in enumerate(zip(axes, chain.limits, strict=True))
         if joint
     )
-    return _Facts(axes, middle, not any(axes), turning)
+    basis = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    ball = tuple(
+        joint[0][1]
+        if len(joint) == 3
+        and all(a == e for (a, _), e in zip(joint, basis, strict=True))
+        and joint[0][1] == joint[1][1] == joint[2][1]
+        else None
+        for joint in axes
+    )
+    return _Facts(axes, middle, not any(axes), turning, ball)
 
 
 def _quat(q: list[float] | tuple[float, ...]) -> Quat:
@@ -161,19 +177,12 @@ def _refine(
     for count in range(1, _STEPS + 1):
         ex, ey, ez = pos[-1]
         error = (tx - ex, ty - ey, tz - ez)
-        cols, gram = _columns(facts.axes, world, pos)
+        jac = _columns(facts, world, pos)
         damp = (lam * reach) ** 2
-        cut: dict[int, list[float]] = {}  # the joints held: those the step pushes out again
-        solved = None
-        if bound:
-            solved = y0, y1, y2 = _damped(gram, error, damp)
-            for i, h in bound.items():
-                push = 0.0
-                for hk, (cx, cy, cz) in zip(h, cols[i], strict=True):
-                    push += hk * (cx * y0 + cy * y1 + cz * y2)
-                if push > 0.0:
-                    cut[i] = h
-        trial, outward = _step(facts, q, cols, gram, solved, cut, error, damp, nearest)
+        shares = _shares(facts, jac, _damped(jac[3], error, damp))
+        # The joints held: those on their limits the step pushes out again.
+        cut = {i: h for i, h in bound.items() if _dot(h, shares[i]) > 0.0}
+        trial, outward = _step(facts, q, jac, shares, cut, error, damp, nearest)
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
         if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
@@ -194,6 +203,17 @@ def _refine(
 
 
 Gram = tuple[float, float, float, float, float, float]
+#: The Jacobian at a pose (:func:`_columns`): per joint its columns (``None`` for a joint
+#: of :attr:`_Facts.ball`, whose block is kept as its rotation and lever), the world
+#: rotations, the levers ``p_e − p_i`` and the upper triangle of ``J Jᵀ``.
+Jacobian = tuple[list[list[Vec] | None], list[Quat], list[Vec], Gram]
+
+
+def _dot(h: list[float], s: list[float]) -> float:
+    total = 0.0
+    for hk, sk in zip(h, s, strict=True):
+        total += hk * sk
+    return total
 
 
 def _start_bound(facts: _Facts, q: Pose) -> dict[int, list[float]]:
@@ -219,20 +239,34 @@ def _in_columns(turn: Vec, axes: tuple[tuple[Vec, float], ...]) -> list[float] |
     return [hk / norm for hk in h] if norm > 0.0 else None
 
 
-def _columns(
-    axes: tuple[tuple[tuple[Vec, float], ...], ...], world: list[Quat], pos: list[Vec]
-) -> tuple[list[list[Vec]], Gram]:
+def _columns(facts: _Facts, world: list[Quat], pos: list[Vec]) -> Jacobian:
     """The Jacobian's columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)``, grouped by
-    joint, and the upper triangle of ``J Jᵀ`` (:func:`~core.jacobian_single_linalg.gram3` of
-    them): ``qrotate``, ``vcross`` and the sums written out, the same operations in the same
-    order."""
+    joint, and the upper triangle of ``J Jᵀ``, summed joint by joint. A joint of
+    :attr:`_Facts.ball` (weight ``w``) adds its block in closed form: its world axes
+    ``W_i e_k`` are orthonormal, so its columns ``w (W_i e_k) × l`` sum to
+    ``w² (|l|² I − l lᵀ)``."""
     ex, ey, ez = pos[-1]
     s00 = s01 = s02 = s11 = s12 = s22 = 0.0
-    cols: list[list[Vec]] = []
-    for (w, ux, uy, uz), (px, py, pz), joint_axes in zip(world, pos, axes, strict=False):
+    cols: list[list[Vec] | None] = []
+    levers: list[Vec] = []
+    for (w, ux, uy, uz), (px, py, pz), joint_axes, ball in zip(
+        world, pos, facts.axes, facts.ball, strict=False
+    ):
         lx, ly, lz = ex - px, ey - py, ez - pz
+        levers.append((lx, ly, lz))
+        if ball is not None:
+            xx, yy, zz, w2 = lx * lx, ly * ly, lz * lz, ball * ball
+            s00 += w2 * (yy + zz)
+            s01 -= w2 * (lx * ly)
+            s02 -= w2 * (lx * lz)
+            s11 += w2 * (xx + zz)
+            s12 -= w2 * (ly * lz)
+            s22 += w2 * (xx + yy)
+            cols.append(None)
+            continue
         joint: list[Vec] = []
         for (vx, vy, vz), weight in joint_axes:
+            # qrotate(world, axis) and vcross(axis, lever), written out.
             tx = 2.0 * (uy * vz - uz * vy)
             ty = 2.0 * (uz * vx - ux * vz)
             tz = 2.0 * (ux * vy - uy * vx)
@@ -250,7 +284,7 @@ def _columns(
             s12 += y * z
             s22 += z * z
         cols.append(joint)
-    return cols, (s00, s01, s02, s11, s12, s22)
+    return cols, world, levers, (s00, s01, s02, s11, s12, s22)
 
 
 def _damped(gram: Gram, error: Vec, damp: float) -> Vec:
@@ -263,44 +297,87 @@ def _damped(gram: Gram, error: Vec, damp: float) -> Vec:
     return y0, y1, y2
 
 
+def _shares(facts: _Facts, jac: Jacobian, y: Vec) -> list[list[float]]:
+    """``Jᵀ y`` grouped by joint (empty for a joint that does not turn): each column's dot
+    product with ``y``; for a joint of :attr:`_Facts.ball`, ``w W_iᵀ (l × y)`` (column
+    ``k`` is ``w (W_i e_k) × l``, and ``(a × l)·y = a·(l × y)``)."""
+    cols, world, levers, _ = jac
+    y0, y1, y2 = y
+    out: list[list[float]] = []
+    for joint, ball, (lx, ly, lz), (w, ux, uy, uz) in zip(
+        cols, facts.ball, levers, world, strict=True
+    ):
+        if joint is not None:
+            out.append([cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in joint])
+            continue
+        assert ball is not None
+        vx, vy, vz = ly * y2 - lz * y1, lz * y0 - lx * y2, lx * y1 - ly * y0
+        # qunrotate(world, v) written out
+        tx = 2.0 * (uz * vy - uy * vz)
+        ty = 2.0 * (ux * vz - uz * vx)
+        tz = 2.0 * (uy * vx - ux * vy)
+        out.append(
+            [
+                ball * (vx + w * tx + (uz * ty - uy * tz)),
+                ball * (vy + w * ty + (ux * tz - uz * tx)),
+                ball * (vz + w * tz + (uy * tx - ux * ty)),
+            ]
+        )
+    return out
+
+
+def _moment(facts: _Facts, jac: Jacobian, i: int, h: list[float]) -> Vec:
+    """Joint ``i``'s columns times ``h``, ``C_i h``; for a joint of :attr:`_Facts.ball`,
+    ``w (W_i h) × l``."""
+    cols, world, levers, _ = jac
+    joint = cols[i]
+    if joint is not None:
+        mx = my = mz = 0.0
+        for hk, (cx, cy, cz) in zip(h, joint, strict=True):
+            mx += hk * cx
+            my += hk * cy
+            mz += hk * cz
+        return mx, my, mz
+    ball = facts.ball[i]
+    assert ball is not None
+    ax, ay, az = qrotate(world[i], (h[0], h[1], h[2]))
+    lx, ly, lz = levers[i]
+    return ball * (ay * lz - az * ly), ball * (az * lx - ax * lz), ball * (ax * ly - ay * lx)
+
+
 def _step(
     facts: _Facts,
     q: Pose,
-    cols: list[list[Vec]],
-    gram: Gram,
-    solved: Vec | None,
+    jac: Jacobian,
+    shares: list[list[float]],
     cut: dict[int, list[float]],
     error: Vec,
     damp: float,
     nearest: bool,
 ) -> tuple[Pose, dict[int, list[float]]]:
     """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`):
-    the joints in ``cut`` lose the given unit direction of their columns. ``gram`` is
-    ``J Jᵀ`` of ``cols`` and ``solved`` its damped solve where :func:`refine` made it (the
-    step's own when nothing is cut). Returns the trial pose and, per joint whose turn its
-    limits clipped, its way out (:func:`core.triangulation_refine._refine`) as a unit
-    direction in its columns."""
-    used = cols
+    the joints in ``cut`` lose the given unit direction ``h`` of their columns,
+    ``C ← C (I − h hᵀ)``: ``J Jᵀ`` loses ``(C h)(C h)ᵀ``, and their shares of the step
+    ``Jᵀ y`` their part along ``h``. ``shares`` is ``Jᵀ y`` of the damped solve for
+    the whole Jacobian ``jac`` (the step where nothing is cut). Returns the trial pose
+    and, per joint whose turn its limits clipped, its way out
+    (:func:`core.triangulation_refine._refine`) as a unit direction in its columns."""
     if cut:
-        used = list(cols)
+        g00, g01, g02, g11, g12, g22 = jac[3]
         for i, h in cut.items():
-            joint = cols[i]
-            mx = my = mz = 0.0
-            for hk, (cx, cy, cz) in zip(h, joint, strict=True):
-                mx += hk * cx
-                my += hk * cy
-                mz += hk * cz
-            used[i] = [
-                (cx - hk * mx, cy - hk * my, cz - hk * mz)
-                for hk, (cx, cy, cz) in zip(h, joint, strict=True)
-            ]
-        y0, y1, y2 = _damped(gram3(itertools.chain.from_iterable(used)), error, damp)
-    elif solved is not None:
-        y0, y1, y2 = solved
-    else:
-        y0, y1, y2 = _damped(gram, error, damp)
-    steps = [[cx * y0 + cy * y1 + cz * y2 for cx, cy, cz in joint] for joint in used]
-    biggest = max(map(abs, itertools.chain.from_iterable(steps)), default=0.0)
+            mx, my, mz = _moment(facts, jac, i, h)
+            g00 -= mx * mx
+            g01 -= mx * my
+            g02 -= mx * mz
+            g11 -= my * my
+            g12 -= my * mz
+            g22 -= mz * mz
+        shares = _shares(facts, jac, _damped((g00, g01, g02, g11, g12, g22), error, damp))
+        for i, h in cut.items():
+            share = shares[i]
+            along = _dot(h, share)
+            shares[i] = [sk - hk * along for hk, sk in zip(h, share, strict=True)]
+    biggest = max(map(abs, itertools.chain.from_iterable(shares)), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
     # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out), then
     # kept within its limits.
@@ -309,7 +386,7 @@ def _step(
     outward: dict[int, list[float]] = {}
     for i, axes, lim in facts.turning:
         rx = ry = rz = 0.0
-        for ((vx, vy, vz), weight), s in zip(axes, steps[i], strict=True):
+        for ((vx, vy, vz), weight), s in zip(axes, shares[i], strict=True):
             s *= scale * weight
             rx += s * vx
             ry += s * vy

@@ -284,23 +284,26 @@ def test_of_missed_targets_the_first_candidate_is_kept_unless_materially_farther
     _same_rotations(rotations[0], expected, 0.0)
 
 
-def test_columns_are_the_component_algebra_to_the_bit() -> None:
-    """The search's columns and Gram sums (``_columns``) write out ``qrotate``, ``vcross``
-    and :func:`~core.jacobian_single_linalg.gram3`: the same numbers bit for bit, on random
-    limited chains at random admissible poses."""
-    from core.components import qrotate, vcross
+def test_columns_are_the_component_algebra() -> None:
+    """The search's Jacobian (``_columns``, ``_shares``, ``_moment``) against its columns
+    written with ``qrotate`` and ``vcross``: a joint's explicit columns are those bit for
+    bit; ``J Jᵀ``, ``Jᵀ y`` and ``C_i h`` — where a ball joint's block is taken in closed
+    form, ``w² (|l|² I − l lᵀ)`` and ``w W_iᵀ (l × y)`` — equal the sums over every
+    column to 1e-14 of their scale, on random limited chains at random admissible poses."""
+    from core.components import qrotate, vcross, vdot
     from core.jacobian_single_linalg import gram3
     from core.kinematics import forward_kinematics_floats
 
     rng = np.random.default_rng(29)
+    balls = 0
     for _ in range(30):
         chain = random_limited_chain(rng)
-        axes = trs._facts(chain).axes
+        facts = trs._facts(chain)
         q = [tuple(r) for r in admissible_poses(rng, chain, 1)[0].tolist()]
         pos, world = forward_kinematics_floats(chain, q)
         end = pos[-1]
         expected = []
-        for i, joint_axes in enumerate(axes):
+        for i, joint_axes in enumerate(facts.axes):
             lever = (end[0] - pos[i][0], end[1] - pos[i][1], end[2] - pos[i][2])
             expected.append(
                 [
@@ -308,9 +311,32 @@ def test_columns_are_the_component_algebra_to_the_bit() -> None:
                     for axis, weight in joint_axes
                 ]
             )
-        cols, gram = trs._columns(axes, world, pos)
-        assert cols == expected
-        assert gram == gram3([c for joint in expected for c in joint])
+        jac = trs._columns(facts, world, pos)
+        cols, gram = jac[0], jac[3]
+        size = max(1e-300, max(abs(c) for joint in expected for col in joint for c in col))
+        for joint, want, ball in zip(cols, expected, facts.ball, strict=True):
+            assert (joint is None) == (ball is not None)
+            if joint is not None:
+                assert joint == want
+        balls += sum(b is not None for b in facts.ball)
+        flat = [c for joint in expected for c in joint]
+        trace = sum(vdot(c, c) for c in flat)  # (≥ every entry of J Jᵀ)
+        np.testing.assert_allclose(gram, gram3(flat), rtol=0, atol=1e-14 * trace)
+        y = tuple(rng.normal(size=3).tolist())
+        shares = trs._shares(facts, jac, y)
+        for share, want in zip(shares, expected, strict=True):
+            np.testing.assert_allclose(
+                share, [vdot(c, y) for c in want], rtol=0, atol=1e-14 * size * 3
+            )
+        for i, want in enumerate(expected):
+            if want:
+                h = rng.normal(size=len(want))
+                h /= np.linalg.norm(h)
+                moment = trs._moment(facts, jac, i, h.tolist())
+                np.testing.assert_allclose(
+                    moment, np.array(want).T @ h, rtol=0, atol=1e-14 * size * 3
+                )
+    assert balls >= 10  # (not vacuous: the closed form is checked)
 
 
 @pytest.mark.parametrize(("n", "bar"), [(3, 0.16), (5, 0.05)])
