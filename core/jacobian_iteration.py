@@ -49,6 +49,12 @@ _NUDGE = 0.1
 #: A target stops once an update changes its error by less than this fraction of the
 #: tolerance: it sits at the best pose it can reach (an unreachable target, a limit).
 _STALL = 1e-3
+#: ... or once its error fell by less than the fraction ``_CREEP_GAIN`` over the last
+#: ``_CREEP_WINDOW`` updates of an attempt: on a chain with limits, the projections let the
+#: error of a target out of reach creep down by more than ``_STALL`` each update for the
+#: whole budget (FABRIK's rounds stop alike, :mod:`core.fabrik_single`).
+_CREEP_WINDOW = 10
+_CREEP_GAIN = 1e-3
 #: Damped retries of an update that would increase the error.
 _RETRIES = 4
 #: Restarts: every this many updates of an attempt, the error must have shrunk by the
@@ -292,6 +298,8 @@ def _solve(problem: Problem, start: FloatArray, rule: Rule) -> Solution:
     err, done = goal.error(state, everyone)
     active = everyone[~done]
     err = err[~done]
+    creep_merit = np.full(size, np.inf)  # each attempt's merit at its last window
+    creep_merit[active] = np.sum(err * err, axis=-1)
 
     # Restarts (step 7 of the module docstring).
     restart_poses = _restart_poses(chain, layout, limited, opts.restarts)
@@ -350,9 +358,12 @@ def _solve(problem: Problem, start: FloatArray, rule: Rule) -> Solution:
         iterations[active] += 1
         since[active] += 1
         sigma_seen[active] = np.minimum(sigma_seen[active], sigma)
-        give_up = ~new_done & (worse | goal.stalled(new_err, err))
+        new_merit = np.sum(new_err * new_err, axis=-1)
+        at = since[active] % _CREEP_WINDOW == 0
+        creeping = at & (new_merit > (1.0 - _CREEP_GAIN) ** 2 * creep_merit[active])
+        creep_merit[active[at]] = new_merit[at]
+        give_up = ~new_done & (worse | creeping | goal.stalled(new_err, err))
         if restart_poses.shape[0]:
-            new_merit = np.sum(new_err * new_err, axis=-1)
             better = new_merit < best_merit[active]
             best_merit[active[better]] = new_merit[better]
             best_q[active[better]] = new_q[better]
@@ -372,6 +383,7 @@ def _solve(problem: Problem, start: FloatArray, rule: Rule) -> Solution:
                 sub = chain_state(chain, q[idx])
                 state.put(idx, sub)
                 new_err[rows], new_done[rows] = goal.error(sub, idx)
+                creep_merit[idx] = np.sum(new_err[rows] ** 2, axis=-1)
                 give_up[rows] = False
         reached[active[new_done]] = True
         keep = ~(new_done | give_up)

@@ -29,7 +29,7 @@ import numpy as np
 
 from .bend_plane_single import orient_one, turned_points
 from .components import vdot
-from .jacobian_iteration import _CLAMPED, _RETRIES, _STATIONARY
+from .jacobian_iteration import _CLAMPED, _CREEP_GAIN, _CREEP_WINDOW, _RETRIES, _STATIONARY
 from .jacobian_seed import seeded
 from .jacobian_single_linalg import (
     Rule,
@@ -271,6 +271,7 @@ def solve_single(problem: Problem, rule: Rule, start: list[list[float]]) -> Solu
     sigma_seen = math.inf
     beta = opts.step
     adapt = opts.adaptive_step and kind == "position"
+    creep = _squares(err)  # the merit at the last window
     for _ in range(opts.max_iterations if k and not done else 0):
         p = _params_of(plan, q)
         axes = _axes(plan, state, p)
@@ -305,9 +306,14 @@ def solve_single(problem: Problem, rule: Rule, start: list[list[float]]) -> Solu
             worse = _squares(new_err) > merit and not new_done
         if worse:
             new_q, new_state, new_err = q, state, err
-        give_up = not new_done and (worse or goal.stalled(new_err, err))
-        q, state, err = new_q, new_state, new_err
         iterations += 1
+        creeping = False
+        if iterations % _CREEP_WINDOW == 0:
+            new_merit = _squares(new_err)
+            creeping = new_merit > (1.0 - _CREEP_GAIN) ** 2 * creep
+            creep = new_merit
+        give_up = not new_done and (worse or creeping or goal.stalled(new_err, err))
+        q, state, err = new_q, new_state, new_err
         sigma_seen = min(sigma_seen, sigma)
         if new_done or give_up:
             break
