@@ -83,10 +83,9 @@ class _Facts:
     still: bool
     #: The joints that turn: index, axes and weights, and limits (``None`` where free).
     turning: tuple[tuple[int, tuple[tuple[Vec, float], ...], JointLimits | None], ...]
-    #: Per joint, the weight ``w`` where it turns about its three basis axes with that one
-    #: weight
-    #: (a ball joint without locks or uneven stiffness: :func:`_columns` and :func:`_shares`
-    #: take its block in closed form), else ``None``.
+    #: Per joint, its weight ``w`` where it turns about its three basis axes all weighted
+    #: ``w`` (a free joint, or a ball joint without locks or uneven stiffness:
+    #: :func:`_columns` and :func:`_shares` take its block in closed form), else ``None``.
     ball: tuple[float | None, ...]
 
 
@@ -210,6 +209,7 @@ Jacobian = tuple[list[list[Vec] | None], list[Quat], list[Vec], Gram]
 
 
 def _dot(h: list[float], s: list[float]) -> float:
+    """``h · s`` of two joints' worth of column weights, summed in order."""
     total = 0.0
     for hk, sk in zip(h, s, strict=True):
         total += hk * sk
