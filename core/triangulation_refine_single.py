@@ -41,7 +41,6 @@ import numpy as np
 
 from .chain import Chain
 from .components import Quat, Vec, qmul_conj, qrotate
-from .jacobian_single_linalg import _solve_spd
 from .kinematics import forward_kinematics_floats
 from .limits import JointLimits
 from .rotations import SMALL_ANGLE
@@ -291,10 +290,21 @@ def _damped(gram: Gram, error: Vec, damp: float) -> Vec:
     """``(JJᵀ + λ²I)⁻¹ e`` for the upper triangle ``gram`` of ``JJᵀ`` and ``damp`` =
     ``λ²·reach²`` (:func:`core.triangulation_refine._damped`)."""
     g00, g01, g02, g11, g12, g22 = gram
-    y0, y1, y2 = _solve_spd(
-        [[g00 + damp, g01, g02], [g01, g11 + damp, g12], [g02, g12, g22 + damp]], list(error)
-    )
-    return y0, y1, y2
+    b0, b1, b2 = error
+    # _solve_spd of the 3 × 3 system written out: the same operations in the same order.
+    sqrt = math.sqrt
+    l00 = sqrt(max(g00 + damp, 1e-300))
+    l10 = g01 / l00
+    l11 = sqrt(max(g11 + damp - l10 * l10, 1e-300))
+    l20 = g02 / l00
+    l21 = (g12 - l20 * l10) / l11
+    l22 = sqrt(max(g22 + damp - l20 * l20 - l21 * l21, 1e-300))
+    y0 = b0 / l00
+    y1 = (b1 - l10 * y0) / l11
+    y2 = (b2 - l20 * y0 - l21 * y1) / l22
+    x2 = y2 / l22
+    x1 = (y1 - l21 * x2) / l11
+    return (y0 - l10 * x1 - l20 * x2) / l00, x1, x2
 
 
 def _shares(facts: _Facts, jac: Jacobian, y: Vec) -> list[list[float]]:
