@@ -394,13 +394,19 @@ def _step(
     sqrt, sin, cos = math.sqrt, math.sin, math.cos
     trial = list(q)
     outward: dict[int, list[float]] = {}
+    balls = facts.ball
     for i, axes, lim in facts.turning:
-        rx = ry = rz = 0.0
-        for ((vx, vy, vz), weight), s in zip(axes, shares[i], strict=True):
-            s *= scale * weight
-            rx += s * vx
-            ry += s * vy
-            rz += s * vz
+        ball = balls[i]
+        if ball is not None:  # (its axes are the basis: the sums below, without the zeros)
+            s0, s1, s2 = shares[i]
+            rx, ry, rz = s0 * (scale * ball), s1 * (scale * ball), s2 * (scale * ball)
+        else:
+            rx = ry = rz = 0.0
+            for ((vx, vy, vz), weight), s in zip(axes, shares[i], strict=True):
+                s *= scale * weight
+                rx += s * vx
+                ry += s * vy
+                rz += s * vz
         hx, hy, hz = 0.5 * rx, 0.5 * ry, 0.5 * rz
         theta = sqrt(hx * hx + hy * hy + hz * hz)
         f = 1.0 - theta * theta / 6.0 if theta < SMALL_ANGLE else sin(theta) / theta
