@@ -57,9 +57,10 @@ Per update, in this order:
    the goal, so the reference's flow may raise its norm on the way, and forcing descent
    traps it (measured in ``scripts/bench_6r.py``). A problem stops when it meets its
    tolerances, when no retry helps, when an update changes its error by less than
-   ``10⁻³`` of the tolerance (it sits at the best pose it can reach), or when its error
-   fell by less than 0.1 % over the last 10 updates of an attempt (under limits the error
-   of a target out of reach creeps down by more than that on every update).
+   ``10⁻³`` of the tolerance (it sits at the best pose it can reach), or, for a position
+   goal, when its error fell by less than 0.1 % over the last 10 updates of an attempt
+   (under limits the error of a target out of reach creeps down by more than that on every
+   update).
 7. **Restarts** (``options.restarts``, off by default) — a problem that stops unreached
    (and is not simply beyond the chain's reach), or whose error did not halve over the
    last 20 updates of an attempt (a crawl near a singular pose, typical of damped steps),

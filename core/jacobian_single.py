@@ -308,7 +308,7 @@ def solve_single(problem: Problem, rule: Rule, start: list[list[float]]) -> Solu
             new_q, new_state, new_err = q, state, err
         iterations += 1
         creeping = False
-        if iterations % _CREEP_WINDOW == 0:
+        if kind == "position" and iterations % _CREEP_WINDOW == 0:
             new_merit = _squares(new_err)
             creeping = new_merit > (1.0 - _CREEP_GAIN) ** 2 * creep
             creep = new_merit
