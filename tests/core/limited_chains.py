@@ -111,6 +111,14 @@ def shoulder_chain(n: int) -> Chain:
     return Chain.from_offsets(offsets, limits=[knee if i % 2 else ball for i in range(n)])
 
 
+def anywhere_within(rng: np.random.Generator, chain: Chain, size: int) -> np.ndarray:
+    """``(size, 3)`` targets in random directions at 0.2–0.95 of the chain's length
+    (``bench_solvers`` part 3): on a limited chain many are out of reach within the limits."""
+    directions = rng.normal(size=(size, 3))
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    return directions * rng.uniform(0.2, 0.95, size=(size, 1)) * chain.reach
+
+
 def admissible_poses(rng: np.random.Generator, chain: Chain, size: int) -> np.ndarray:
     """``(size, n, 4)`` random poses that every joint's limits allow.
 

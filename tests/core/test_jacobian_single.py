@@ -318,15 +318,12 @@ def test_a_target_out_of_reach_stops_once_its_error_creeps(rule: str) -> None:
     does."""
     from unittest import mock
 
-    from limited_chains import shoulder_chain
+    from limited_chains import anywhere_within, shoulder_chain
 
     from core import jacobian_iteration, jacobian_single
 
     chain = shoulder_chain(2)
-    rng = np.random.default_rng(5)
-    directions = rng.normal(size=(40, 3))
-    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
-    targets = directions * rng.uniform(0.2, 0.95, size=(40, 1)) * chain.reach
+    targets = anywhere_within(np.random.default_rng(5), chain, 40)
     options = SolveOptions(jacobian_start="initial", max_iterations=100)
     missed = earlier = 0
     for target in targets:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from limited_chains import admissible_poses, random_limited_chain, shoulder_chain
+from limited_chains import admissible_poses, anywhere_within, random_limited_chain, shoulder_chain
 
 from core import Chain, SolveOptions, kinematics, solve
 from core import rotations as rot
@@ -386,10 +386,7 @@ def test_restarts_stop_when_a_round_brings_a_missed_target_no_closer() -> None:
     from core import Solver
 
     chain = shoulder_chain(2)
-    rng = np.random.default_rng(3)
-    directions = rng.normal(size=(60, 3))
-    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
-    targets = directions * rng.uniform(0.2, 0.95, size=(60, 1)) * chain.reach
+    targets = anywhere_within(np.random.default_rng(3), chain, 60)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
     tol = 1e-6 * chain.reach
     keep_best = trs.keep_best

@@ -23,7 +23,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from limited_chains import shoulder_chain
+from limited_chains import anywhere_within, shoulder_chain
 
 from core import SolveOptions, Solver
 from core import rotations as rot
@@ -34,14 +34,6 @@ from core import triangulation_refine_single as trs
 from core.problem import Problem
 from core.triangulation_limits import reach_within_limits
 from core.triangulation_plan import _plan
-
-
-def _within_reach(chain: Any, count: int, seed: int) -> np.ndarray:
-    """``bench_solvers``' part 3: random directions at 0.2–0.95 of the chain's length."""
-    rng = np.random.default_rng(seed)
-    d = rng.normal(size=(count, 3))
-    d /= np.linalg.norm(d, axis=-1, keepdims=True)
-    return d * rng.uniform(0.2, 0.95, size=(count, 1)) * chain.reach
 
 
 def _in_full(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +55,7 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
     chain = shoulder_chain(n)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
     tol = 1e-6 * chain.reach
-    targets = _within_reach(chain, 40, 5)
+    targets = anywhere_within(np.random.default_rng(5), chain, 40)
 
     def solve_all() -> tuple[list[Any], list[int]]:
         poses, steps = [], []
@@ -97,7 +89,7 @@ def test_the_numpy_search_pauses_alike_with_the_same_poses(
     way: some rows pause, and every target's pose is bit for bit the one with every
     candidate refined in full."""
     chain = shoulder_chain(2)
-    targets = _within_reach(chain, 40, 6)
+    targets = anywhere_within(np.random.default_rng(6), chain, 40)
     problem = Problem(
         chain,
         targets,
