@@ -72,6 +72,7 @@ TWIST_EPS = 1e-12
 
 _AXES = np.eye(3)
 _Y = _AXES[1]
+_TAU = 2.0 * math.pi
 
 
 def _clamp_angle(phi: FloatArray, lo: float, hi: float) -> FloatArray:
@@ -493,6 +494,29 @@ class JointLimits:
         if rw < 0.0:
             return (-rw, -rx, -ry, -rz)
         return (rw, rx, ry, rz)
+
+    def hinge_turned_floats(
+        self, q: tuple[float, float, float, float], angle: float
+    ) -> tuple[tuple[float, float, float, float], tuple[float, float, float, float] | None]:
+        """A hinge's allowed rotation ``q`` (wxyz) turned by ``angle`` radians about its
+        axis, then kept within its range, in floats: :meth:`project_floats` of
+        ``q · (cos(angle/2), sin(angle/2)·axis)``, computed from the angles (the same
+        rotation, to rounding). Returns the kept rotation (``w ≥ 0``) and, where the range
+        clipped the turn, the turned rotation (``w ≥ 0``; ``None`` where it did not)."""
+        (ax, ay, az), (ux, uy, uz), limits = self._hinge_floats
+        w, x, y, z = q
+        phi = math.remainder(2.0 * math.atan2(x * ax + y * ay + z * az, w) + angle, _TAU)
+        if phi <= -math.pi:
+            phi += _TAU
+        if limits is None or limits[0] <= phi <= limits[1]:
+            s = math.sin(0.5 * phi)
+            return (math.cos(0.5 * phi), s * ux, s * uy, s * uz), None
+        kept = _clamp_one(phi, limits[0], limits[1])
+        s, t = math.sin(0.5 * kept), math.sin(0.5 * phi)
+        return (
+            (math.cos(0.5 * kept), s * ux, s * uy, s * uz),
+            (math.cos(0.5 * phi), t * ux, t * uy, t * uz),
+        )
 
     def retract_floats(
         self, q: tuple[float, float, float, float]

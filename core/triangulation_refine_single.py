@@ -12,8 +12,9 @@ rule picking one (:func:`core.triangulation_limits.reach_within_limits` describe
   agree to rounding), columns ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)`` (a ball
   joint's three in closed form, :func:`_columns`; a held joint's removed from ``JJᵀ`` as a
   rank-one downdate, :func:`_step`: both to rounding), each joint turned by ``exp`` of its
-  share and kept within its limits, with the same active set of joints held on their
-  limits (:func:`_step`);
+  share (a hinge by its angle, :meth:`JointLimits.hinge_turned_floats`: to rounding) and
+  kept within its limits, with the same active set of joints held on their limits
+  (:func:`_step`);
 * :func:`keep_best` — :func:`core.triangulation_refine._keep_best` for one target;
 * :func:`search` and :func:`refine_far` — the candidates and rounds of
   :func:`~core.triangulation_limits.reach_within_limits` for a target within the chain's
@@ -86,6 +87,9 @@ class _Facts:
     #: ``w`` (a free joint, or a ball joint without locks or uneven stiffness:
     #: :func:`_columns` and :func:`_shares` take its block in closed form), else ``None``.
     ball: tuple[float | None, ...]
+    #: Per joint, its column's weight where it is a hinge (:func:`_step` turns it by its
+    #: angle, :meth:`JointLimits.hinge_turned_floats`), else ``None``.
+    hinge: tuple[float | None, ...]
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,7 +116,11 @@ def _facts(chain: Chain) -> _Facts:
         else None
         for joint in axes
     )
-    return _Facts(axes, middle, not any(axes), turning, ball)
+    hinge = tuple(
+        joint[0][1] if lim.kind == "hinge" and len(joint) == 1 else None
+        for joint, lim in zip(axes, chain.limits, strict=True)
+    )
+    return _Facts(axes, middle, not any(axes), turning, ball, hinge)
 
 
 def _quat(q: list[float] | tuple[float, ...]) -> Quat:
@@ -389,61 +397,73 @@ def _step(
             shares[i] = [sk - hk * along for hk, sk in zip(h, share, strict=True)]
     biggest = max(map(abs, itertools.chain.from_iterable(shares)), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
-    # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out), then
-    # kept within its limits.
+    # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out; a
+    # hinge by its angle), then kept within its limits.
     sqrt, sin, cos = math.sqrt, math.sin, math.cos
     trial = list(q)
     outward: dict[int, list[float]] = {}
-    balls = facts.ball
+    balls, hinges = facts.ball, facts.hinge
     for i, axes, lim in facts.turning:
-        ball = balls[i]
-        if ball is not None:  # (its axes are the basis: the sums below, without the zeros)
-            s0, s1, s2 = shares[i]
-            rx, ry, rz = s0 * (scale * ball), s1 * (scale * ball), s2 * (scale * ball)
+        hinge = hinges[i]
+        if hinge is not None and lim is not None:
+            # A hinge turns about its axis: its angle moves by its share (the same rotation
+            # as below, to rounding), then is kept within its range.
+            angle = shares[i][0] * (scale * hinge)
+            kept, clipped = lim.hinge_turned_floats(q[i], angle)
+            if clipped is None:
+                trial[i] = kept
+                continue
+            turned, half = clipped, 0.5 * abs(angle)
         else:
-            rx = ry = rz = 0.0
-            for ((vx, vy, vz), weight), s in zip(axes, shares[i], strict=True):
-                s *= scale * weight
-                rx += s * vx
-                ry += s * vy
-                rz += s * vz
-        hx, hy, hz = 0.5 * rx, 0.5 * ry, 0.5 * rz
-        theta = sqrt(hx * hx + hy * hy + hz * hz)
-        f = 1.0 - theta * theta / 6.0 if theta < SMALL_ANGLE else sin(theta) / theta
-        bw, bx, by, bz = cos(theta), f * hx, f * hy, f * hz
-        aw, ax, ay, az = q[i]
-        w = aw * bw - ax * bx - ay * by - az * bz
-        x = aw * bx + ax * bw + ay * bz - az * by
-        y = aw * by - ax * bz + ay * bw + az * bx
-        z = aw * bz + ax * by - ay * bx + az * bw
-        norm = sqrt(w * w + x * x + y * y + z * z)
-        turned = (w / norm, x / norm, y / norm, z / norm) if norm > 0.0 else _IDENTITY
-        if lim is not None:
+            ball = balls[i]
+            if ball is not None:  # (its axes are the basis: the sums below, without the zeros)
+                s0, s1, s2 = shares[i]
+                rx, ry, rz = s0 * (scale * ball), s1 * (scale * ball), s2 * (scale * ball)
+            else:
+                rx = ry = rz = 0.0
+                for ((vx, vy, vz), weight), s in zip(axes, shares[i], strict=True):
+                    s *= scale * weight
+                    rx += s * vx
+                    ry += s * vy
+                    rz += s * vz
+            hx, hy, hz = 0.5 * rx, 0.5 * ry, 0.5 * rz
+            theta = sqrt(hx * hx + hy * hy + hz * hz)
+            f = 1.0 - theta * theta / 6.0 if theta < SMALL_ANGLE else sin(theta) / theta
+            bw, bx, by, bz = cos(theta), f * hx, f * hy, f * hz
+            aw, ax, ay, az = q[i]
+            w = aw * bw - ax * bx - ay * by - az * bz
+            x = aw * bx + ax * bw + ay * bz - az * by
+            y = aw * by - ax * bz + ay * bw + az * bx
+            z = aw * bz + ax * by - ay * bx + az * bw
+            norm = sqrt(w * w + x * x + y * y + z * z)
+            turned = (w / norm, x / norm, y / norm, z / norm) if norm > 0.0 else _IDENTITY
+            if lim is None:
+                trial[i] = turned
+                continue
             kept = lim.project_floats(turned) if nearest else lim.retract_floats(turned)
-            if kept is not turned:  # (a rotation already allowed comes back as it is)
-                if turned[0] < 0.0:
-                    turned = (-turned[0], -turned[1], -turned[2], -turned[3])
-                moved = max(
-                    abs(kept[0] - turned[0]),
-                    abs(kept[1] - turned[1]),
-                    abs(kept[2] - turned[2]),
-                    abs(kept[3] - turned[3]),
-                )
-                if moved > _CLIPPED_ABOVE and moved > _CLIPPED * (
-                    0.5 * sqrt(rx * rx + ry * ry + rz * rz)
-                ):
-                    # The way out, in the joint's weighted axes
-                    # (core.triangulation_refine._step).
-                    if lim.kind == "ball" and lim.swing_outside_floats(turned):
-                        way = lim.swing_exit_floats(kept, turned)
-                    else:
-                        _, gx, gy, gz = _positive(qmul_conj(kept, turned))
-                        way = (gx, gy, gz)
-                    unit = _in_columns(way, axes)
-                    if unit is not None:
-                        outward[i] = unit
-                turned = kept
-        trial[i] = turned
+            if kept is turned:  # (a rotation already allowed comes back as it is)
+                trial[i] = turned
+                continue
+            if turned[0] < 0.0:
+                turned = (-turned[0], -turned[1], -turned[2], -turned[3])
+            half = 0.5 * sqrt(rx * rx + ry * ry + rz * rz)
+        moved = max(
+            abs(kept[0] - turned[0]),
+            abs(kept[1] - turned[1]),
+            abs(kept[2] - turned[2]),
+            abs(kept[3] - turned[3]),
+        )
+        if moved > _CLIPPED_ABOVE and moved > _CLIPPED * half:
+            # The way out, in the joint's weighted axes (core.triangulation_refine._step).
+            if lim.kind == "ball" and lim.swing_outside_floats(turned):
+                way = lim.swing_exit_floats(kept, turned)
+            else:
+                _, gx, gy, gz = _positive(qmul_conj(kept, turned))
+                way = (gx, gy, gz)
+            unit = _in_columns(way, axes)
+            if unit is not None:
+                outward[i] = unit
+        trial[i] = kept
     return trial, outward
 
 

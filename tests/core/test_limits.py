@@ -352,6 +352,39 @@ def test_hinge_projection_is_the_nearest_allowed_rotation(lim: JointLimits, seed
     assert np.all(got <= best + 1e-7)
 
 
+@FAST
+@given(
+    lim=hinge_limits() | locked_hinge_limits(),
+    seed=st.integers(0, 2**16),
+    step=st.floats(0.0, 0.6),
+)
+def test_a_hinge_turned_by_an_angle_is_the_turned_rotation_projected(
+    lim: JointLimits, seed: int, step: float
+) -> None:
+    """:meth:`JointLimits.hinge_turned_floats` (the refinement's hinge step, from angles)
+    gives :meth:`JointLimits.project_floats` of the rotation turned about the hinge axis
+    (composed by scipy), to 1e-12, and where the range clipped the turn, the turned
+    rotation (``w ≥ 0``) and a kept one at an end of the range."""
+    axis = lim.hinge[0]
+    rng = np.random.default_rng(seed)
+    allowed = lim.project(_random_quats(seed, 24))
+    angles = rng.uniform(-step, step, size=len(allowed))
+    turned = _wxyz(_scipy(allowed) * Rotation.from_rotvec(angles[:, None] * axis))
+    for q, angle, want in zip(allowed.tolist(), angles.tolist(), turned, strict=True):
+        kept, clipped = lim.hinge_turned_floats(tuple(q), angle)
+        expected = np.array(lim.project_floats(tuple(want.tolist())))
+        assert kept[0] >= 0.0
+        assert np.abs(np.array(kept) - expected).max() <= 1e-12
+        if clipped is None:
+            assert lim.violation(want) <= 1e-12
+        else:
+            assert clipped[0] >= 0.0
+            apart = min(np.abs(clipped - want).max(), np.abs(np.array(clipped) + want).max())
+            assert apart <= 1e-12
+            phi = 2.0 * math.atan2(float(np.dot(kept[1:], axis)), kept[0])
+            assert min(abs(phi - end) for end in lim.hinge[1] or ()) <= 1e-12
+
+
 def test_allowed_hinge_rotations_are_unchanged() -> None:
     lim = JointLimits(hinge_axis=(1.0, 2.0, -2.0), hinge_range=(-1.0, 2.5))
     axis = np.array([1.0, 2.0, -2.0]) / 3.0
