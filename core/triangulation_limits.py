@@ -14,8 +14,10 @@ target, as :mod:`core.bend_plane` turns every method's bend) is the answer for e
 target it reaches, also those the pass's projected pose reached; a target beyond the
 chain's length takes the hinge at its longest allowed extension aimed at the target where
 that comes closer than the pass (:func:`_hinge_reach`), else the pass's pose refined
-toward it (below). The search is for
-the targets within the chain's length that are still missed.
+toward it (below). On a shoulder and elbow (two joints: a limited ball joint with a free
+twist, then a hinge) whose limits keep the target's direction out of reach, the closest
+admissible pose comes in closed form (:mod:`core.limb_closest`), where it is closer than
+the pass. The search is for the targets within the chain's length that are still missed.
 
 Candidates, all admissible (every joint's rotation is its own projection):
 
@@ -53,7 +55,8 @@ found but for that margin, which :func:`core.solve` reports as "unreachable with
 limits".
 
 This is not the paper's single pass (the paper has cones only); it runs only where the
-pass misses on a chain with such limits, and costs a few milliseconds per missed target.
+pass misses on a chain with such limits, and costs a few milliseconds per missed target
+(a shoulder and elbow's closest pose, about a tenth of a millisecond).
 
 Where it lives: this module holds the closed form of a last hinge and the driver
 (:func:`reach_within_limits`); the candidates' refinement and the choice among them are
@@ -72,6 +75,7 @@ from . import rotations as rot
 from .bend_plane import wanted_bends
 from .chain import Chain
 from .kinematics import forward_kinematics
+from .limb_closest import closest
 from .limits import JointLimits
 from .problem import Problem
 from .rotations import FloatArray
@@ -399,6 +403,17 @@ def reach_within_limits(
         return rotations, positions
     rotations, positions = rotations.copy(), positions.copy()
     err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
+    # A shoulder and elbow whose limits keep the target's direction out of reach: the
+    # closest admissible pose in closed form (core.limb_closest), where closer.
+    limb = closest(chain, targets[miss])
+    if limb is not None:
+        e = np.linalg.norm(limb[1][:, -1] - targets[miss], axis=-1)
+        take = limb[2] & (e > tol) & (e <= err[miss])
+        rows = miss[take]
+        rotations[rows], positions[rows], err[rows] = limb[0][take], limb[1][take], e[take]
+        miss = miss[~take]
+        if miss.size == 0:
+            return rotations, positions
     want = wanted_bends(problem)
     toward = None if want is None else targets + want
     # Beyond the chain's length no pose reaches: the pass's pose, refined toward the

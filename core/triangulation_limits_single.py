@@ -18,10 +18,14 @@ limited other than by the paper's cones (every limited joint is projected by the
    pose where that reaches (on a two-bone limb the closed form reads nothing of the pass
    where the wanted side decides its spin: it comes first, and the pass is made only where
    it is read or the closed form misses);
-3. where the target lies beyond the chain's length, the hinge at its longest allowed
+3. on a shoulder and elbow (:mod:`core.limb_closest`: a limited ball joint with a free
+   twist, then a hinge) whose limits keep the target's direction out of reach, the closest
+   admissible pose in closed form, where it is closer than the pass (the float twin of the
+   reference's same step);
+4. where the target lies beyond the chain's length, the hinge at its longest allowed
    extension aimed at the target, kept where it comes closer than the pass, else the pass's
    pose refined toward the target (:func:`core.triangulation_refine_single.refine_far`);
-4. where the target lies within it and neither reaches, the search: the candidates refined
+5. where the target lies within it and neither reaches, the search: the candidates refined
    and chosen, with the restarts (:func:`core.triangulation_refine_single.search`, the float
    twin of :mod:`core.triangulation_refine`).
 
@@ -45,6 +49,7 @@ from numpy.typing import NDArray
 from .chain import Chain
 from .components import Quat, Vec, qbetween, qmul, qrotate, vcross, vdot
 from .kinematics import chain_floats, forward_kinematics_floats
+from .limb_closest import closest_floats
 from .limits import JointLimits
 from .options import SolveOptions
 from .problem import Problem
@@ -446,6 +451,9 @@ def _solve(
         [(1.0, 0.0, 0.0, 0.0)] * n if init is None else [(q[0], q[1], q[2], q[3]) for q in init]
     )
     passed: Refined = ([(q[0], q[1], q[2], q[3]) for q in rots], pos, _distance(target, pos[-1]))
+    limb = closest_floats(chain, target)  # (a shoulder and elbow kept from the target)
+    if limb is not None and tolerance < _distance(target, limb[1][-1]) <= passed[2]:
+        return [list(q) for q in limb[0]], limb[1]
     facts = _hinge_facts(chain)
     if _distance(target, pos[0]) > chain.reach + tolerance:
         # Beyond the chain's length: the hinge at its longest, aimed at the target, where

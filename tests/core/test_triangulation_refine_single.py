@@ -376,16 +376,16 @@ def test_a_ball_joint_held_on_its_limits_slides_along_them(n: int, bar: float) -
 
 def test_restarts_stop_when_a_round_brings_a_missed_target_no_closer() -> None:
     """A target the limits keep out of reach (here: random directions within the length of
-    ``bench_solvers``' 2-bone shoulder chain, a third of them out of reach) takes the
-    candidates' round, then restart rounds only while the last one brought it closer by
-    more than ``CLOSER_BY`` tolerances: most stop after one restart (two rounds, not four;
-    each round refines three poses for 25–30 steps). The batch path stops alike: the same
-    poses."""
+    ``bench_solvers``' 3-bone shoulder chain, 11 of 60 out of reach; on the 2-bone one
+    :mod:`core.limb_closest` answers them without a search) takes the candidates' round,
+    then restart rounds only while the last one brought it closer by more than
+    ``CLOSER_BY`` tolerances: most stop after one restart (two rounds, not four). The batch
+    path stops alike: the same poses."""
     from unittest import mock
 
     from core import Solver
 
-    chain = shoulder_chain(2)
+    chain = shoulder_chain(3)
     targets = anywhere_within(np.random.default_rng(3), chain, 60)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
     tol = 1e-6 * chain.reach

@@ -14,6 +14,12 @@ target their seed searched already (the memo of ``solve_one``).
 
 Oracles: the same solve with every candidate refined in full (the pause and the reuse
 switched off: what the search did before), and forward kinematics; never timing.
+
+Since 0.8.0 the closest pose of a 2-bone shoulder chain to a target its limits keep from
+the target's direction comes in closed form (:mod:`core.limb_closest`) and the search no
+longer runs for it; the search's own work is measured here on that chain with the closed
+form switched off (:func:`_searching`), as it still runs for longer chains and for targets
+only whose distance is out of reach.
 """
 
 from __future__ import annotations
@@ -28,12 +34,19 @@ from limited_chains import anywhere_within, shoulder_chain
 from core import SolveOptions, Solver
 from core import rotations as rot
 from core import triangulation as tri
+from core import triangulation_limits as tl
 from core import triangulation_limits_single as tls
 from core import triangulation_refine as tr
 from core import triangulation_refine_single as trs
 from core.problem import Problem
 from core.triangulation_limits import reach_within_limits
 from core.triangulation_plan import _plan
+
+
+def _searching(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search decides every missed target: :mod:`core.limb_closest` switched off."""
+    monkeypatch.setattr(tl, "closest", lambda chain, targets: None)
+    monkeypatch.setattr(tls, "closest_floats", lambda chain, target: None)
 
 
 def _in_full(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,6 +65,7 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
     bit the pose it gets with every candidate refined in full, reached or not, and the
     missed ones take far fewer refinement steps (2 bones: about half; 3 bones: the
     candidates there end apart, along a family of closest poses, and few pause)."""
+    _searching(monkeypatch)
     chain = shoulder_chain(n)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
     tol = 1e-6 * chain.reach
@@ -88,6 +102,7 @@ def test_the_numpy_search_pauses_alike_with_the_same_poses(
     """The numpy reference (``reach_within_limits`` on a batch) pauses candidates the same
     way: some rows pause, and every target's pose is bit for bit the one with every
     candidate refined in full."""
+    _searching(monkeypatch)
     chain = shoulder_chain(2)
     targets = anywhere_within(np.random.default_rng(6), chain, 40)
     problem = Problem(
@@ -118,11 +133,12 @@ def test_the_numpy_search_pauses_alike_with_the_same_poses(
     np.testing.assert_array_equal(got[1], want[1])
 
 
-def test_a_seeded_method_searches_a_missed_target_once() -> None:
+def test_a_seeded_method_searches_a_missed_target_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """``jacobian_dls`` starts from triangulation within the limits and, where that
     misses, falls back to it: through ``Solver.pose`` (the add-on's live solve, which
     passes the rest pose as the start) the search runs once per target, not once for the
     seed and again for the fallback, and the pose is the one a fresh solve gives."""
+    _searching(monkeypatch)
     chain = shoulder_chain(2)
     solver = Solver(chain, "jacobian_dls", SolveOptions(distribution="even"))
     target = (0.0, 0.6 * chain.reach, -0.5 * chain.reach)  # behind the shoulder's limits

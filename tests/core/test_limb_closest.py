@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The closest admissible pose of a shoulder and elbow (:mod:`core.limb_closest`).
+
+Oracles: forward kinematics and the limits themselves (the pose is admissible and its
+effector is where it says), a dense random sample of admissible poses (none comes closer),
+the search it replaces (:func:`core.triangulation_limits.reach_within_limits` with the closed
+form switched off: never closer), and the numpy twin (the same poses as the float path).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from core import (
+    Chain,
+    SolveOptions,
+    Solver,
+    kinematics,
+    solve,
+    triangulation_limits,
+    triangulation_limits_single,
+)
+from core import limb_closest as lc
+from core.limits import JointLimits
+from core.result import IKResult
+from tests.core.limited_chains import admissible_poses, random_limits, shoulder_chain
+
+SHOULDER = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
+ELBOW = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150)), None, None))
+
+
+def _limb(rng: np.random.Generator) -> Chain:
+    """A random two-joint limb: a cone, Blender-ellipse, one-sided X or stiff cone ball
+    joint with a free twist at the root; a hinge (two locks, or an explicit axis) after it;
+    a straight or bent rest pose pointing anywhere."""
+    while True:
+        root = random_limits(rng, str(rng.choice(["cone", "ellipse", "one_sided", "stiff"])))
+        if not root.is_free:  # (a stiff joint without a cone is free)
+            break
+    hinge = random_limits(rng, "hinge")
+    if rng.random() < 0.3:
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        lo, hi = float(rng.uniform(-1.0, 0.3)), float(rng.uniform(0.5, 2.8))
+        hinge = JointLimits(hinge_axis=(axis[0], axis[1], axis[2]), hinge_range=(lo, hi))
+    lengths = rng.uniform(0.4, 1.6, 2)
+    if rng.random() < 0.5:
+        return Chain.from_lengths(lengths, rng.normal(size=3), limits=[root, hinge])
+    links = rng.normal(size=(2, 3))
+    links *= (lengths / np.linalg.norm(links, axis=-1))[:, None]
+    return Chain.from_offsets(links, limits=[root, hinge])
+
+
+def _directions(
+    rng: np.random.Generator, chain: Chain, size: int, spread: tuple[float, float]
+) -> np.ndarray:
+    """``(size, 3)`` targets in random directions at ``spread`` of the chain's length."""
+    d = rng.normal(size=(size, 3))
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    return d * rng.uniform(*spread, size=(size, 1)) * chain.reach
+
+
+def test_which_chains_are_limbs() -> None:
+    assert lc.applies(shoulder_chain(2))
+    assert not lc.applies(shoulder_chain(3))  # three joints
+    free_root = Chain.from_lengths([0.5, 0.5], limits=[JointLimits(), ELBOW])
+    assert not lc.applies(free_root)  # (nothing keeps a free root from any direction)
+    twist = JointLimits(ranges=((-1.0, 1.0), (-0.5, 0.5), None))
+    assert not lc.applies(Chain.from_lengths([0.5, 0.5], limits=[twist, ELBOW]))
+    assert not lc.applies(Chain.from_lengths([0.5, 0.5], limits=[SHOULDER, SHOULDER]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_admissible_pose_comes_closer(seed: int) -> None:
+    """On random limbs, for targets anywhere (0.1–1.3 of the length): where the closed form
+    answers, its pose is admissible, its positions are its forward kinematics, and none of
+    20,000 random admissible poses comes closer to the target (by more than 1e-9 of the
+    reach). It answers only targets no admissible pose reaches."""
+    rng = np.random.default_rng(seed)
+    answered = 0
+    for _ in range(8):
+        chain = _limb(rng)
+        assert lc.applies(chain)
+        poses = admissible_poses(rng, chain, 20_000)
+        ends = kinematics.effector(chain, poses)
+        for target in _directions(rng, chain, 8, (0.1, 1.3)):
+            out = lc.closest_floats(chain, (target[0], target[1], target[2]))
+            if out is None:
+                continue
+            answered += 1
+            rotations = np.array(out[0], dtype=np.float64)
+            positions = np.array(out[1], dtype=np.float64)
+            for lim, q in zip(chain.limits, rotations, strict=True):
+                assert float(lim.violation(q)) <= 1e-9
+            fk, _ = kinematics.forward_kinematics(chain, rotations[None])
+            np.testing.assert_allclose(positions, fk[0], atol=1e-12 * chain.reach)
+            error = float(np.linalg.norm(positions[-1] - target))
+            sampled = float(np.min(np.linalg.norm(ends - target, axis=-1)))
+            assert error <= sampled + 1e-9 * chain.reach
+            assert error > 1e-6 * chain.reach
+    assert answered >= 10
+
+
+def test_targets_an_admissible_pose_reaches_get_no_answer() -> None:
+    """The forward kinematics of admissible poses: the closest poses reach, a family the
+    search chooses from (``None``)."""
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        chain = _limb(rng)
+        targets = kinematics.effector(chain, admissible_poses(rng, chain, 10))
+        for t in targets:
+            assert lc.closest_floats(chain, (t[0], t[1], t[2])) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_batch_gives_the_float_poses(seed: int) -> None:
+    """:func:`closest` (numpy, the bake's path) gives :func:`closest_floats`' poses (the
+    live path) to 1e-12, and answers the same targets."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(5):
+        chain = _limb(rng)
+        targets = _directions(rng, chain, 40, (0.1, 1.3))
+        out = lc.closest(chain, targets)
+        assert out is not None
+        rotations, positions, answered = out
+        for k, t in enumerate(targets):
+            one = lc.closest_floats(chain, (t[0], t[1], t[2]))
+            assert (one is not None) == bool(answered[k])
+            if one is not None:
+                np.testing.assert_allclose(rotations[k], np.array(one[0]), atol=1e-12)
+                np.testing.assert_allclose(positions[k], np.array(one[1]), atol=1e-12)
+
+
+def _searched(monkeypatch: pytest.MonkeyPatch, chain: Chain, targets: np.ndarray) -> IKResult:
+    """The triangulation search's answers with the closed form switched off."""
+    with monkeypatch.context() as m:
+        m.setattr(triangulation_limits, "closest", lambda chain, targets: None)
+        m.setattr(triangulation_limits_single, "closest_floats", lambda chain, target: None)
+        triangulation_limits_single._solved.cache_clear()
+        return solve(chain, targets, method="triangulation")
+
+
+def test_the_limb_is_never_farther_than_the_search_it_replaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``bench_solvers``' shoulder and elbow and random limbs, targets anywhere: the batch
+    and the one-target path answer with the same effector (to 1e-9 of the reach where the
+    closed form answers), never farther than the search without it, and materially closer
+    on some targets (the search's candidates and restarts miss the closest pose)."""
+    rng = np.random.default_rng(9)
+    closer = 0
+    for chain in [shoulder_chain(2)] + [_limb(rng) for _ in range(5)]:
+        targets = _directions(rng, chain, 30, (0.1, 1.3))
+        before = _searched(monkeypatch, chain, targets)
+        triangulation_limits_single._solved.cache_clear()
+        now = solve(chain, targets, method="triangulation")
+        solver = Solver(chain, "triangulation", SolveOptions())
+        tol = 1e-6 * chain.reach
+        for k, t in enumerate(targets):
+            e_before = float(np.linalg.norm(before.positions[k, -1] - t))
+            e_now = float(np.linalg.norm(now.positions[k, -1] - t))
+            assert e_now <= e_before + 1e-12 * chain.reach
+            closer += e_now < e_before - 1e-4 * chain.reach
+            one = solver.solve_one((t[0], t[1], t[2]))
+            if lc.closest_floats(chain, (t[0], t[1], t[2])) is not None and e_now > tol:
+                np.testing.assert_allclose(
+                    one[1][-1], now.positions[k, -1], atol=1e-9 * chain.reach
+                )
+    assert closer >= 5
+
+
+NEAR_AXIS = [(0.0, 0.02, 0.5), (0.05, 0.0, 0.3), (0.0, -0.05, 0.8), (0.01, 0.01, 0.1)]
+
+
+@pytest.mark.parametrize("target", NEAR_AXIS)
+def test_a_limb_bent_wider_than_its_root_turns_takes_the_farthest_axis(
+    target: tuple[float, float, float],
+) -> None:
+    """A narrow cone (0.3 rad) before an elbow that is always bent (1.5–2.5 rad): the hand
+    stays off the root's rest axis (+Z) by more than the cone allows the arm to turn
+    (``α > B``), so for a target near that axis the closest pose turns the upper arm away
+    from the target, to the allowed axis farthest from it. No admissible pose of 50,000
+    comes closer."""
+    root = JointLimits(cone=0.3)
+    elbow = JointLimits(lock=(False, True, True), ranges=((1.5, 2.5), None, None))
+    chain = Chain.from_lengths([0.6, 0.5], limits=[root, elbow])
+    out = lc.closest_floats(chain, target)
+    assert out is not None
+    error = math.dist(out[1][-1], target)
+    ends = kinematics.effector(chain, admissible_poses(np.random.default_rng(0), chain, 50_000))
+    assert error <= float(np.min(np.linalg.norm(ends - np.array(target), axis=-1)))
+    # the upper arm at the cone's edge, turned away from the target about the rest axis
+    arm = kinematics.forward_kinematics(chain, np.array([out[0]]))[0][0, 1]
+    rest = kinematics.forward_kinematics(chain, np.array([[[1.0, 0, 0, 0]] * 2]))[0][0, 1]
+    arm, rest = arm / np.linalg.norm(arm), rest / np.linalg.norm(rest)
+    assert math.acos(min(1.0, float(arm @ rest))) == pytest.approx(0.3, abs=1e-9)
+    t = np.array(target)
+    assert float((arm - rest) @ (t - (t @ rest) * rest)) <= 1e-12
