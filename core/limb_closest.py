@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,7 +136,7 @@ def _shape(ops: Ops, limb: _Limb, phi: Any) -> tuple[Three, Any, Any, Any, Any]:
     rho2 = ux * ux + uz * uz
     d2 = rho2 + uy * uy
     d, rho = ops.sqrt(d2), ops.sqrt(rho2)
-    dd = (ux * vx + uy * vy + uz * vz) / d
+    dd = (ux * vx + uy * vy + uz * vz) / ops.where(d > 0.0, d, 1.0)  # (0 at the root)
     drho = (ux * vx + uz * vz) / ops.where(rho > 0.0, rho, 1.0)
     dalpha = ops.where(rho > 0.0, (uy * drho - rho * vy) / d2, 0.0)
     return (ux, uy, uz), d, dd, ops.atan2(rho, uy), dalpha
@@ -230,11 +231,13 @@ def _samples(limb: _Limb) -> list[float]:
 
 
 # ---------------------------------------------------------------- one target, floats
-def closest_floats(chain: Chain, target: Vec) -> tuple[list[Quat], list[Vec]] | None:
+@functools.lru_cache(maxsize=32)
+def closest_floats(chain: Chain, target: Vec) -> tuple[tuple[Quat, Quat], tuple[Vec, ...]] | None:
     """The closest admissible pose of the limb ``chain`` to ``target`` (3 floats, base
     frame): its two local rotations (wxyz, ``w ≥ 0``) and three joint positions; ``None``
     where the chain is no such limb (:func:`applies`), at the root, or where the
-    target's direction is within the cones at the least distance (module docstring)."""
+    target's direction is within the cones at the least distance (module docstring).
+    Memoised on its inputs (the last 32): :func:`is_closest` asks again."""
     limb = _limb(chain)
     if limb is None:
         return None
@@ -263,8 +266,22 @@ def closest_floats(chain: Chain, target: Vec) -> tuple[list[Quat], list[Vec]] | 
         return None
     s = math.sin(0.5 * best)
     ux, uy, uz = limb.axis
-    pose = [_positive(root), (math.cos(0.5 * best), s * ux, s * uy, s * uz)]
-    return pose, forward_kinematics_floats(chain, pose)[0]
+    pose = (_positive(root), (math.cos(0.5 * best), s * ux, s * uy, s * uz))
+    return pose, tuple(forward_kinematics_floats(chain, list(pose))[0])
+
+
+def is_closest(chain: Chain, target: Vec, effector: Sequence[float], tolerance: float) -> bool:
+    """Whether ``effector`` (3 floats) is, bit for bit, the effector of the closest pose to
+    ``target`` (:func:`closest_floats`) and misses it by more than ``tolerance``: where
+    triangulation within the limits answers a target with that pose, no admissible pose
+    comes closer, so a method that falls back to triangulation's pose unless its own is
+    materially closer (:mod:`core.triangulation_fallback`) ends there too."""
+    out = closest_floats(chain, target)
+    return (
+        out is not None
+        and tuple(effector) == out[1][-1]
+        and math.dist(effector, target) > tolerance
+    )
 
 
 def _minus(v: Vec) -> Vec:
@@ -401,4 +418,4 @@ def _roots(
     return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
 
 
-__all__ = ["SAMPLES", "applies", "closest", "closest_floats"]
+__all__ = ["SAMPLES", "applies", "closest", "closest_floats", "is_closest"]

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from numpy.typing import ArrayLike
 
-from . import fabrik, stretch, triangulation_single
+from . import fabrik, limb_closest, stretch, triangulation_single
 from .chain import Chain
 from .errors import SolveInputError
 from .options import SolveOptions
@@ -152,8 +152,10 @@ def solve_floats(
     runs its float pass without numpy at all, and on a limited chain its float path within
     the limits where that answers (:mod:`core.triangulation_limits_single`); CCD and the
     Jacobian methods seeded from triangulation's pose (:data:`_TRIANGULATION_SEEDED`) return
-    that pose where it meets the goal, as they would with 0 iterations; other methods,
-    chains and targets go through :func:`solve_one`.
+    that pose where it meets the goal, as they would with 0 iterations, and they and FABRIK
+    where it is a shoulder and elbow's closest pose to a target out of reach
+    (:func:`_closest`), the pose their fallback would end with (the same rotations;
+    positions to rounding); other methods, chains and targets go through :func:`solve_one`.
 
     Args:
         chain: the chain.
@@ -189,10 +191,17 @@ def _floats(
     if route.floats:
         t, p = _single_inputs(chain, target, pole)
         out = triangulation_single.solve_single(chain, t, p, opts)
-        if out is not None and (not route.seeded or _meets(out[1][-1], t, chain, opts)):
+        if out is not None and (
+            not route.seeded or _meets(out[1][-1], t, chain, opts) or _closest(out, t, chain, opts)
+        ):
             return out
     if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
-        fab = fabrik.solve_floats(chain, *_single_inputs(chain, target, pole), opts)
+        t, p = _single_inputs(chain, target, pole)
+        if limb_closest.applies(chain):
+            out = triangulation_single.solve_single(chain, t, p, opts)
+            if out is not None and _closest(out, t, chain, opts):
+                return out
+        fab = fabrik.solve_floats(chain, t, p, opts)
         if fab is not None:
             return fab
     sol = _one(chain, impl, opts, target, pole, None)
@@ -309,6 +318,20 @@ def _meets(
     """Whether ``effector`` (3 floats) is within the problem's tolerance of ``target``."""
     tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
     return math.dist(effector, target) <= tolerance
+
+
+def _closest(
+    out: tuple[list[list[float]], list[Any]],
+    target: tuple[float, float, float],
+    chain: Chain,
+    opts: SolveOptions,
+) -> bool:
+    """Whether triangulation's answer ``out`` misses ``target`` at the closest admissible
+    pose of a shoulder and elbow (:func:`core.limb_closest.is_closest`): CCD, the Jacobian
+    methods and FABRIK end there too (their fallback to triangulation's pose takes it unless
+    their own is materially closer, and none is closer), so their iteration is skipped."""
+    tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
+    return limb_closest.is_closest(chain, target, out[1][-1], tolerance)
 
 
 class Pose(NamedTuple):

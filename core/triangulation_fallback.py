@@ -22,6 +22,11 @@ that differed from the live pose). Beyond a hinge limb's length triangulation's 
 hinge at its longest, aimed at the target) keeps the pose continuous with the closed form
 inside the reach.
 
+Where triangulation's pose is a shoulder and elbow's closest admissible pose to a target
+out of reach (:func:`core.limb_closest.is_closest`), no pose of a method comes closer, so
+the rule always takes it: the one-target path (:meth:`core.Solver.pose`) then answers with
+it without running the method (:func:`core.solver._closest`).
+
 The sub-problem is position only (``target_rotations=None``) with the rows' targets,
 poles and start poses. How a caller merges the rows it wins (quaternion sign, iteration
 counts, a :class:`~core.result.Solution`'s extra fields) stays with the caller.

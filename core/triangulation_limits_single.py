@@ -453,7 +453,7 @@ def _solve(
     passed: Refined = ([(q[0], q[1], q[2], q[3]) for q in rots], pos, _distance(target, pos[-1]))
     limb = closest_floats(chain, target)  # (a shoulder and elbow kept from the target)
     if limb is not None and tolerance < _distance(target, limb[1][-1]) <= passed[2]:
-        return [list(q) for q in limb[0]], limb[1]
+        return [list(q) for q in limb[0]], list(limb[1])
     facts = _hinge_facts(chain)
     if _distance(target, pos[0]) > chain.reach + tolerance:
         # Beyond the chain's length: the hinge at its longest, aimed at the target, where

@@ -24,6 +24,7 @@ from core import (
     triangulation_limits_single,
 )
 from core import limb_closest as lc
+from core import solver as solver_module
 from core.limits import JointLimits
 from core.result import IKResult
 from tests.core.limited_chains import admissible_poses, random_limits, shoulder_chain
@@ -199,3 +200,42 @@ def test_a_limb_bent_wider_than_its_root_turns_takes_the_farthest_axis(
     assert math.acos(min(1.0, float(arm @ rest))) == pytest.approx(0.3, abs=1e-9)
     t = np.array(target)
     assert float((arm - rest) @ (t - (t @ rest) * rest)) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    "method", ["ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls", "fabrik"]
+)
+def test_the_other_methods_skip_their_iteration_for_the_closest_pose(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CCD, the Jacobian methods and FABRIK fall back to triangulation's pose for a missed
+    target unless theirs is materially closer: where that pose is the limb's closest
+    (``Solver.pose``, the live path), they answer with it without iterating, and with the
+    pose their iteration and fallback give (rotations to 1e-15, positions to 1e-12: CCD's
+    are its own forward kinematics)."""
+    chain = shoulder_chain(2)
+    targets = _directions(np.random.default_rng(21), chain, 30, (0.1, 1.3))
+    solver = Solver(chain, method, SolveOptions(distribution="even"))
+    skipped = 0
+    for t in targets:
+        target = (float(t[0]), float(t[1]), float(t[2]))
+        closest = lc.closest_floats(chain, target)
+        if closest is None or math.dist(closest[1][-1], target) <= 1e-6 * chain.reach:
+            continue
+        triangulation_limits_single._solved.cache_clear()
+        with monkeypatch.context() as m:
+            m.setattr(solver_module, "_one", _refused)
+            m.setattr(solver_module.fabrik, "solve_floats", _refused)
+            fast = solver.pose(target)
+        triangulation_limits_single._solved.cache_clear()
+        with monkeypatch.context() as m:
+            m.setattr(solver_module, "_closest", lambda *args: False)
+            iterated = solver.pose(target)
+        np.testing.assert_allclose(fast.rotations, iterated.rotations, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(fast.points, iterated.points, rtol=0, atol=1e-12)
+        skipped += 1
+    assert skipped >= 8
+
+
+def _refused(*args: object) -> None:
+    raise AssertionError("the method iterated")
