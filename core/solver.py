@@ -155,7 +155,9 @@ def solve_floats(
     that pose where it meets the goal, as they would with 0 iterations, and they and FABRIK
     where it is a shoulder and elbow's closest pose to a target out of reach
     (:func:`_closest`), the pose their fallback would end with (the same rotations;
-    positions to rounding); other methods, chains and targets go through :func:`solve_one`.
+    positions to rounding); FABRIK on such a limb also where triangulation's closed form
+    meets the goal (its own answer there); other methods, chains and targets go through
+    :func:`solve_one`.
 
     Args:
         chain: the chain.
@@ -198,9 +200,14 @@ def _floats(
     if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
         t, p = _single_inputs(chain, target, pole)
         if limb_closest.applies(chain):
+            # On a two-bone limb FABRIK answers with triangulation's closed form where that
+            # meets the target (core.fabrik._two_bone_limb), and a target out of reach at
+            # its closest pose (_closest).
             out = triangulation_single.solve_single(chain, t, p, opts)
-            if out is not None and _closest(out, t, chain, opts):
-                return out
+            if out is not None and (
+                _meets(out[1][-1], t, chain, opts) or _closest(out, t, chain, opts)
+            ):
+                return [q if q[0] >= 0.0 else [-c for c in q] for q in out[0]], out[1]
         fab = fabrik.solve_floats(chain, t, p, opts)
         if fab is not None:
             return fab

@@ -9,6 +9,7 @@ form switched off: never closer), and the numpy twin (the same poses as the floa
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -239,3 +240,38 @@ def test_the_other_methods_skip_their_iteration_for_the_closest_pose(
 
 def _refused(*args: object) -> None:
     raise AssertionError("the method iterated")
+
+
+def test_fabrik_takes_the_closed_form_of_a_limb_it_would_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FABRIK on a two-bone limb answers a target triangulation's closed form meets with
+    that pose (``core.fabrik._two_bone_limb``): the one-target path takes it from
+    triangulation without running FABRIK, the same rotations bit for bit, with and without
+    a pole, either bend distribution, on random limbs at admissible poses' targets and
+    anywhere."""
+    rng = np.random.default_rng(33)
+    compared = 0
+    for _ in range(4):
+        chain = _limb(rng)
+        targets = np.concatenate(
+            [
+                kinematics.effector(chain, admissible_poses(rng, chain, 12)),
+                _directions(rng, chain, 12, (0.1, 1.3)),
+            ]
+        )
+        for pole, options in itertools.product(
+            (None, (0.3, 0.2, 0.5)), (SolveOptions(distribution="even"), SolveOptions())
+        ):
+            solver = Solver(chain, "fabrik", options)
+            for t in targets:
+                target = (float(t[0]), float(t[1]), float(t[2]))
+                triangulation_limits_single._solved.cache_clear()
+                fast = solver.pose(target, pole)
+                triangulation_limits_single._solved.cache_clear()
+                with monkeypatch.context() as m:
+                    m.setattr(solver_module.limb_closest, "applies", lambda chain: False)
+                    own = solver.pose(target, pole)
+                assert fast.rotations == own.rotations
+                compared += 1
+    assert compared == 4 * 4 * 24
