@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from numpy.typing import ArrayLike
 
-from . import fabrik, limb_closest, stretch, triangulation_single
+from . import fabrik, limb_closest, stretch, triangulation_limits_single, triangulation_single
 from .chain import Chain
 from .errors import SolveInputError
 from .options import SolveOptions
@@ -39,6 +39,7 @@ from .solve import (
     _unit_quaternions,
     solve,
 )
+from .triangulation_limits import ends_in_hinge
 from .triangulation_plan import _plan
 from .untwist import _untwist_plan, _untwisted, aims_every_joint, untwist
 
@@ -199,7 +200,7 @@ def _floats(
             return out
     if method == "fabrik" and not stretch.applies(chain, opts):  # (FABRIK's float path)
         t, p = _single_inputs(chain, target, pole)
-        if limb_closest.applies(chain):
+        if chain.n_joints == 2 and ends_in_hinge(chain):
             # On a two-bone limb FABRIK answers with triangulation's closed form where that
             # meets the target (core.fabrik._two_bone_limb), and a target out of reach at
             # its closest pose (_closest).
@@ -334,11 +335,18 @@ def _closest(
     opts: SolveOptions,
 ) -> bool:
     """Whether triangulation's answer ``out`` misses ``target`` at the closest admissible
-    pose of a shoulder and elbow (:func:`core.limb_closest.is_closest`): CCD, the Jacobian
+    pose of a shoulder and elbow (:func:`core.limb_closest.is_closest`), or of a two-bone
+    limb whose hinge cannot fold as near as the target
+    (:func:`core.triangulation_limits_single.is_folded_closest`): CCD, the Jacobian
     methods and FABRIK end there too (their fallback to triangulation's pose takes it unless
-    their own is materially closer, and none is closer), so their iteration is skipped."""
+    their own is materially closer, and none is), so their iteration is skipped."""
     tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
-    return limb_closest.is_closest(chain, target, out[1][-1], tolerance)
+    effector = out[1][-1]
+    return limb_closest.is_closest(
+        chain, target, effector, tolerance
+    ) or triangulation_limits_single.is_folded_closest(
+        chain, target, (effector[0], effector[1], effector[2]), tolerance
+    )
 
 
 class Pose(NamedTuple):

@@ -23,9 +23,12 @@ hinge at its longest, aimed at the target) keeps the pose continuous with the cl
 inside the reach.
 
 Where triangulation's pose is a shoulder and elbow's closest admissible pose to a target
-out of reach (:func:`core.limb_closest.is_closest`), no pose of a method comes closer, so
-the rule always takes it: the one-target path (:meth:`core.Solver.pose`) then answers with
-it without running the method (:func:`core.solver._closest`).
+out of reach (:func:`core.limb_closest.is_closest`), or a two-bone limb's hinge folded as
+far as it goes toward a target nearer the root
+(:func:`core.triangulation_limits_single.is_folded_closest`), no pose of a method comes
+materially closer, so the rule always takes it: the one-target path
+(:meth:`core.Solver.pose`) then answers with it without running the method
+(:func:`core.solver._closest`).
 
 The sub-problem is position only (``target_rotations=None``) with the rows' targets,
 poles and start poses. How a caller merges the rows it wins (quaternion sign, iteration

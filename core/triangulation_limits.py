@@ -17,7 +17,10 @@ that comes closer than the pass (:func:`_hinge_reach`), else the pass's pose ref
 toward it (below). On a shoulder and elbow (two joints: a limited ball joint with a free
 twist, then a hinge) whose limits keep the target's direction out of reach, the closest
 admissible pose comes in closed form (:mod:`core.limb_closest`), where it is closer than
-the pass. The search is for the targets within the chain's length that are still missed.
+the pass; on a two-bone limb, a target nearer the root than its hinge folds takes the hinge
+at its shortest aimed at the target, where it gets there (the effector is never nearer the
+root: as close as any pose). The search is for the targets within the chain's length that
+are still missed.
 
 Candidates, all admissible (every joint's rotation is its own projection):
 
@@ -334,6 +337,20 @@ def _hinge_reach(chain: Chain) -> float | None:
     return float(np.sqrt(max(o_j @ o_j + o_h @ o_h + 2.0 * (a_ + top), 0.0)))
 
 
+def _hinge_fold(chain: Chain) -> float | None:
+    """The shortest distance from the last joint but one to the effector that a last hinge
+    allows (``|v(φ)|`` of :func:`_hinge_last` at its smallest over the hinge's range, as
+    :func:`_hinge_reach` its largest), or ``None`` when the last joint is not a hinge."""
+    if chain.n_joints < 2 or chain.limits[-1].kind != "hinge":
+        return None
+    _, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
+    o_j, o_h = chain.offsets[-2], chain.offsets[-1]
+    worst = float(np.arctan2(c_, b_)) + np.pi
+    phis = [lo, hi] + [p for p in (worst, worst - 2 * np.pi, worst + 2 * np.pi) if lo <= p <= hi]
+    low = min(b_ * np.cos(p) + c_ * np.sin(p) for p in phis)
+    return float(np.sqrt(max(o_j @ o_j + o_h @ o_h + 2.0 * (a_ + low), 0.0)))
+
+
 def ends_in_hinge(chain: Chain) -> bool:
     """True for a chain of two or more joints whose last is a hinge (a knee, an elbow):
     triangulation within the limits places its last two joints in closed form."""
@@ -441,6 +458,33 @@ def reach_within_limits(
         miss = miss[~far]
         if miss.size == 0:
             return rotations, positions
+    # A two-bone limb whose hinge cannot fold enough for a target this near its root: the
+    # effector is never nearer the root than the hinge's shortest distance, so a pose that
+    # reaches that distance along the target's direction is as close as any. The hinge at
+    # its shortest, aimed at the target (as beyond the length), where it reaches there.
+    shortest = _hinge_fold(chain) if chain.n_joints == 2 else None
+    if shortest is not None:
+        out_to = targets[miss] - positions[miss, 0]
+        near = np.linalg.norm(out_to, axis=-1)
+        close = (near > 0.0) & (near < shortest - tol)
+        if close.any():
+            rows = miss[close]
+            aims = (
+                positions[rows, 0]
+                + out_to[close] * (shortest * (1.0 + 1e-12) / near[close])[:, None]
+            )
+            placed = _hinge_last(chain, rotations[rows].copy(), aims, _rows(want, rows, aims), tol)
+            if placed is not None:
+                pos_p, _ = forward_kinematics(chain, placed)
+                e = np.linalg.norm(targets[rows] - pos_p[:, -1], axis=-1)
+                there = np.linalg.norm(aims - pos_p[:, -1], axis=-1) <= tol
+                take = there & (e < err[rows])
+                rotations[rows[take]] = rot.positive_w(placed[take])
+                positions[rows[take]] = pos_p[take]
+                err[rows[take]] = e[take]
+                miss = miss[~np.isin(miss, rows[take])]
+                if miss.size == 0:
+                    return rotations, positions
     start = problem.initial[miss]
     passed = rotations[miss]
     side = passed.copy()

@@ -22,10 +22,12 @@ limited other than by the paper's cones (every limited joint is projected by the
    twist, then a hinge) whose limits keep the target's direction out of reach, the closest
    admissible pose in closed form, where it is closer than the pass (the float twin of the
    reference's same step);
-4. where the target lies beyond the chain's length, the hinge at its longest allowed
+4. on a two-bone limb, a target nearer the root than its hinge folds: the hinge at its
+   shortest, aimed at the target, where it gets there (as close as any pose);
+5. where the target lies beyond the chain's length, the hinge at its longest allowed
    extension aimed at the target, kept where it comes closer than the pass, else the pass's
    pose refined toward the target (:func:`core.triangulation_refine_single.refine_far`);
-5. where the target lies within it and neither reaches, the search: the candidates refined
+6. where the target lies within it and neither reaches, the search: the candidates refined
    and chosen, with the restarts (:func:`core.triangulation_refine_single.search`, the float
    twin of :mod:`core.triangulation_refine`).
 
@@ -57,6 +59,7 @@ from .rotations import FloatArray
 from .triangulation_limits import (
     SPIN_STEPS,
     SPINS,
+    _hinge_fold,
     _hinge_reach,
     _hinge_terms,
     _rest_lean,
@@ -83,6 +86,7 @@ class _Hinge:
     b: float
     c: float
     longest: float
+    shortest: float
     link: Vec
     rest_axis: Vec
     bent: bool
@@ -99,8 +103,9 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
     h, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
     if math.hypot(b_, c_) < 1e-12:
         return None
-    longest = _hinge_reach(chain)
+    longest, shortest = _hinge_reach(chain), _hinge_fold(chain)
     assert longest is not None
+    assert shortest is not None
     rests, offsets = chain_floats(chain)
     axis = (float(h[0]), float(h[1]), float(h[2]))
     n = math.sqrt(vdot(offsets[-2], offsets[-2]))
@@ -108,7 +113,9 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
     rest_axis = qrotate(rests[-1], axis)
     rest = qrotate(rests[-1], offsets[-1])
     bent = abs(vdot(vcross(link, rest), rest_axis)) / math.sqrt(vdot(rest, rest)) > 1e-9
-    facts = _Hinge(axis, float(lo), float(hi), a_, b_, c_, longest, link, rest_axis, bent, 0.0, 0.0)
+    facts = _Hinge(
+        axis, float(lo), float(hi), a_, b_, c_, longest, shortest, link, rest_axis, bent, 0.0, 0.0
+    )
     return replace(facts, rest_bend=_bend(chain, facts, 0.0), lean=_rest_lean(chain))
 
 
@@ -479,6 +486,25 @@ def _solve(
             if _distance(target, at[-1]) < passed[2]:
                 return _positive(placed), at
         return _answer(refine_far(chain, target, start, passed, tolerance))
+    if n == 2 and facts is not None:
+        # Nearer the root than the hinge folds: the hinge at its shortest, aimed at the
+        # target, where it reaches there (as close as any pose; the reference's same step).
+        p = pos[0]
+        toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
+        near = math.sqrt(vdot(toward, toward))
+        if 0.0 < near < facts.shortest - tolerance:
+            scale = facts.shortest * (1.0 + 1e-12) / near
+            aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
+            side = (
+                None
+                if want is None
+                else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
+            )
+            placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
+            assert placed is not None  # (given the pass)
+            at = forward_kinematics_floats(chain, placed)[0]
+            if _distance(aimed, at[-1]) <= tolerance and _distance(target, at[-1]) < passed[2]:
+                return _positive(placed), at
     # Within it: the candidates refined (core.triangulation_refine_single).
     closed: list[list[Quat]] = []
     if facts is not None:
@@ -492,6 +518,19 @@ def _solve(
             assert placed is not None  # (given a pose)
             closed.append(placed)
     return _answer(search(chain, target, start, passed, closed, tolerance))
+
+
+def is_folded_closest(chain: Chain, target: Vec, effector: Vec, tolerance: float) -> bool:
+    """Whether ``effector`` (3 floats, base frame) misses ``target`` at the least distance
+    any pose of a two-bone limb gets to a target nearer the root than its hinge folds (the
+    hinge's shortest distance less the target's), to ``tolerance``: then no pose comes
+    closer by more than the tolerance."""
+    facts = _hinge_facts(chain) if chain.n_joints == 2 else None
+    if facts is None:
+        return False
+    near = math.sqrt(vdot(target, target))
+    least = facts.shortest - near
+    return least > tolerance and _distance(target, effector) <= least + tolerance
 
 
 def _answer(best: Refined) -> Pose:
