@@ -60,6 +60,7 @@ SAMPLES = 33
 #: Regula falsi steps per bracket (a bracket is below 4 ulp long after about a dozen).
 _ROOT_STEPS = 60
 
+#: Three components: floats, or ``(M,)`` arrays.
 Three = tuple[Any, Any, Any]
 
 
@@ -219,7 +220,7 @@ def _pose(
     return (sw * hw, sx * hw - sz * hy, sw * hy, sz * hw + sx * hy), out
 
 
-def _bounds(ops: Ops, limb: _Limb, th: Three, near: tuple[Any, Any], far: tuple[Any, Any]) -> Any:
+def _bounds(ops: Ops, th: Three, near: tuple[Any, Any], far: tuple[Any, Any]) -> Any:
     """``β`` and ``B``: the angles from ``t̂`` to the nearest and farthest allowed axes."""
     return _angle(ops, th, _axis(ops, *near)[1]), _angle(ops, th, _axis(ops, *far)[1])
 
@@ -247,7 +248,7 @@ def closest_floats(chain: Chain, target: Vec) -> tuple[tuple[Quat, Quat], tuple[
         return None
     th = (t[0] / tn, t[1] / tn, t[2] / tn)
     near, far = _nearest_floats(limb.region, th), _nearest_floats(limb.region, _minus(th))
-    beta, big = _bounds(FLOAT_OPS, limb, th, near, far)
+    beta, big = _bounds(FLOAT_OPS, th, near, far)
     angles = _samples(limb)
     values = [_distance2(FLOAT_OPS, limb, phi, tn, beta, big) for phi in angles]
     best, least = angles[0], values[0][0]
@@ -345,7 +346,7 @@ def closest(
     th = (t[:, 0] / safe, t[:, 1] / safe, t[:, 2] / safe)
     near = _nearest(limb.region, th)
     far = _nearest(limb.region, (-th[0], -th[1], -th[2]))
-    beta, big = _bounds(ops, limb, th, near, far)
+    beta, big = _bounds(ops, th, near, far)
     angles = np.array(_samples(limb))
     cols = (tn[:, None], beta[:, None], big[:, None])
     values, slopes = _distance2(ops, limb, angles[None, :], *cols)

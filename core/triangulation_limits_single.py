@@ -466,17 +466,10 @@ def _solve(
         # Beyond the chain's length: the hinge at its longest, aimed at the target, where
         # that comes closer; else the pass's pose refined toward the target.
         if facts is not None:
-            p = pos[n - 2]
-            toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
-            scale = facts.longest * (1.0 - 1e-12) / math.sqrt(vdot(toward, toward))
-            aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
-            side = (
-                None
-                if want is None
-                else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
+            longest = facts.longest * (1.0 - 1e-12)
+            placed, _ = _hinge_toward(
+                chain, facts, rots, pos[n - 2], target, longest, want, tolerance
             )
-            placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
-            assert placed is not None  # (given the pass)
             if placed == passed[0]:
                 # No placement allowed: the reference weighs the pass's pose against itself
                 # (its positions from the pass and from forward kinematics, a tie rounding
@@ -486,25 +479,18 @@ def _solve(
             if _distance(target, at[-1]) < passed[2]:
                 return _positive(placed), at
         return _answer(refine_far(chain, target, start, passed, tolerance))
-    if n == 2 and facts is not None:
+    if (
+        n == 2
+        and facts is not None
+        and 0.0 < _distance(target, pos[0]) < facts.shortest - tolerance
+    ):
         # Nearer the root than the hinge folds: the hinge at its shortest, aimed at the
         # target, where it reaches there (as close as any pose; the reference's same step).
-        p = pos[0]
-        toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
-        near = math.sqrt(vdot(toward, toward))
-        if 0.0 < near < facts.shortest - tolerance:
-            scale = facts.shortest * (1.0 + 1e-12) / near
-            aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
-            side = (
-                None
-                if want is None
-                else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
-            )
-            placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
-            assert placed is not None  # (given the pass)
-            at = forward_kinematics_floats(chain, placed)[0]
-            if _distance(aimed, at[-1]) <= tolerance and _distance(target, at[-1]) < passed[2]:
-                return _positive(placed), at
+        shortest = facts.shortest * (1.0 + 1e-12)
+        placed, aimed = _hinge_toward(chain, facts, rots, pos[0], target, shortest, want, tolerance)
+        at = forward_kinematics_floats(chain, placed)[0]
+        if _distance(aimed, at[-1]) <= tolerance and _distance(target, at[-1]) < passed[2]:
+            return _positive(placed), at
     # Within it: the candidates refined (core.triangulation_refine_single).
     closed: list[list[Quat]] = []
     if facts is not None:
@@ -514,9 +500,9 @@ def _solve(
             else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
         )
         for base in (passed[0], side_pose(chain, passed[0])):
-            placed = _hinge_last(chain, facts, base, target, facing, tolerance)
-            assert placed is not None  # (given a pose)
-            closed.append(placed)
+            candidate = _hinge_last(chain, facts, base, target, facing, tolerance)
+            assert candidate is not None  # (given a pose)
+            closed.append(candidate)
     return _answer(search(chain, target, start, passed, closed, tolerance))
 
 
@@ -531,6 +517,29 @@ def is_folded_closest(chain: Chain, target: Vec, effector: Vec, tolerance: float
     near = math.sqrt(vdot(target, target))
     least = facts.shortest - near
     return least > tolerance and _distance(target, effector) <= least + tolerance
+
+
+def _hinge_toward(
+    chain: Chain,
+    facts: _Hinge,
+    rots: list[list[float]],
+    p: Vec,
+    target: Vec,
+    distance: float,
+    want: Vec | None,
+    tolerance: float,
+) -> tuple[list[Quat], Vec]:
+    """The last two joints placed in closed form (:func:`_hinge_last`, from the pose
+    ``rots``) for the point ``distance`` from ``p`` (the joint before the hinge) toward
+    ``target``, the bend facing ``want`` (``tolerance`` the problem's): the placed pose and
+    that point."""
+    toward = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
+    scale = distance / math.sqrt(vdot(toward, toward))
+    aimed = (p[0] + toward[0] * scale, p[1] + toward[1] * scale, p[2] + toward[2] * scale)
+    side = None if want is None else (aimed[0] + want[0], aimed[1] + want[1], aimed[2] + want[2])
+    placed = _hinge_last(chain, facts, rots, aimed, side, tolerance)
+    assert placed is not None  # (given a pose)
+    return placed, aimed
 
 
 def _answer(best: Refined) -> Pose:
