@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from . import regula_falsi
 from .chain import Chain
 from .components import ARRAY_OPS, FLOAT_OPS, Ops, Quat, Vec, qconj, qrotate
 from .kinematics import forward_kinematics, forward_kinematics_floats
@@ -400,23 +401,13 @@ def _roots(
     f_lo: FloatArray,
     f_hi: FloatArray,
 ) -> FloatArray:
-    """:func:`_root_floats` for ``(K,)`` brackets."""
-    side = np.zeros(lo.shape, dtype=int)
-    for _ in range(_ROOT_STEPS):
-        open_ = (hi - lo > 4.0 * np.spacing(np.abs(hi) + 1.0)) & (f_lo < 0.0) & (f_hi > 0.0)
-        if not open_.any():
-            break
-        t = (lo * f_hi - hi * f_lo) / np.where(open_, f_hi - f_lo, 1.0)
-        t = np.where((t > lo) & (t < hi), t, 0.5 * (lo + hi))
-        ft = _distance2(ARRAY_OPS, limb, t, tn, beta, big)[1]
-        down = open_ & (ft < 0.0)
-        up = open_ & ~down
-        lo, f_lo = np.where(down, t, lo), np.where(down, ft, f_lo)
-        hi, f_hi = np.where(up, t, hi), np.where(up, ft, f_hi)
-        f_hi = np.where(down & (side == 1), 0.5 * f_hi, f_hi)
-        f_lo = np.where(up & (side == -1), 0.5 * f_lo, f_lo)
-        side = np.where(down, 1, np.where(up, -1, side))
-    return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
+    """:func:`_root_floats` for ``(K,)`` brackets (:func:`core.regula_falsi.illinois` of
+    ``−F'``, which falls where ``F'`` rises: negation is exact, so the same steps)."""
+
+    def falling(t: FloatArray) -> FloatArray:
+        return -_distance2(ARRAY_OPS, limb, t, tn, beta, big)[1]
+
+    return regula_falsi.illinois(falling, lo, hi, -f_lo, -f_hi, _ROOT_STEPS)
 
 
 __all__ = ["SAMPLES", "applies", "closest", "closest_floats", "is_closest"]

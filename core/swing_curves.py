@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
+from . import regula_falsi
 from .components import ARRAY_OPS, Ops
 from .rotations import FloatArray
 
@@ -120,28 +119,15 @@ def illinois(
     f_hi: FloatArray,
 ) -> FloatArray:
     """Roots ``(M,)`` of the slope of ``f`` along ``curves (M, 8)`` in brackets ``[lo, hi]``
-    where it falls from ``f_lo > 0`` to ``f_hi <= 0`` (regula falsi, Illinois variant)."""
-    side = np.zeros(lo.shape, dtype=int)
+    where it falls from ``f_lo > 0`` to ``f_hi <= 0`` (:func:`core.regula_falsi.illinois`)."""
     columns, directions = curves.T, v.T
-    for _ in range(_ROOT_STEPS):
-        open_ = (hi - lo > 4.0 * np.spacing(np.abs(hi) + 1.0)) & (f_lo > 0.0) & (f_hi < 0.0)
-        if not np.any(open_):
-            break
-        t = (lo * f_hi - hi * f_lo) / np.where(open_, f_hi - f_lo, -1.0)
-        t = np.where((t > lo) & (t < hi), t, 0.5 * (lo + hi))
+
+    def slope(t: FloatArray) -> FloatArray:
         px, pz, tx, tz = along(columns, t)
         gx, gz = axis_gradient(px, pz, directions)
-        ft = gx * tx + gz * tz
-        up = open_ & (ft > 0.0)
-        down = open_ & ~up
-        lo, f_lo = np.where(up, t, lo), np.where(up, ft, f_lo)
-        hi, f_hi = np.where(down, t, hi), np.where(down, ft, f_hi)
-        # Illinois: halve the value kept at the end that stayed twice, so that it moves too.
-        f_hi = np.where(up & (side == 1), 0.5 * f_hi, f_hi)
-        f_lo = np.where(down & (side == -1), 0.5 * f_lo, f_lo)
-        side = np.where(up, 1, np.where(down, -1, side))
-    # The end of the converged bracket where the slope is smaller.
-    return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
+        return gx * tx + gz * tz
+
+    return regula_falsi.illinois(slope, lo, hi, f_lo, f_hi, _ROOT_STEPS)
 
 
 def axis_dot(x: Any, z: Any, v: Any, ops: Ops = ARRAY_OPS) -> Any:
