@@ -629,6 +629,25 @@ class SwingRegion:
         a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
         return not (a > 0.0 and b > 0.0) or (x / a) ** 2 + (z / b) ** 2 <= 1.0 + eps
 
+    def outside_by_one(self, x: float, z: float) -> float:
+        """A lower bound of the distance (in the plane of the components) from the swing
+        ``x, z`` to the region, positive only where it lies outside: the largest of its
+        distances beyond the box's sides and the cone's circle, and beyond Blender's
+        ellipse ``(s − 1)·m``, where ``s = √(x²/a² + z²/b²)`` (the ellipse's gauge, the
+        quadrant's semi-axes) and ``m`` the least semi-axis. (The ellipse is convex and
+        holds the disc of radius ``m`` about 0, so its gauge rises by at most ``1/m`` per
+        unit of distance.)"""
+        lo, hi = self.lo, self.hi
+        out = max(lo[0] - x, x - hi[0], lo[1] - z, z - hi[1])
+        out = max(out, math.sqrt(x * x + z * z) - self.radius)
+        if self.semi is not None:
+            ap, an, bp, bn = self.semi
+            least = min(self.semi)
+            if least > 0.0:
+                a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
+                out = max(out, (math.sqrt((x / a) ** 2 + (z / b) ** 2) - 1.0) * least)
+        return out
+
     def toward_centre_one(self, x: float, z: float) -> tuple[float, float]:
         """:meth:`toward_centre` for one swing outside the region, in floats (the same
         steps: :meth:`_exit`, then :meth:`_inside`'s steps back where rounding left the

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -240,12 +241,16 @@ def _spin(aim: Quat, turned: Quat, psi: float) -> Quat:
 
 #: :data:`core.triangulation_limits.SPINS`' samples, as the reference spaces them.
 _SAMPLES = np.linspace(-np.pi, np.pi, SPINS, endpoint=False).tolist()
+#: Slack on :meth:`core.swing_region.SwingRegion.outside_by_one` before it rules out a
+#: sample: far above the rounding of the swing and the membership test's 1e-12.
+_OUTSIDE_SLACK = 1e-9
 
 
 def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat | None:
     """:func:`core.triangulation_limits._spin_toward` where ``lim`` refuses the spin
     ``psi``: the allowed sample nearest ``psi``, found walking outward from it (the
-    reference tests every sample), then the same bisection toward ``psi`` (over at most
+    reference tests every sample; the walk passes over the samples a refused one's swing
+    rules out, :func:`_ruled_out`), then the same bisection toward ``psi`` (over at most
     the samples' spacing); ``None`` where no sample is allowed."""
     count = len(_SAMPLES)
     step = 2.0 * math.pi / count
@@ -253,15 +258,24 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     up = (down + 1) % count
 
     def gap(k: int) -> float:
-        return (psi - _SAMPLES[k] + math.pi) % (2.0 * math.pi) - math.pi
+        return (psi - _SAMPLES[k] + pi) % tau - pi
 
-    for _ in range(count):
-        if abs(gap(down)) <= abs(gap(up)):
-            k, down = down, (down - 1) % count
-        else:
-            k, up = up, (up + 1) % count
-        if lim.allows_floats(_spin(aim, turned, _SAMPLES[k]), 1e-12):
+    pi, tau = math.pi, 2.0 * math.pi
+    test = _spin_test(lim, aim, turned, step)
+    walked = 0  # samples tested or ruled out, of both sides
+    while walked < count:
+        downward = abs((psi - _SAMPLES[down] + pi) % tau - pi) <= abs(
+            (psi - _SAMPLES[up] + pi) % tau - pi
+        )  # (gap written out)
+        k = down if downward else up
+        passed = test(_SAMPLES[k], True)
+        if passed < 0:
             break
+        walked += passed
+        if downward:
+            down = (down - passed) % count
+        else:
+            up = (up + passed) % count
     else:
         return None
     start, width = _SAMPLES[k], gap(k)
@@ -269,11 +283,65 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     lo, hi = 0.0, 1.0
     for _ in range(SPIN_STEPS):
         mid = 0.5 * (lo + hi)
-        if lim.allows_floats(_spin(aim, turned, start + mid * width), 1e-12):
+        if test(start + mid * width, False) < 0:
             lo = mid
         else:
             hi = mid
     return _spin(aim, turned, start + lo * width)
+
+
+def _spin_test(
+    lim: JointLimits, aim: Quat, turned: Quat, step: float
+) -> Callable[[float, bool], int]:
+    """The test of :func:`_allowed_spin` for the spins ``ψ`` of ``aim`` about the target
+    direction (:func:`_spin`): ``-1`` where ``lim`` allows the spin (to 1e-12, as
+    :meth:`~core.limits.JointLimits.allows_floats`), else how many samples ``step`` apart
+    from it, it included, are refused (asked with ``walking``; else 1). A ball joint with a
+    free twist is tested on its swing alone, written out (the same arithmetic as
+    ``allows_floats``, so the same answers), and rules out the samples nearer than
+    :func:`_ruled_out`; other joints rule out only the spin itself."""
+    if lim.kind != "ball" or lim.lock[1] or lim.ranges[1] is not None:
+
+        def allows(psi: float, walking: bool) -> int:
+            return -1 if lim.allows_floats(_spin(aim, turned, psi), 1e-12) else 1
+
+        return allows
+    region = lim.swing_region
+    a0, a1, a2, a3 = aim
+    t0, t1, t2, t3 = turned
+    # how fast the spin turns the bone's axis d = aim·Y: |ĉ × d|, ĉ = turned·aim*
+    c = qmul(turned, (a0, -a1, -a2, -a3))[1:]
+    d = qrotate(aim, (0.0, 1.0, 0.0))
+    speed = math.sqrt(vdot(vcross(c, d), vcross(c, d))) * (1.0 + 1e-9) + 1e-12
+    cos, sin, sqrt = math.cos, math.sin, math.sqrt
+
+    def swing_test(psi: float, walking: bool) -> int:
+        c, s = cos(0.5 * psi), sin(0.5 * psi)
+        w, x, y, z = c * a0 + s * t0, c * a1 + s * t1, c * a2 + s * t2, c * a3 + s * t3
+        tn = sqrt(w * w + y * y)  # swing–twist about +Y: the swing's w
+        tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+        sx, sz = x * tw + z * ty, z * tw - x * ty
+        if region.contains_one(sx, sz, 1e-12):
+            return -1
+        if not walking:
+            return 1
+        return 1 + _ruled_out(region.outside_by_one(sx, sz), tn, speed, step)
+
+    return swing_test
+
+
+def _ruled_out(outside: float, w: float, speed: float, step: float) -> int:
+    """How many spins ``step`` apart past a refused one the swing region refuses too: its
+    swing lies ``outside`` beyond it (a lower bound,
+    :meth:`~core.swing_region.SwingRegion.outside_by_one`, less :data:`_OUTSIDE_SLACK`),
+    its ``w`` is ``w`` (the cosine of half its bend), and a spin by ``ρ`` turns the bone's
+    axis by ``speed·ρ``. Turning the axis by ``θ`` moves the swing's ``w`` by at most
+    ``θ/2`` and its ``x, z`` by at most ``θ/(2w)``, so they stay outside while
+    ``speed·ρ < 2δw/(1 + δ)``."""
+    delta = outside - _OUTSIDE_SLACK
+    if not delta > 0.0:
+        return 0
+    return int(2.0 * delta * w / ((1.0 + delta) * speed * step))
 
 
 def _positive(pose: list[Quat]) -> list[list[float]]:

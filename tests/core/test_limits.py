@@ -792,6 +792,39 @@ def test_the_swing_regions_outward_normal_points_out(lim: JointLimits, seed: int
 
 @FAST
 @given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # Blender's ellipse
+@example(lim=JointLimits(ranges=((-1.0, 1.4), None, (-0.3, 2.9)), cone=1.2), seed=0)
+@example(lim=JointLimits(ranges=((0.1, 2.5), None, (-0.5, 0.5))), seed=0)  # excludes the rest
+def test_a_swings_distance_outside_the_region_is_bounded_below(lim: JointLimits, seed: int) -> None:
+    """:meth:`SwingRegion.outside_by_one` is at most a swing's distance to the allowed
+    swings (the oracle: Blender's definition on a dense grid, the nearest allowed grid
+    point by a k-d tree, less the grid's spacing), not positive inside the region, and
+    positive outside it by more than the spacing wherever the region has an ellipse with
+    no zero semi-axis or none (the bound then has a term for every part)."""
+    from scipy.spatial import cKDTree
+
+    region = lim.swing_region
+    size = 601
+    g = np.linspace(-1.0, 1.0, size)
+    x, z = (a.ravel() for a in np.meshgrid(g, g))
+    keep = (x * x + z * z < 1.0) & _swing_allowed(lim, x, z, 0.0)
+    assume(keep.sum() >= 4)
+    tree = cKDTree(np.stack((x[keep], z[keep]), axis=-1))
+    spacing = 2.0 / (size - 1)
+    rng = np.random.default_rng(seed)
+    points = rng.uniform(-1.0, 1.0, size=(400, 2))
+    points = points[np.hypot(points[:, 0], points[:, 1]) < 1.0]
+    distance, _ = tree.query(points)
+    bound = np.array([region.outside_by_one(px, pz) for px, pz in points.tolist()])
+    assert np.all(bound <= distance + spacing)
+    inside = np.array([region.contains_one(px, pz) for px, pz in points.tolist()])
+    assert np.all(bound[inside] <= 1e-12)
+    if region.semi is None or min(region.semi) > 0.0:
+        assert np.all(bound[~inside & (distance > 2.0 * spacing)] > 0.0)
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
 @example(lim=JointLimits(lock=(False, True, False), ranges=((-1.0, 0.5), None, None)), seed=3)
 def test_swing_exit_is_the_gradient_of_the_outward_swing(lim: JointLimits, seed: int) -> None:

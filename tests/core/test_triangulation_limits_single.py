@@ -28,6 +28,7 @@ from core import rotations as rot
 from core import triangulation as tri
 from core import triangulation_limits as tl
 from core import triangulation_limits_single as tls
+from core.components import Quat
 from core.limits import FREE, JointLimits
 from core.problem import Problem
 from core.solver import solve_floats, solve_one, solve_points
@@ -325,6 +326,71 @@ def test_refused_spin_turns_to_the_nearest_allowed_one(kind: str) -> None:
         oracle = float(np.max(np.where(allowed, np.cos(fine - psi), -2.0)))
         assert math.cos(got_psi - psi) >= oracle
     assert checked >= 10
+
+
+def _walk_every_sample(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat | None:
+    """The oracle of the walk in ``_allowed_spin``: every sample tested in turn outward
+    from ``psi`` (down the circle first on a tie) by ``allows_floats``, then the same
+    bisection."""
+    samples, count = tls._SAMPLES, len(tls._SAMPLES)
+    step = 2.0 * math.pi / count
+
+    def gap(k: int) -> float:
+        return (psi - samples[k] + math.pi) % (2.0 * math.pi) - math.pi
+
+    def allowed(spin: float) -> bool:
+        return lim.allows_floats(tls._spin(aim, turned, spin), 1e-12)
+
+    down = int((psi + math.pi) // step) % count
+    up = (down + 1) % count
+    for _ in range(count):
+        if abs(gap(down)) <= abs(gap(up)):
+            k, down = down, (down - 1) % count
+        else:
+            k, up = up, (up + 1) % count
+        if allowed(samples[k]):
+            break
+    else:
+        return None
+    start, width = samples[k], gap(k)
+    width = math.copysign(min(abs(width), step), width)
+    lo, hi = 0.0, 1.0
+    for _ in range(tl.SPIN_STEPS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if allowed(start + mid * width) else (lo, mid)
+    return tls._spin(aim, turned, start + lo * width)
+
+
+@pytest.mark.parametrize("kind", ["ellipse", "one_sided", "rest_excluding"])
+def test_the_walk_to_an_allowed_spin_passes_over_refused_samples_only(kind: str) -> None:
+    """``_allowed_spin`` passes over the samples next to a refused one that its swing's
+    distance outside the region rules out (``_ruled_out``); its spin is, bit for bit, the
+    one of the walk that tests every sample (``_walk_every_sample``), on random spins of
+    random joints — the ones whose nearest allowed sample lies far round the circle, and
+    the ones with none, included — and it does pass over samples (a free twist)."""
+    rng = np.random.default_rng(5)
+    passed = 0
+    real = tls._ruled_out
+
+    def counted(*args: float) -> int:
+        nonlocal passed
+        out = real(*args)
+        passed += out
+        return out
+
+    with mock.patch.object(tls, "_ruled_out", counted):
+        for _ in range(150):
+            lim = random_limits(rng, kind)
+            a0, a1, a2, a3 = rot.normalize(rng.normal(size=4)).tolist()
+            aim = (a0, a1, a2, a3)
+            axis = rot.normalize(rng.normal(size=3))
+            t0, t1, t2, t3 = rot.multiply(np.concatenate(([0.0], axis)), aim).tolist()
+            turned = (t0, t1, t2, t3)
+            psi = float(rng.uniform(-math.pi, math.pi))
+            assert tls._allowed_spin(lim, aim, turned, psi) == _walk_every_sample(
+                lim, aim, turned, psi
+            )
+    assert (passed > 100) == (kind != "rest_excluding")  # (a twist range: no bound)
 
 
 @pytest.mark.parametrize("method", SEEDED)
