@@ -306,14 +306,20 @@ def _root_floats(
     limb: _Limb, tn: float, beta: float, big: float, lo: float, hi: float, f_lo: float, f_hi: float
 ) -> float:
     """Where ``F'`` turns from ``f_lo < 0`` at ``lo`` to ``f_hi ≥ 0`` at ``hi``: regula
-    falsi, Illinois variant, until the bracket is 4 ulp long (:func:`_roots` for one)."""
+    falsi, Illinois variant, until the bracket is 4 ulp long (:func:`_roots` for one, the
+    steps of :func:`core.regula_falsi.illinois`)."""
     side = 0
+    probed = False
     for _ in range(_ROOT_STEPS):
-        if not (hi - lo > 4.0 * math.ulp(abs(hi) + 1.0) and f_lo < 0.0 < f_hi):
+        delta = 4.0 * math.ulp(abs(hi) + 1.0)
+        if not (hi - lo > delta and f_lo < 0.0 < f_hi):
             break
         t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
         if not lo < t < hi:
-            t = 0.5 * (lo + hi)
+            if probed:
+                t = 0.5 * (lo + hi)
+            else:
+                t, probed = (hi - delta if t >= hi else lo + delta), True
         ft = _distance2(FLOAT_OPS, limb, t, tn, beta, big)[1]
         if ft < 0.0:
             lo, f_lo = t, ft

@@ -26,16 +26,25 @@ def illinois(
 ) -> FloatArray:
     """Roots ``(M,)`` of ``slope`` (a function of ``(M,)`` arguments, evaluated on every row)
     in brackets ``[lo, hi]`` where it falls from ``f_lo > 0`` to ``f_hi <= 0``: regula falsi
-    with the Illinois variant's halving, each bracket shrunk until it is 4 ulp long or its
-    ends' signs no longer bracket a root (at most ``steps`` evaluations); the end of each
-    bracket where ``|slope|`` is smaller."""
+    with the Illinois variant's halving, each bracket shrunk until it is ``δ = 4 ulp`` long
+    or its ends' signs no longer bracket a root (at most ``steps`` evaluations); the end of
+    each bracket where ``|slope|`` is smaller. Where the regula falsi point rounds onto an
+    end of the bracket, the step tests ``δ`` inside that end, the first time (a root there,
+    as where the end's value is at rounding level, is then bracketed to ``δ`` at once, not
+    bisected toward one bit a step), and the midpoint after that."""
     side = np.zeros(lo.shape, dtype=int)
+    probed = np.zeros(lo.shape, dtype=bool)
     for _ in range(steps):
-        open_ = (hi - lo > 4.0 * np.spacing(np.abs(hi) + 1.0)) & (f_lo > 0.0) & (f_hi < 0.0)
+        delta = 4.0 * np.spacing(np.abs(hi) + 1.0)
+        open_ = (hi - lo > delta) & (f_lo > 0.0) & (f_hi < 0.0)
         if not np.any(open_):
             break
         t = (lo * f_hi - hi * f_lo) / np.where(open_, f_hi - f_lo, -1.0)
-        t = np.where((t > lo) & (t < hi), t, 0.5 * (lo + hi))
+        inside = (t > lo) & (t < hi)
+        probe = open_ & ~inside & ~probed
+        end = np.where(t >= hi, hi - delta, lo + delta)
+        t = np.where(inside, t, np.where(probe, end, 0.5 * (lo + hi)))
+        probed |= probe
         ft = slope(t)
         up = open_ & (ft > 0.0)
         down = open_ & ~up

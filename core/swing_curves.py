@@ -62,13 +62,18 @@ def illinois_one(
     # bracket: a wider bracket goes on without computing it)
     wide = 4.0 * ulp(max(abs(lo), abs(hi)) + 1.0)
     side = 0
+    probed = False
     for _ in range(_ROOT_STEPS):
         width = hi - lo
         if not ((width > wide or width > 4.0 * ulp(abs(hi) + 1.0)) and f_lo > 0.0 and f_hi < 0.0):
             break
         t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
         if not lo < t < hi:
-            t = 0.5 * (lo + hi)
+            if probed:
+                t = 0.5 * (lo + hi)
+            else:  # (4 ulp inside the end it rounded onto, once: core.regula_falsi)
+                delta = 4.0 * ulp(abs(hi) + 1.0)
+                t, probed = (hi - delta if t >= hi else lo + delta), True
         c, s = cos(t), sin(t)
         x, z = x0 + x1 * c + x2 * s, z0 + z1 * c + z2 * s
         xx, zz = x * x, z * z
