@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of core.regula_falsi: roots of a batch of brackets, against closed-form roots."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.regula_falsi import illinois
+
+
+def _counted(f):  # type: ignore[no-untyped-def]
+    calls = []
+
+    def slope(t: np.ndarray) -> np.ndarray:
+        calls.append(t.copy())
+        return f(t)
+
+    return slope, calls
+
+
+def test_roots_of_falling_functions_to_machine_precision() -> None:
+    """Simple roots of smooth falling functions, anywhere in their brackets, to a few ulp
+    (the closed form ``r``), in a dozen evaluations or fewer."""
+    rng = np.random.default_rng(3)
+    lo = rng.uniform(-3.0, 2.0, 200)
+    hi = lo + rng.uniform(0.01, 1.0, 200)
+    r = lo + rng.uniform(0.0, 1.0, 200) * (hi - lo)
+    slope, calls = _counted(lambda t: np.sin(r - t) * (2.0 + np.cos(t)))
+    root = illinois(slope, lo, hi, slope(lo), slope(hi), 40)
+    assert np.all(np.abs(root - r) <= 8.0 * np.spacing(np.abs(r) + 1.0))
+    assert len(calls) - 2 <= 12
+
+
+def test_a_root_within_rounding_of_an_end_is_bracketed_at_once() -> None:
+    """Where the root lies within rounding of an end (that end's value at rounding level),
+    the regula falsi point rounds onto it: one step 4 ulp inside it brackets the root — not
+    bisection toward it one bit a step (some 30 evaluations from this bracket)."""
+    lo, hi = np.array([0.25]), np.array([0.75])
+    r = hi + 1e-17  # (rounds to hi)
+    slope, calls = _counted(lambda t: 1e-3 * (r - t) - 1e-25)
+    f_lo, f_hi = slope(lo), slope(hi)
+    assert f_hi[0] < 0.0 < f_lo[0]
+    root = illinois(slope, lo, hi, f_lo, f_hi, 40)
+    assert abs(root[0] - hi[0]) <= 4.0 * np.spacing(1.75)
+    assert len(calls) - 2 <= 2
+
+
+def test_an_end_at_rounding_level_without_a_root_there_does_not_stop_the_search() -> None:
+    """An end whose value is at rounding level but from which the function rises (a double
+    root of its slope there, not a root of it): the step inside it finds the function still
+    positive, and the search goes on to the root in the bracket (the closed form ``r``)."""
+    lo, hi, r = np.array([1.0]), np.array([2.0]), 1.6  # (away from 0: ulp-sized steps)
+    slope, _ = _counted(lambda t: (t - lo) * (r - t) + 1e-18)
+    f_lo, f_hi = slope(lo), slope(hi)
+    assert f_hi[0] < 0.0 < f_lo[0] <= 1e-17
+    root = illinois(slope, lo, hi, f_lo, f_hi, 60)
+    assert abs(root[0] - r) <= 1e-15
