@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from core.regula_falsi import illinois
 
+Slope = Callable[[np.ndarray], np.ndarray]
 
-def _counted(f):  # type: ignore[no-untyped-def]
-    calls = []
+
+def _counted(f: Slope) -> tuple[Slope, list[np.ndarray]]:
+    """``f``, and the list of the arguments it is called with."""
+    calls: list[np.ndarray] = []
 
     def slope(t: np.ndarray) -> np.ndarray:
         calls.append(t.copy())
