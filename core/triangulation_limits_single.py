@@ -162,10 +162,12 @@ def _hinge_last(
     if rots is None:
         assert n == 2  # (the joints before the last two are the pass's)
     pose: list[Quat] = [_IDENTITY] * n if rots is None else [(q[0], q[1], q[2], q[3]) for q in rots]
-    pos, world = forward_kinematics_floats(chain, pose)
-    parent = rests[j] if j == 0 else qmul(world[j - 1], rests[j])
+    if j == 0:  # (the root: at the origin, its parent frame the rest)
+        parent, p = rests[0], (0.0, 0.0, 0.0)
+    else:
+        pos, world = forward_kinematics_floats(chain, pose)
+        parent, p = qmul(world[j - 1], rests[j]), pos[j]
     inverse = (parent[0], -parent[1], -parent[2], -parent[3])
-    p = pos[j]
     cv = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
     dist = math.sqrt(vdot(cv, cv))
     need = 0.5 * (dist * dist - vdot(o_j, o_j) - vdot(o_h, o_h)) - f.a
