@@ -336,15 +336,15 @@ def _closest(
 ) -> bool:
     """Whether triangulation's answer ``out`` misses ``target`` at the closest admissible
     pose of a shoulder and elbow (:func:`core.limb_closest.is_closest`), or of a two-bone
-    limb whose hinge cannot fold as near as the target
-    (:func:`core.triangulation_limits_single.is_folded_closest`): CCD, the Jacobian
+    limb whose hinge cannot fold as near as the target or stretch as far
+    (:func:`core.triangulation_limits_single.is_extent_closest`): CCD, the Jacobian
     methods and FABRIK end there too (their fallback to triangulation's pose takes it unless
     their own is materially closer, and none is), so their iteration is skipped."""
     tolerance = opts.tolerance if opts.tolerance is not None else 1e-6 * chain.reach
     effector = out[1][-1]
     return limb_closest.is_closest(
         chain, target, effector, tolerance
-    ) or triangulation_limits_single.is_folded_closest(
+    ) or triangulation_limits_single.is_extent_closest(
         chain, target, (effector[0], effector[1], effector[2]), tolerance
     )
 

@@ -23,9 +23,9 @@ hinge at its longest, aimed at the target) keeps the pose continuous with the cl
 inside the reach.
 
 Where triangulation's pose is a shoulder and elbow's closest admissible pose to a target
-out of reach (:func:`core.limb_closest.is_closest`), or a two-bone limb's hinge folded as
-far as it goes toward a target nearer the root
-(:func:`core.triangulation_limits_single.is_folded_closest`), no pose of a method comes
+out of reach (:func:`core.limb_closest.is_closest`), or a two-bone limb's hinge folded
+(stretched) as far as it goes toward a target nearer the root (farther from it)
+(:func:`core.triangulation_limits_single.is_extent_closest`), no pose of a method comes
 materially closer, so the rule always takes it: the one-target path
 (:meth:`core.Solver.pose`) then answers with it without running the method
 (:func:`core.solver._closest`).

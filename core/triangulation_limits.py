@@ -17,10 +17,10 @@ that comes closer than the pass (:func:`_hinge_reach`), else the pass's pose ref
 toward it (below). On a shoulder and elbow (two joints: a limited ball joint with a free
 twist, then a hinge) whose limits keep the target's direction out of reach, the closest
 admissible pose comes in closed form (:mod:`core.limb_closest`), where it is closer than
-the pass; on a two-bone limb, a target nearer the root than its hinge folds takes the hinge
-at its shortest aimed at the target, where it gets there (the effector is never nearer the
-root: as close as any pose). The search is for the targets within the chain's length that
-are still missed.
+the pass; on a two-bone limb, a target nearer the root than its hinge folds (farther than it
+stretches) takes the hinge at its shortest (longest) aimed at the target, where it gets there
+(the effector is never nearer the root, nor farther: as close as any pose). The search is
+for the targets within the chain's length that are still missed.
 
 Candidates, all admissible (every joint's rotation is its own projection):
 
@@ -458,21 +458,24 @@ def reach_within_limits(
         miss = miss[~far]
         if miss.size == 0:
             return rotations, positions
-    # A two-bone limb whose hinge cannot fold enough for a target this near its root: the
-    # effector is never nearer the root than the hinge's shortest distance, so a pose that
-    # reaches that distance along the target's direction is as close as any. The hinge at
-    # its shortest, aimed at the target (as beyond the length), where it reaches there.
+    # A two-bone limb whose hinge cannot fold enough for a target this near its root, or
+    # stretch enough for one this far (a hinge whose range stops short of straight): the
+    # effector is never nearer the root than the hinge's shortest distance nor farther than
+    # its longest, so a pose that reaches that distance along the target's direction is as
+    # close as any. The hinge at that extent, aimed at the target (as beyond the length),
+    # where it reaches there.
     shortest = _hinge_fold(chain) if chain.n_joints == 2 else None
-    if shortest is not None:
+    longest = _hinge_reach(chain) if chain.n_joints == 2 else None
+    if shortest is not None and longest is not None:
         out_to = targets[miss] - positions[miss, 0]
         near = np.linalg.norm(out_to, axis=-1)
-        close = (near > 0.0) & (near < shortest - tol)
+        fold = (near > 0.0) & (near < shortest - tol)
+        stretch = near > longest + tol
+        close = fold | stretch
         if close.any():
             rows = miss[close]
-            aims = (
-                positions[rows, 0]
-                + out_to[close] * (shortest * (1.0 + 1e-12) / near[close])[:, None]
-            )
+            extent = np.where(fold, shortest * (1.0 + 1e-12), longest * (1.0 - 1e-12))[close]
+            aims = positions[rows, 0] + out_to[close] * (extent / near[close])[:, None]
             placed = _hinge_last(chain, rotations[rows].copy(), aims, _rows(want, rows, aims), tol)
             if placed is not None:
                 pos_p, _ = forward_kinematics(chain, placed)

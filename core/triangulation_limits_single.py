@@ -22,8 +22,9 @@ limited other than by the paper's cones (every limited joint is projected by the
    twist, then a hinge) whose limits keep the target's direction out of reach, the closest
    admissible pose in closed form, where it is closer than the pass (the float twin of the
    reference's same step);
-4. on a two-bone limb, a target nearer the root than its hinge folds: the hinge at its
-   shortest, aimed at the target, where it gets there (as close as any pose);
+4. on a two-bone limb, a target nearer the root than its hinge folds or farther than it
+   stretches (a hinge whose range stops short of straight): the hinge at its shortest or
+   longest, aimed at the target, where it gets there (as close as any pose);
 5. where the target lies beyond the chain's length, the hinge at its longest allowed
    extension aimed at the target, kept where it comes closer than the pass, else the pass's
    pose refined toward the target (:func:`core.triangulation_refine_single.refine_far`);
@@ -549,15 +550,12 @@ def _solve(
             if _distance(target, at[-1]) < passed[2]:
                 return _positive(placed), at
         return _answer(refine_far(chain, target, start, passed, tolerance))
-    if (
-        n == 2
-        and facts is not None
-        and 0.0 < _distance(target, pos[0]) < facts.shortest - tolerance
-    ):
-        # Nearer the root than the hinge folds: the hinge at its shortest, aimed at the
-        # target, where it reaches there (as close as any pose; the reference's same step).
-        shortest = facts.shortest * (1.0 + 1e-12)
-        placed, aimed = _hinge_toward(chain, facts, rots, pos[0], target, shortest, want, tolerance)
+    extent = None if n != 2 or facts is None else _extent(facts, pos[0], target, tolerance)
+    if facts is not None and extent is not None:
+        # Nearer the root than the hinge folds, or farther than it stretches: the hinge at
+        # that extent, aimed at the target, where it reaches there (as close as any pose;
+        # the reference's same step).
+        placed, aimed = _hinge_toward(chain, facts, rots, pos[0], target, extent, want, tolerance)
         at = forward_kinematics_floats(chain, placed)[0]
         if _distance(aimed, at[-1]) <= tolerance and _distance(target, at[-1]) < passed[2]:
             return _positive(placed), at
@@ -576,16 +574,29 @@ def _solve(
     return _answer(search(chain, target, start, passed, closed, tolerance))
 
 
-def is_folded_closest(chain: Chain, target: Vec, effector: Vec, tolerance: float) -> bool:
+def _extent(facts: _Hinge, root: Vec, target: Vec, tolerance: float) -> float | None:
+    """How far from the ``root`` a two-bone limb's hinge lets its effector come nearest
+    ``target``, where the hinge keeps it from the target's distance: a hair beyond the
+    hinge's shortest distance for a target nearer than it folds, a hair within its longest
+    for one farther than it stretches (by more than ``tolerance``); else ``None``."""
+    near = _distance(target, root)
+    if 0.0 < near < facts.shortest - tolerance:
+        return facts.shortest * (1.0 + 1e-12)
+    if near > facts.longest + tolerance:
+        return facts.longest * (1.0 - 1e-12)
+    return None
+
+
+def is_extent_closest(chain: Chain, target: Vec, effector: Vec, tolerance: float) -> bool:
     """Whether ``effector`` (3 floats, base frame) misses ``target`` at the least distance
-    any pose of a two-bone limb gets to a target nearer the root than its hinge folds (the
-    hinge's shortest distance less the target's), to ``tolerance``: then no pose comes
-    closer by more than the tolerance."""
+    any pose of a two-bone limb gets to a target nearer the root than its hinge folds or
+    farther than it stretches (the target's distance from the hinge's shortest or longest
+    one), to ``tolerance``: then no pose comes closer by more than the tolerance."""
     facts = _hinge_facts(chain) if chain.n_joints == 2 else None
     if facts is None:
         return False
     near = math.sqrt(vdot(target, target))
-    least = facts.shortest - near
+    least = max(facts.shortest - near, near - facts.longest)
     return least > tolerance and _distance(target, effector) <= least + tolerance
 
 

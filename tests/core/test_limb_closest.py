@@ -21,6 +21,7 @@ from core import (
     Solver,
     kinematics,
     solve,
+    triangulation,
     triangulation_limits,
     triangulation_limits_single,
 )
@@ -32,6 +33,8 @@ from tests.core.limited_chains import admissible_poses, random_limits, shoulder_
 
 SHOULDER = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
 ELBOW = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150)), None, None))
+#: A knee that never straightens: X in 0.5–2.6 rad.
+BENT_KNEE = JointLimits(lock=(False, True, True), ranges=((0.5, 2.6), None, None))
 
 
 def _limb(rng: np.random.Generator) -> Chain:
@@ -212,14 +215,16 @@ def test_the_other_methods_skip_their_iteration_for_the_closest_pose(
     """CCD, the Jacobian methods and FABRIK fall back to triangulation's pose for a missed
     target unless theirs is materially closer: where that pose is the limb's closest (a
     shoulder keeping the hand from the target's direction, or a knee that cannot fold as
-    near as the target: ``Solver.pose``, the live path), they answer with it without
-    iterating, and with the pose their iteration and fallback give (rotations to 1e-15,
-    positions to 1e-12: CCD's are its own forward kinematics)."""
+    near as the target or stretch as far: ``Solver.pose``, the live path), they answer
+    with it without iterating, and with the pose their iteration and fallback give
+    (rotations to 1e-15, positions to 1e-12: CCD's are its own forward kinematics)."""
     shoulder = shoulder_chain(2)
     knee = Chain.from_lengths([0.5, 0.45], limits=[JointLimits(), ELBOW])
+    bent = Chain.from_lengths([0.5, 0.45], limits=[JointLimits(), BENT_KNEE])
     rng = np.random.default_rng(21)
     cases = [(shoulder, t) for t in _directions(rng, shoulder, 30, (0.1, 1.3))]
     cases += [(knee, t) for t in _directions(rng, knee, 10, (0.02, 0.2))]  # (nearer than it folds)
+    cases += [(bent, t) for t in _directions(rng, bent, 10, (0.975, 1.2))]  # (farther: stretched)
     skipped = 0
     for chain, t in cases:
         solver = Solver(chain, method, SolveOptions(distribution="even"))
@@ -241,7 +246,7 @@ def test_the_other_methods_skip_their_iteration_for_the_closest_pose(
         np.testing.assert_allclose(fast.rotations, iterated.rotations, rtol=0, atol=1e-15)
         np.testing.assert_allclose(fast.points, iterated.points, rtol=0, atol=1e-12)
         skipped += 1
-    assert skipped >= 18
+    assert skipped >= 28
 
 
 def _refused(*args: object) -> None:
@@ -283,37 +288,49 @@ def test_fabrik_takes_the_closed_form_of_a_limb_it_would_take(
     assert compared == 4 * 4 * 24
 
 
-def _fold(chain: Chain) -> float:
-    """The effector's least distance from the root over the hinge's range (a dense sweep of
-    the hinge angle, the root at rest: the distance does not depend on the root)."""
+def _extents(chain: Chain) -> tuple[float, float]:
+    """The effector's least and greatest distance from the root over the hinge's range (a
+    dense sweep of the hinge angle, the root at rest: the distance does not depend on the
+    root)."""
     axis, limits = chain.limits[1].hinge
     lo, hi = limits if limits is not None else (-math.pi, math.pi)
     phi = np.linspace(lo, hi, 200_001)
     hinge = np.concatenate([np.cos(phi / 2)[:, None], np.sin(phi / 2)[:, None] * axis], axis=1)
     poses = np.stack([np.tile([1.0, 0.0, 0.0, 0.0], (len(phi), 1)), hinge], axis=1)
-    return float(np.min(np.linalg.norm(kinematics.effector(chain, poses), axis=-1)))
+    distance = np.linalg.norm(kinematics.effector(chain, poses), axis=-1)
+    return float(np.min(distance)), float(np.max(distance))
 
 
 @pytest.mark.parametrize("root", [JointLimits(), JointLimits(cone=1.2), SHOULDER])
-def test_a_target_nearer_than_the_elbow_folds_gets_the_elbow_at_its_shortest(
-    root: JointLimits, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("extent", ["fold", "stretch"])
+def test_a_target_the_elbow_cannot_come_to_gets_the_elbow_at_its_extent(
+    root: JointLimits, extent: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A hand brought to the shoulder, nearer than the elbow's range lets it fold: no pose
-    comes nearer the target than the elbow's least distance less the target's (the oracle:
-    a dense sweep of the elbow), and that is the error of every such target the limits let
-    face (the elbow folded as far as it goes, aimed at the target), without the search;
-    where the shoulder's limits keep the hand from the target's direction, the closest
-    pose's (:func:`closest_floats`). The batch (numpy: a cone's float path declines) gives
-    the same errors."""
-    chain = Chain.from_lengths([0.5, 0.45], limits=[root, ELBOW])
-    bound = _fold(chain)
-    targets = _directions(np.random.default_rng(4), chain, 40, (0.02, 0.2))
+    """A hand brought to the shoulder, nearer than the elbow's range lets it fold, or held
+    out farther than it lets it stretch (a knee whose range stops short of straight, the
+    target within the chain's length): no pose comes nearer the target than the distance
+    between the target's and the elbow's least (greatest) distance (the oracle: a dense
+    sweep of the elbow), and that is the error of every such target the limits let face
+    (the elbow folded or stretched as far as it goes, aimed at the target), without the
+    search; where the shoulder's limits keep the hand from the target's direction, the
+    closest pose's (:func:`closest_floats`). The numpy reference (the batch, its float path
+    switched off) gives the same errors, and the same poses where this step decides."""
+    hinge = ELBOW if extent == "fold" else BENT_KNEE
+    chain = Chain.from_lengths([0.5, 0.45], limits=[root, hinge])
+    least_distance, greatest_distance = _extents(chain)
+    if extent == "stretch":
+        assert greatest_distance < 0.97 * chain.reach  # (the knee's range stops short)
+    spread = (0.02, 0.2) if extent == "fold" else (0.975, 0.998)
+    targets = _directions(np.random.default_rng(4), chain, 40, spread)
     solver = Solver(chain, "triangulation", SolveOptions())
-    batch = solve(chain, targets, method="triangulation")
+    with monkeypatch.context() as m:  # (the batch's numpy search for every target missed)
+        m.setattr(triangulation, "_limited_single", lambda problem: None)
+        batch = solve(chain, targets, method="triangulation")
     faced = 0
     for k, t in enumerate(targets):
-        least = bound - float(np.linalg.norm(t))
-        assert least > 1e-6 * chain.reach  # (nearer than the elbow folds)
+        distance = float(np.linalg.norm(t))
+        least = least_distance - distance if extent == "fold" else distance - greatest_distance
+        assert least > 1e-6 * chain.reach  # (beyond what the elbow allows)
         target = (float(t[0]), float(t[1]), float(t[2]))
         triangulation_limits_single._solved.cache_clear()
         with monkeypatch.context() as m:
@@ -321,15 +338,18 @@ def test_a_target_nearer_than_the_elbow_folds_gets_the_elbow_at_its_shortest(
             try:
                 pose = solver.pose(target)
             except AssertionError:
-                continue  # (the limits keep the folded elbow from facing it: searched)
+                continue  # (the limits keep the elbow at its extent from facing it: searched)
         closest = lc.closest_floats(chain, target)
         if closest is not None:  # (the limits keep the target's direction from the hand)
+            bound = least
             least = math.dist(closest[1][-1], target)
-            assert least > bound - float(np.linalg.norm(t))
+            assert least > bound
         error = math.dist(pose.points[-1], target)
         assert error == pytest.approx(least, abs=1e-9 * chain.reach)
         batch_error = float(np.linalg.norm(batch.positions[k, -1] - t))
         assert batch_error == pytest.approx(least, abs=1e-9 * chain.reach)
+        if closest is None:  # (the reference's own step: the same pose, not another as close)
+            np.testing.assert_allclose(batch.rotations[k], pose.rotations, atol=1e-9)
         for lim, q in zip(chain.limits, pose.rotations, strict=True):
             assert float(lim.violation(np.array(q))) <= 1e-9
         faced += 1
