@@ -16,11 +16,11 @@ chain's length takes the hinge at its longest allowed extension aimed at the tar
 that comes closer than the pass (:func:`_hinge_reach`), else the pass's pose refined
 toward it (below). On a shoulder and elbow (two joints: a limited ball joint with a free
 twist, then a hinge) whose limits keep the target's direction out of reach, the closest
-admissible pose comes in closed form (:mod:`core.limb_closest`), where it is closer than
-the pass; on a two-bone limb, a target nearer the root than its hinge folds (farther than it
-stretches) takes the hinge at its shortest (longest) aimed at the target, where it gets there
-(the effector is never nearer the root, nor farther: as close as any pose). The search is
-for the targets within the chain's length that are still missed.
+admissible pose comes in closed form (:mod:`core.limb_closest`), unless the pass is closer
+by more than the tolerance; on a two-bone limb, a target nearer the root than its hinge
+folds (farther than it stretches) takes the hinge at its shortest (longest) aimed at the
+target, where it gets there (the effector is never nearer the root, nor farther: as close as
+any pose). The search is for the targets within the chain's length that are still missed.
 
 Candidates, all admissible (every joint's rotation is its own projection):
 
@@ -421,11 +421,13 @@ def reach_within_limits(
     rotations, positions = rotations.copy(), positions.copy()
     err = np.linalg.norm(positions[:, -1] - targets, axis=-1)
     # A shoulder and elbow whose limits keep the target's direction out of reach: the
-    # closest admissible pose in closed form (core.limb_closest), where closer.
+    # closest admissible pose in closed form (core.limb_closest), unless the pass's pose is
+    # closer by more than the tolerance (it is not: at most by rounding, and then it would
+    # be refined or searched for nothing).
     limb = closest(chain, targets[miss])
     if limb is not None:
         e = np.linalg.norm(limb[1][:, -1] - targets[miss], axis=-1)
-        take = limb[2] & (e > tol) & (e <= err[miss])
+        take = limb[2] & (e > tol) & (e <= err[miss] + tol)
         rows = miss[take]
         rotations[rows], positions[rows], err[rows] = limb[0][take], limb[1][take], e[take]
         miss = miss[~take]

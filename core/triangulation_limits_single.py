@@ -20,8 +20,8 @@ limited other than by the paper's cones (every limited joint is projected by the
    it is read or the closed form misses);
 3. on a shoulder and elbow (:mod:`core.limb_closest`: a limited ball joint with a free
    twist, then a hinge) whose limits keep the target's direction out of reach, the closest
-   admissible pose in closed form, where it is closer than the pass (the float twin of the
-   reference's same step);
+   admissible pose in closed form, unless the pass is closer by more than the tolerance
+   (the float twin of the reference's same step);
 4. on a two-bone limb, a target nearer the root than its hinge folds or farther than it
    stretches (a hinge whose range stops short of straight): the hinge at its shortest or
    longest, aimed at the target, where it gets there (as close as any pose);
@@ -530,7 +530,7 @@ def _solve(
     )
     passed: Refined = ([(q[0], q[1], q[2], q[3]) for q in rots], pos, _distance(target, pos[-1]))
     limb = closest_floats(chain, target)  # (a shoulder and elbow kept from the target)
-    if limb is not None and tolerance < _distance(target, limb[1][-1]) <= passed[2]:
+    if limb is not None and tolerance < _distance(target, limb[1][-1]) <= passed[2] + tolerance:
         return [list(q) for q in limb[0]], list(limb[1])
     facts = _hinge_facts(chain)
     if _distance(target, pos[0]) > chain.reach + tolerance:
