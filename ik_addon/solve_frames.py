@@ -9,9 +9,10 @@ rotation, FK pose and animated settings, as Blender evaluated them) and returns 
 float; the bake (:mod:`.bake_solve`) and the diagnostics (:mod:`.diagnostics`) pass ``F``
 frames, every input an ``(F,)`` array. The frame maths is written once on such values
 (:mod:`.affine`), in float64; only the core call differs: :meth:`core.Solver.pose` for one
-frame (plain floats), :meth:`core.Solver.poses` for many (batched), which the core pins to
-each other. So a frame baked from the inputs Blender evaluated is the frame live solving
-shows.
+frame (plain floats), :meth:`core.Solver.poses` for many (batched) on a chain without limits,
+which the core pins to each other; a chain with limits is solved frame by frame on the
+one-frame path (:func:`_frame_by_frame`). So a frame baked from the inputs Blender evaluated
+is the frame live solving shows.
 """
 
 from __future__ import annotations
@@ -315,6 +316,50 @@ def _solve_groups(
     return ik, effectors, links
 
 
+def _frame_by_frame(rig: RigChain, fixed: _Fixed, frame: FrameInputs, count: int) -> FrameSolution:
+    """``F`` frames of a chain with limits, each by the one-frame path (:meth:`core.Solver.pose`,
+    what live solving shows): on such a chain the batched core solves every target it
+    misses one by one anyway, and its batched iterations and searches for a target the
+    limits keep out of reach may settle elsewhere than the one-target path (up to ~2° on a
+    5-bone chain of ball joints, 0.8.1), so the bake takes the live path itself."""
+    solved = [solve_chain_frames(rig, fixed, _at(frame, f)) for f in range(count)]
+    scales = [s.scales for s in solved]
+    return FrameSolution(
+        rotations=np.array([s.rotations for s in solved], dtype=np.float64),
+        errors=np.array([s.errors for s in solved], dtype=np.float64),
+        reachable=np.array([s.reachable for s in solved], dtype=bool),
+        effectors=np.array([s.effectors for s in solved], dtype=np.float64),
+        distances=np.array([s.distances for s in solved], dtype=np.float64),
+        scales=None if scales[0] is None else np.array(scales, dtype=np.float64),
+    )
+
+
+def _at(frame: FrameInputs, f: int) -> FrameInputs:
+    """Frame ``f`` of ``F`` frames' inputs, as live solving passes one frame: every value a
+    float (a bool for *Use Pole*), the FK pose ``(n, 4)``."""
+
+    def one(value: Any) -> Any:
+        if isinstance(value, tuple | list):
+            return tuple(one(v) for v in value)
+        if isinstance(value, np.ndarray) and value.ndim:
+            return float(value[f])
+        return None if value is None else float(value)
+
+    return FrameInputs(
+        world=one(frame.world),
+        parent=one(frame.parent),
+        root_location=one(frame.root_location),
+        target=one(frame.target),
+        pole=one(frame.pole),
+        goal=one(frame.goal),
+        fk=frame.fk if frame.fk is None or np.ndim(frame.fk) == 2 else np.asarray(frame.fk)[f],
+        influence=one(frame.influence),
+        pole_angle=one(frame.pole_angle),
+        orient_weight=one(frame.orient_weight),
+        use_pole=bool(np.broadcast_to(frame.use_pole, (frame.frame_count or 1,))[f]),
+    )
+
+
 def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> FrameSolution:
     """Solve one chain at one frame or ``F`` frames: the one solve path of live solving and
     baking (module docstring).
@@ -335,6 +380,8 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     """
     chain = rig.chain
     count = frame.frame_count
+    if count is not None and not chain.is_free:
+        return _frame_by_frame(rig, fixed, frame, count)
     if count is None:
         base, to_base = _frame_base(
             rig,
