@@ -463,7 +463,11 @@ class Solver:
         target_rotation: ArrayLike | None = None,
     ) -> IKResult:
         """:meth:`solve` with the twist a free goal leaves untwisted, as :meth:`pose` for
-        each target (:func:`core.untwist.untwist`): the final poses of a batch."""
+        each target (:func:`core.untwist.untwist`): the final poses of a batch. Where a
+        target is met they are :meth:`pose`'s to rounding; on a chain with limits, a target
+        they keep out of reach may end elsewhere than :meth:`pose` ends it (a method's
+        batched iterations, searches and restarts: up to ~2° per joint on a 5-bone chain of
+        ball joints, ``docs/addon.md``) — the add-on bakes such a chain with :meth:`pose`."""
         result = self.solve(target, pole=pole, target_rotation=target_rotation)
         if self.keeps_twist(target_rotation):
             return result
