@@ -695,3 +695,61 @@ def test_a_chain_with_limits_bakes_each_frame_as_live_solving_shows_it(
             assert together.rotations[f].tolist() == alone.rotations
             missed += int(alone.errors > 1e-3 * rig.chain.reach)
     assert missed >= 6  # (targets the limits keep out of reach, for every method)
+
+
+def test_frame_by_frame_reads_each_frames_own_inputs(clean_scene: Any, addon: Any) -> None:
+    """The bake's solve of ``F`` frames of a chain with limits takes, for each frame, that
+    frame's inputs — influence blended with its own FK pose, its pole and whether the pole
+    applies — as live solving passes them for that frame alone (the same rotations bit for
+    bit), and different frames' inputs give different poses."""
+    bpy = blender_module()
+    solve_frames, chain_spec, affine = addon.solve_frames, addon.chain_spec, addon.affine
+    obj = _ball_tail("Tail", 3)
+    root = obj.pose.bones["b0"]
+    root.use_ik_limit_x = root.use_ik_limit_z = False  # (a free root: the pole turns the bend)
+    target = add_empty("tail_target", (0.0, 0.0, 0.5))
+    demo_scene = pytest.importorskip("reach_ik_tools.demo_scene")
+    demo_scene.set_chain(obj, "b2", 3, target)
+    bpy.context.view_layer.update()
+    rig = chain_spec.rig_chain(obj, "b2", 3, True)
+    fixed = chain_spec.spec_fixed(chain_spec.read_spec(obj.pose.bones["b2"]))
+    frames = 6
+    rng = np.random.default_rng(2)
+    points = rng.normal(size=(frames, 3)) * 0.1 + np.array([0.0, 0.05, 0.45])
+    poles = rng.normal(size=(frames, 3))
+    fk = rng.normal(size=(frames, 3, 4))
+    fk /= np.linalg.norm(fk, axis=-1, keepdims=True)
+    influence = np.linspace(0.2, 1.0, frames)
+    use_pole = np.array([True, False] * (frames // 2))
+    batch = solve_frames.FrameInputs(
+        affine.rows_of(np.repeat(np.eye(4)[None], frames, axis=0)),
+        None,
+        (0.0, 0.0, 0.0),
+        affine.vec_of(points),
+        affine.vec_of(poles),
+        None,
+        fk,
+        influence,
+        np.zeros(frames),
+        np.zeros(frames),
+        use_pole,
+        frame_count=frames,
+    )
+    together = solve_frames.solve_chain_frames(rig, fixed, batch)
+    for f in range(frames):
+        one = solve_frames.FrameInputs(
+            affine.rows_of(np.eye(4)),
+            None,
+            (0.0, 0.0, 0.0),
+            tuple(points[f].tolist()),
+            tuple(poles[f].tolist()),
+            None,
+            fk[f],
+            float(influence[f]),
+            0.0,
+            0.0,
+            bool(use_pole[f]),
+        )
+        alone = solve_frames.solve_chain_frames(rig, fixed, one)
+        assert together.rotations[f].tolist() == alone.rotations
+    assert len({tuple(np.round(r, 9).ravel()) for r in together.rotations}) == frames
