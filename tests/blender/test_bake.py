@@ -636,6 +636,53 @@ def _ball_tail(name: str, bones: int) -> Any:
     return obj
 
 
+def _inputs(
+    addon: Any,
+    points: np.ndarray,
+    f: int | None = None,
+    *,
+    poles: np.ndarray | None = None,
+    fk: np.ndarray | None = None,
+    influence: np.ndarray | None = None,
+    use_pole: np.ndarray | None = None,
+) -> Any:
+    """``solve_frames.FrameInputs`` of an armature at the world origin, unrotated, for
+    targets ``points (F, 3)``: all ``F`` frames (arrays), or frame ``f`` alone as live
+    solving passes it (floats); influence 1 and pole used unless given."""
+    frames = len(points)
+    influence = np.ones(frames) if influence is None else influence
+    use_pole = np.ones(frames, dtype=bool) if use_pole is None else use_pole
+    affine, frame_inputs = addon.affine, addon.solve_frames.FrameInputs
+    if f is None:
+        return frame_inputs(
+            affine.rows_of(np.repeat(np.eye(4)[None], frames, axis=0)),
+            None,
+            (0.0, 0.0, 0.0),
+            affine.vec_of(points),
+            None if poles is None else affine.vec_of(poles),
+            None,
+            fk,
+            influence,
+            np.zeros(frames),
+            np.zeros(frames),
+            use_pole,
+            frame_count=frames,
+        )
+    return frame_inputs(
+        affine.rows_of(np.eye(4)),
+        None,
+        (0.0, 0.0, 0.0),
+        tuple(points[f].tolist()),
+        None if poles is None else tuple(poles[f].tolist()),
+        None,
+        None if fk is None else fk[f],
+        float(influence[f]),
+        0.0,
+        0.0,
+        bool(use_pole[f]),
+    )
+
+
 def test_a_chain_with_limits_bakes_each_frame_as_live_solving_shows_it(
     clean_scene: Any, addon: Any
 ) -> None:
@@ -647,7 +694,7 @@ def test_a_chain_with_limits_bakes_each_frame_as_live_solving_shows_it(
     import dataclasses
 
     bpy = blender_module()
-    solve_frames, chain_spec, affine = addon.solve_frames, addon.chain_spec, addon.affine
+    solve_frames, chain_spec = addon.solve_frames, addon.chain_spec
     obj = _ball_tail("Tail", 5)
     target = add_empty("tail_target", (0.0, 0.0, 1.0))
     demo_scene = pytest.importorskip("reach_ik_tools.demo_scene")
@@ -660,37 +707,13 @@ def test_a_chain_with_limits_bakes_each_frame_as_live_solving_shows_it(
     d = rng.normal(size=(frames, 3))
     d /= np.linalg.norm(d, axis=-1, keepdims=True)
     points = d * rng.uniform(0.2, 1.1, size=(frames, 1)) * rig.chain.reach
-    world = np.repeat(np.eye(4)[None], frames, axis=0)
-    batch = solve_frames.FrameInputs(
-        affine.rows_of(world),
-        None,
-        (0.0, 0.0, 0.0),
-        affine.vec_of(points),
-        None,
-        None,
-        None,
-        np.ones(frames),
-        np.zeros(frames),
-        np.zeros(frames),
-        frame_count=frames,
-    )
+    batch = _inputs(addon, points)
     missed = 0
     for method in chain_spec.available_methods():
         fixed = chain_spec.spec_fixed(dataclasses.replace(spec, solver=method))
         together = solve_frames.solve_chain_frames(rig, fixed, batch)
         for f in range(frames):
-            one = solve_frames.FrameInputs(
-                affine.rows_of(np.eye(4)),
-                None,
-                (0.0, 0.0, 0.0),
-                tuple(points[f].tolist()),
-                None,
-                None,
-                None,
-                1.0,
-                0.0,
-                0.0,
-            )
+            one = _inputs(addon, points, f)
             alone = solve_frames.solve_chain_frames(rig, fixed, one)
             assert together.rotations[f].tolist() == alone.rotations
             missed += int(alone.errors > 1e-3 * rig.chain.reach)
@@ -703,7 +726,7 @@ def test_frame_by_frame_reads_each_frames_own_inputs(clean_scene: Any, addon: An
     applies — as live solving passes them for that frame alone (the same rotations bit for
     bit), and different frames' inputs give different poses."""
     bpy = blender_module()
-    solve_frames, chain_spec, affine = addon.solve_frames, addon.chain_spec, addon.affine
+    solve_frames, chain_spec = addon.solve_frames, addon.chain_spec
     obj = _ball_tail("Tail", 3)
     root = obj.pose.bones["b0"]
     root.use_ik_limit_x = root.use_ik_limit_z = False  # (a free root: the pole turns the bend)
@@ -721,35 +744,10 @@ def test_frame_by_frame_reads_each_frames_own_inputs(clean_scene: Any, addon: An
     fk /= np.linalg.norm(fk, axis=-1, keepdims=True)
     influence = np.linspace(0.2, 1.0, frames)
     use_pole = np.array([True, False] * (frames // 2))
-    batch = solve_frames.FrameInputs(
-        affine.rows_of(np.repeat(np.eye(4)[None], frames, axis=0)),
-        None,
-        (0.0, 0.0, 0.0),
-        affine.vec_of(points),
-        affine.vec_of(poles),
-        None,
-        fk,
-        influence,
-        np.zeros(frames),
-        np.zeros(frames),
-        use_pole,
-        frame_count=frames,
-    )
+    batch = _inputs(addon, points, poles=poles, fk=fk, influence=influence, use_pole=use_pole)
     together = solve_frames.solve_chain_frames(rig, fixed, batch)
     for f in range(frames):
-        one = solve_frames.FrameInputs(
-            affine.rows_of(np.eye(4)),
-            None,
-            (0.0, 0.0, 0.0),
-            tuple(points[f].tolist()),
-            tuple(poles[f].tolist()),
-            None,
-            fk[f],
-            float(influence[f]),
-            0.0,
-            0.0,
-            bool(use_pole[f]),
-        )
+        one = _inputs(addon, points, f, poles=poles, fk=fk, influence=influence, use_pole=use_pole)
         alone = solve_frames.solve_chain_frames(rig, fixed, one)
         assert together.rotations[f].tolist() == alone.rotations
     assert len({tuple(np.round(r, 9).ravel()) for r in together.rotations}) == frames
