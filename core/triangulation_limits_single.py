@@ -51,10 +51,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .chain import Chain
-from .components import Quat, Vec, qbetween, qmul, qrotate, vcross, vdot
+from .components import Quat, Vec, qbetween, qconj, qmul, qrotate, vcross, vdot
 from .kinematics import chain_floats, forward_kinematics_floats
 from .limb_closest import closest_floats
-from .limits import JointLimits
+from .limits import JointLimits, _swing_components_floats
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
@@ -267,9 +267,7 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     test = _spin_test(lim, aim, turned, step)
     walked = 0  # samples tested or ruled out, of both sides
     while walked < count:
-        downward = abs((psi - _SAMPLES[down] + pi) % tau - pi) <= abs(
-            (psi - _SAMPLES[up] + pi) % tau - pi
-        )  # (gap written out)
+        downward = abs(gap(down)) <= abs(gap(up))
         k = down if downward else up
         passed = test(_SAMPLES[k], True)
         if passed < 0:
@@ -300,9 +298,9 @@ def _spin_test(
     direction (:func:`_spin`): ``-1`` where ``lim`` allows the spin (to 1e-12, as
     :meth:`~core.limits.JointLimits.allows_floats`), else how many samples ``step`` apart
     from it, it included, are refused (asked with ``walking``; else 1). A ball joint with a
-    free twist is tested on its swing alone, written out (the same arithmetic as
-    ``allows_floats``, so the same answers), and rules out the samples nearer than
-    :func:`_ruled_out`; other joints rule out only the spin itself."""
+    free twist is tested on its swing alone (the split of ``allows_floats``, so the same
+    answers), and rules out the samples nearer than :func:`_ruled_out`; other joints rule
+    out only the spin itself."""
     if lim.kind != "ball" or lim.lock[1] or lim.ranges[1] is not None:
 
         def allows(psi: float, walking: bool) -> int:
@@ -310,20 +308,13 @@ def _spin_test(
 
         return allows
     region = lim.swing_region
-    a0, a1, a2, a3 = aim
-    t0, t1, t2, t3 = turned
     # how fast the spin turns the bone's axis d = aim·Y: |ĉ × d|, ĉ = turned·aim*
-    c = qmul(turned, (a0, -a1, -a2, -a3))[1:]
-    d = qrotate(aim, (0.0, 1.0, 0.0))
-    speed = math.sqrt(vdot(vcross(c, d), vcross(c, d))) * (1.0 + 1e-9) + 1e-12
-    cos, sin, sqrt = math.cos, math.sin, math.sqrt
+    c = qmul(turned, qconj(aim))[1:]
+    turns = vcross(c, qrotate(aim, (0.0, 1.0, 0.0)))
+    speed = math.sqrt(vdot(turns, turns)) * (1.0 + 1e-9) + 1e-12
 
     def swing_test(psi: float, walking: bool) -> int:
-        c, s = cos(0.5 * psi), sin(0.5 * psi)
-        w, x, y, z = c * a0 + s * t0, c * a1 + s * t1, c * a2 + s * t2, c * a3 + s * t3
-        tn = sqrt(w * w + y * y)  # swing–twist about +Y: the swing's w
-        tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
-        sx, sz = x * tw + z * ty, z * tw - x * ty
+        sx, sz, tn = _swing_components_floats(_spin(aim, turned, psi))
         if region.contains_one(sx, sz, 1e-12):
             return -1
         if not walking:
