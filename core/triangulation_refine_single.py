@@ -21,13 +21,14 @@ rule picking one (:func:`core.triangulation_limits.reach_within_limits` describe
   length, and its refinement of the pass's pose for a target beyond it.
 
 Limits are kept by :meth:`JointLimits.project_floats` and
-:meth:`JointLimits.retract_floats`. Where a float twin would be long and the case is rare in
-a live solve, one numpy call of the reference is made instead: the two random admissible
-poses of each restart round
-(:func:`core.triangulation_refine._random_rotations`, projected by
-:func:`~core.triangulation_refine._project_all`: the same seeded draws as the reference for
-a batch of one). Poses are lists of ``n`` quaternions (4-tuples wxyz), positions lists of
-``n + 1`` 3-tuples.
+:meth:`JointLimits.retract_floats`. The two random admissible poses of each restart round
+are the reference's seeded draws for a batch of one
+(:func:`core.triangulation_refine._random_rotations`, one numpy call), projected in floats
+(:func:`project_all`, the twin of :func:`~core.triangulation_refine._project_all` to
+rounding: numpy's projection of one pose cost ~2.5 ms, an eighth of a missed target's
+search on ``bench_solvers``' 5-bone chain). A refused step keeps the Jacobian of the pose
+it leaves unchanged. Poses are lists of ``n`` quaternions (4-tuples wxyz), positions lists
+of ``n + 1`` 3-tuples.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ from .triangulation_refine import (
     CLOSER_BY,
     _axes,
     _middle,
-    _project_all,
     _random_rotations,
 )
 
@@ -180,10 +180,12 @@ def _refine(
         return (q, pos, err), False
     tx, ty, tz = target
     bound = _start_bound(facts, q)  # the joints on their limits: each one's way out
+    jac = None  # (kept over a refused step: the pose, so its columns, are the same)
     for count in range(1, _STEPS + 1):
         ex, ey, ez = pos[-1]
         error = (tx - ex, ty - ey, tz - ez)
-        jac = _columns(facts, world, pos)
+        if jac is None:
+            jac = _columns(facts, world, pos)
         damp = (lam * reach) ** 2
         shares = _shares(facts, jac, _damped(jac[3], error, damp))
         # The joints held: those on their limits the step pushes out again.
@@ -193,6 +195,7 @@ def _refine(
         terr = _distance(target, tpos[-1])
         if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
             q, pos, world, err = trial, tpos, tworld, terr
+            jac = None
             bound = {**cut, **outward}
             lam = min(max(lam * 0.3, lo), hi)
         else:
@@ -633,7 +636,7 @@ def search(
         nearest = True
         rng = np.random.default_rng(_SEED) if rng is None else rng
         candidates = [best[0]] + [
-            [_quat(r) for r in _project_all(chain, _random_rotations(rng, shape))[0].tolist()]
+            project_all(chain, [_quat(r) for r in _random_rotations(rng, shape)[0].tolist()])
             for _ in range(2)
         ]
     return best
