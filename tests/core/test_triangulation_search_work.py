@@ -38,6 +38,7 @@ from core import triangulation_limits as tl
 from core import triangulation_limits_single as tls
 from core import triangulation_refine as tr
 from core import triangulation_refine_single as trs
+from core.limits import JointLimits
 from core.problem import Problem
 from core.triangulation_limits import reach_within_limits
 from core.triangulation_plan import _plan
@@ -149,3 +150,42 @@ def test_a_seeded_method_searches_a_missed_target_once(monkeypatch: pytest.Monke
     assert search.call_count == 1
     tls._solved.cache_clear()
     assert solver.pose(target).rotations == pose.rotations
+
+
+def test_restart_poses_are_the_reference_draws_projected_in_floats() -> None:
+    """A restart round's two random poses are the numpy reference's seeded draws for a
+    batch of one, projected by the float twin (``project_all``) instead of numpy's one-pose
+    projection (~2.5 ms a pose): equal to ``triangulation_refine._project_all`` of the same
+    draws to rounding, and that numpy projection is not called by the one-target search."""
+    chain = shoulder_chain(3)
+    solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
+    keep_best = trs.keep_best
+    rounds: list[list[trs.Pose]] = []
+
+    def kept(chain_: Any, target: Any, start: Any, candidates: Any, *rest: Any) -> Any:
+        rounds.append(candidates)
+        return keep_best(chain_, target, start, candidates, *rest)
+
+    targets = anywhere_within(np.random.default_rng(3), chain, 60)
+    trs._facts(chain)  # (the chain's cached facts, made with numpy, first)
+    restarted = 0
+    for target in targets:
+        rounds.clear()
+        tls._solved.cache_clear()
+        with (
+            mock.patch.object(trs, "keep_best", kept),
+            mock.patch.object(JointLimits, "project", side_effect=AssertionError("numpy")),
+        ):
+            solver.pose(tuple(target.tolist()))
+        if len(rounds) < 2:
+            continue
+        restarted += 1
+        rng = np.random.default_rng(tr._SEED)  # (the search's draws: one generator a target)
+        for candidates in rounds[1:]:
+            for candidate in candidates[1:]:
+                draws = tr._random_rotations(rng, (1, chain.n_joints, 4))
+                want = tr._project_all(chain, draws)[0]
+                got: np.ndarray = np.array(candidate)
+                sign = np.where(np.sum(got * want, axis=-1) < 0.0, -1.0, 1.0)[:, None]
+                np.testing.assert_allclose(got, sign * want, rtol=0, atol=1e-12)
+    assert restarted >= 5  # (not vacuous)
