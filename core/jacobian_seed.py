@@ -14,12 +14,16 @@
   joint aims its link at the pass's next joint from where the chain has got to, a hinge at
   the best angle in its range, a ball joint before a hinge turned so the hinge's axis is
   normal to the bend; then projected) meets the goal — where the limits allow the pass's
-  pose — the iteration starts there and takes no update; elsewhere it starts from the
-  pass's pose projected onto the limits, an admissible pose near a solution instead of the
-  straight chain — or, where triangulation *within* the limits (its search included:
-  :func:`core.triangulation_limits_single.reaching`) meets the goal, from that pose, which
-  then takes no update (targets still missed take triangulation within the limits unless
-  the iteration's pose is materially closer: :func:`core.jacobian._within_limits`). The seed
+  pose — the iteration starts there and takes no update; where triangulation *within* the
+  limits (its search included: :func:`core.triangulation_limits_single.reaching`) meets
+  the goal, from that pose, which then takes no update; elsewhere from the closest pose
+  that search found, admissible, which the iteration can only bring closer (until 0.8.2 from
+  the free pass's pose projected onto the limits, often farther from the target than the
+  search's pose: the iteration from there ended no closer on ``bench_solvers``' ball chains
+  and on random limited chains, and took 3–45 ms on a 5-bone chain). Targets still missed
+  take triangulation within the limits unless the iteration's pose is materially closer
+  (:func:`core.jacobian._within_limits`); where the seeded start misses, the iteration also
+  runs from the given start (:func:`core.jacobian._second_attempt`). The seed
   depends only on the problem's inputs (target, pole, start pose, options), so the answer
   stays a function of the frame's inputs. Orientation and pose goals, chains with
   stiffness and a posture bias start from the given pose: triangulation pursues none of
@@ -84,21 +88,22 @@ def start_rotations(problem: Problem) -> FloatArray:
     """The start pose ``(N, n, 4)`` of ``problem`` (before projection onto the limits)."""
     if not seeded(problem):
         return problem.initial
-    met = None
-    if not problem.chain.is_free:
-        # Triangulation within the limits, where it meets the goal (its search included):
-        # the iteration starts (and stops) there.
-        q_tri, _, met = reaching(problem)
-        if met.all():
-            return q_tri
-    q = _carried(problem)
-    return q if met is None else np.where(met[:, None, None], q_tri, q)
+    if problem.chain.is_free:
+        return _carried(problem, None)
+    # Triangulation within the limits (its search included): where it meets the goal, the
+    # iteration starts (and stops) there; elsewhere the free pass carried onto the limits
+    # where that meets the goal, else the search's closest pose.
+    q_tri, _, met = reaching(problem)
+    if met.all():
+        return q_tri
+    return np.where(met[:, None, None], q_tri, _carried(problem, q_tri))
 
 
-def _carried(problem: Problem) -> FloatArray:
+def _carried(problem: Problem, closest: FloatArray | None) -> FloatArray:
     """Triangulation's pass on the chain without its limits ``(N, n, 4)``; on a limited
     chain, carried onto the limits by :func:`core.ccd_seed.retarget` (CCD's seed) where
-    that pose meets the goal (:func:`_meets`), else as the pass left it."""
+    that pose meets the goal (:func:`_meets`), else ``closest`` (triangulation within the
+    limits' pose)."""
     chain = problem.chain
     free = Problem(
         _free(chain),
@@ -110,9 +115,9 @@ def _carried(problem: Problem) -> FloatArray:
         problem.options,
     )
     sol = solve_triangulation(free)
-    if chain.is_free:
+    if closest is None:
         return sol.rotations
-    q = sol.rotations.copy()
+    q = closest.copy()
     for i, (points, target) in enumerate(
         zip(sol.positions.tolist(), problem.targets.tolist(), strict=True)
     ):
@@ -135,13 +140,15 @@ def start_one(problem: Problem) -> list[list[float]]:
     if not seeded(problem):
         return problem.initial[0].tolist()
     chain = problem.chain
+    closest = None
     if not chain.is_free:
         one = triangulation_limits_single.reaching_one(problem)
         if one is None:
             return start_rotations(problem)[0].tolist()
         (rotations, _), met = one
+        closest = [list(q) for q in rotations]
         if met:
-            return [list(q) for q in rotations]
+            return closest
     if all(q == [1.0, 0.0, 0.0, 0.0] for q in problem.initial[0].tolist()):
         x, y, z = problem.targets[0].tolist()
         pole = None
@@ -150,11 +157,13 @@ def start_one(problem: Problem) -> list[list[float]]:
             pole = (px, py, pz)
         out = triangulation_single.solve_single(_free(chain), (x, y, z), pole, problem.options)
         if out is not None:
-            if chain.is_free:
+            if closest is None:
                 return out[0]
             carried, at = retarget(chain, out[1])
-            return carried if _meets(at[-1], (x, y, z), problem.tolerance) else out[0]
-    return _carried(problem)[0].tolist()
+            return carried if _meets(at[-1], (x, y, z), problem.tolerance) else closest
+    if closest is None:
+        return _carried(problem, None)[0].tolist()
+    return _carried(problem, np.array([closest]))[0].tolist()
 
 
 __all__ = ["seeded", "start_one", "start_rotations"]

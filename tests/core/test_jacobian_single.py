@@ -209,6 +209,40 @@ def test_start_one_is_start_rotations() -> None:
         np.testing.assert_allclose(ours, expected, atol=1e-9, rtol=0)
 
 
+def test_a_target_triangulation_misses_starts_from_its_closest_pose() -> None:
+    """Where triangulation within the limits (its search included) misses the goal and the
+    free pass carried onto the limits does too, the seeded iteration starts from the
+    search's closest pose: triangulation's own answer (``Solver.solve_one``), in floats and
+    in the batch. On ``bench_solvers``' 5-bone ball chain, targets in random directions
+    within its length (11 of 200 out of reach within the limits)."""
+    from limited_chains import anywhere_within, shoulder_chain
+
+    from core import Solver
+
+    chain = shoulder_chain(5)
+    targets = anywhere_within(np.random.default_rng(8), chain, 200)
+    options = SolveOptions(distribution="even")
+    triangulation = Solver(chain, "triangulation", options)
+    missed = 0
+    for target in targets:
+        problem = Problem(
+            chain,
+            target[None],
+            None,
+            None,
+            rot.identity((1, chain.n_joints)),
+            1e-6 * chain.reach,
+            options,
+        )
+        closest, points = triangulation.solve_one(target.tolist())
+        if np.linalg.norm(np.array(points[-1]) - target) <= 1e-6 * chain.reach:
+            continue
+        missed += 1
+        np.testing.assert_array_equal(start_one(problem), closest)
+        np.testing.assert_allclose(start_rotations(problem)[0], closest, rtol=0, atol=1e-12)
+    assert missed >= 5  # (not vacuous)
+
+
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("updates", [1, 2, 5])
 def test_seeded_float_path_updates_equal_the_batched_path(rule: str, updates: int) -> None:
