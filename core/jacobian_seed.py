@@ -17,10 +17,10 @@
   pose — the iteration starts there and takes no update; where triangulation *within* the
   limits (its search included: :func:`core.triangulation_limits_single.reaching`) meets
   the goal, from that pose, which then takes no update; elsewhere from the closest pose
-  that search found, admissible, which the iteration can only bring closer (until 0.8.2 from
+  that search found (admissible; the answer ends no farther than it, below) (until 0.8.2 from
   the free pass's pose projected onto the limits, often farther from the target than the
-  search's pose: the iteration from there ended no closer on ``bench_solvers``' ball chains
-  and on random limited chains, and took 3–45 ms on a 5-bone chain). Targets still missed
+  search's pose: the iteration from there ended no closer on ``bench_solvers``' ball
+  chains, and took 3–45 ms a target on the 5-bone one; ``docs/jacobian.md``). Targets still missed
   take triangulation within the limits unless the iteration's pose is materially closer
   (:func:`core.jacobian._within_limits`); where the seeded start misses, the iteration also
   runs from the given start (:func:`core.jacobian._second_attempt`). The seed
