@@ -306,32 +306,13 @@ def _root_floats(
     limb: _Limb, tn: float, beta: float, big: float, lo: float, hi: float, f_lo: float, f_hi: float
 ) -> float:
     """Where ``F'`` turns from ``f_lo < 0`` at ``lo`` to ``f_hi ≥ 0`` at ``hi``: regula
-    falsi, Illinois variant, until the bracket is 4 ulp long (:func:`_roots` for one, the
-    steps of :func:`core.regula_falsi.illinois`)."""
-    side = 0
-    probed = False
-    for _ in range(_ROOT_STEPS):
-        delta = 4.0 * math.ulp(abs(hi) + 1.0)
-        if not (hi - lo > delta and f_lo < 0.0 < f_hi):
-            break
-        t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-        if not lo < t < hi:
-            if probed:
-                t = 0.5 * (lo + hi)
-            else:
-                t, probed = (hi - delta if t >= hi else lo + delta), True
-        ft = _distance2(FLOAT_OPS, limb, t, tn, beta, big)[1]
-        if ft < 0.0:
-            lo, f_lo = t, ft
-            if side == 1:
-                f_hi = 0.5 * f_hi
-            side = 1
-        else:
-            hi, f_hi = t, ft
-            if side == -1:
-                f_lo = 0.5 * f_lo
-            side = -1
-    return lo if abs(f_lo) <= abs(f_hi) else hi
+    falsi, Illinois variant, until the bracket is 4 ulp long (:func:`_roots` for one:
+    :func:`core.regula_falsi.illinois_one` of ``−F'``)."""
+
+    def falling(t: float) -> float:
+        return -_distance2(FLOAT_OPS, limb, t, tn, beta, big)[1]
+
+    return regula_falsi.illinois_one(falling, lo, hi, -f_lo, -f_hi, _ROOT_STEPS)
 
 
 # ---------------------------------------------------------------- a batch, numpy

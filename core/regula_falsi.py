@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Roots of a batch of brackets by regula falsi, Illinois variant, in numpy.
+"""Roots of brackets by regula falsi, Illinois variant: a batch in numpy
+(:func:`illinois`), one in floats (:func:`illinois_one`, the same steps).
 
 Used where a closed form leaves one root in one variable per row: the stationary points of
-the alignment along a swing region's boundary curves (:func:`core.swing_curves.illinois`)
-and the least distance of a limb's hinge angle (:mod:`core.limb_closest`). The one-target
-paths have their own float loops with the same steps (tested against these).
+the alignment along a swing region's boundary curves (:func:`core.swing_curves.illinois`;
+its one-target twin :func:`core.swing_curves.illinois_one` evaluates the curve inline, the
+hot loop of a projection) and the least distance of a limb's hinge angle
+(:mod:`core.limb_closest`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -58,4 +61,34 @@ def illinois(
     return np.where(np.abs(f_lo) <= np.abs(f_hi), lo, hi)
 
 
-__all__ = ["illinois"]
+def illinois_one(
+    slope: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: float, steps: int
+) -> float:
+    """:func:`illinois` for one bracket in plain floats: the same steps, so the same root."""
+    side = 0
+    probed = False
+    for _ in range(steps):
+        delta = 4.0 * math.ulp(abs(hi) + 1.0)
+        if not (hi - lo > delta and f_lo > 0.0 and f_hi < 0.0):
+            break
+        t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        if not lo < t < hi:
+            if probed:
+                t = 0.5 * (lo + hi)
+            else:
+                t, probed = (hi - delta if t >= hi else lo + delta), True
+        ft = slope(t)
+        if ft > 0.0:
+            lo, f_lo = t, ft
+            if side == 1:
+                f_hi = 0.5 * f_hi
+            side = 1
+        else:
+            hi, f_hi = t, ft
+            if side == -1:
+                f_lo = 0.5 * f_lo
+            side = -1
+    return lo if abs(f_lo) <= abs(f_hi) else hi
+
+
+__all__ = ["illinois", "illinois_one"]

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of core.regula_falsi: roots of a batch of brackets, against closed-form roots."""
+"""Tests of core.regula_falsi: roots of a batch of brackets, against closed-form roots, and
+the one-bracket float twin against the batch."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core.regula_falsi import illinois
+from core.regula_falsi import illinois, illinois_one
 
 Slope = Callable[[np.ndarray], np.ndarray]
 
@@ -60,3 +61,32 @@ def test_an_end_at_rounding_level_without_a_root_there_does_not_stop_the_search(
     assert f_hi[0] < 0.0 < f_lo[0] <= 1e-17
     root = illinois(slope, lo, hi, f_lo, f_hi, 60)
     assert abs(root[0] - r) <= 1e-15
+
+
+def test_one_bracket_in_floats_takes_the_batchs_steps() -> None:
+    """:func:`illinois_one` gives each bracket the batch's root bit for bit, with the same
+    evaluations, on smooth roots and on the two rounding cases above."""
+    rng = np.random.default_rng(5)
+    lo = rng.uniform(-3.0, 2.0, 100)
+    hi = lo + rng.uniform(0.01, 1.0, 100)
+    r = lo + rng.uniform(0.0, 1.0, 100) * (hi - lo)
+    cases: list[tuple[Callable[[np.ndarray], np.ndarray], np.ndarray, np.ndarray]] = [
+        (lambda t: np.sin(r - t) * (2.0 + np.cos(t)), lo, hi),
+        (lambda t: 1e-3 * (0.75 + 1e-17 - t) - 1e-25, np.array([0.25]), np.array([0.75])),
+        (lambda t: (t - 1.0) * (1.6 - t) + 1e-18, np.array([1.0]), np.array([2.0])),
+    ]
+    for f, a, b in cases:
+        batch, calls = _counted(f)
+        roots = illinois(batch, a, b, f(a), f(b), 60)
+        for k in range(a.size):
+            seen: list[float] = []
+
+            def one(
+                t: float, k: int = k, seen: list[float] = seen, f: Slope = f, size: int = a.size
+            ) -> float:
+                seen.append(t)
+                return float(f(np.full(size, t))[k])
+
+            root = illinois_one(one, float(a[k]), float(b[k]), float(f(a)[k]), float(f(b)[k]), 60)
+            assert root == roots[k]
+            assert seen == [float(c[k]) for c in calls][: len(seen)]
