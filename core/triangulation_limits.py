@@ -13,7 +13,7 @@ where its range allows, the bend facing the pole or the rest pose's side carried
 target, as :mod:`core.bend_plane` turns every method's bend) is the answer for every
 target it reaches, also those the pass's projected pose reached; a target beyond the
 chain's length takes the hinge at its longest allowed extension aimed at the target where
-that comes closer than the pass (:func:`_hinge_reach`), else the pass's pose refined
+that comes closer than the pass (:func:`_hinge_extents`), else the pass's pose refined
 toward it (below). On a shoulder and elbow (two joints: a limited ball joint with a free
 twist, then a hinge) whose limits keep the target's direction out of reach, the closest
 admissible pose comes in closed form (:mod:`core.limb_closest`), unless the pass is closer
@@ -323,32 +323,24 @@ def _hinge_terms(
     )
 
 
-def _hinge_reach(chain: Chain) -> float | None:
-    """The longest distance from the last joint but one to the effector that a last hinge
-    allows (``|v(φ)|`` of :func:`_hinge_last` at its largest over the hinge's range), or
-    ``None`` when the last joint is not a hinge."""
+def _hinge_extents(chain: Chain) -> tuple[float, float] | None:
+    """The shortest and longest distances from the last joint but one to the effector that
+    a last hinge allows (``|v(φ)|`` of :func:`_hinge_last` at its smallest and largest over
+    the hinge's range: ``b cos φ + c sin φ`` peaks at ``atan2(c, b)`` and is least half a
+    turn away, else at an end of the range), or ``None`` when the last joint is not a
+    hinge."""
     if chain.n_joints < 2 or chain.limits[-1].kind != "hinge":
         return None
     _, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
     o_j, o_h = chain.offsets[-2], chain.offsets[-1]
-    best = float(np.arctan2(c_, b_))
-    phis = [lo, hi] + [p for p in (best, best - 2 * np.pi, best + 2 * np.pi) if lo <= p <= hi]
-    top = max(b_ * np.cos(p) + c_ * np.sin(p) for p in phis)
-    return float(np.sqrt(max(o_j @ o_j + o_h @ o_h + 2.0 * (a_ + top), 0.0)))
-
-
-def _hinge_fold(chain: Chain) -> float | None:
-    """The shortest distance from the last joint but one to the effector that a last hinge
-    allows (``|v(φ)|`` of :func:`_hinge_last` at its smallest over the hinge's range, as
-    :func:`_hinge_reach` its largest), or ``None`` when the last joint is not a hinge."""
-    if chain.n_joints < 2 or chain.limits[-1].kind != "hinge":
-        return None
-    _, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
-    o_j, o_h = chain.offsets[-2], chain.offsets[-1]
-    worst = float(np.arctan2(c_, b_)) + np.pi
-    phis = [lo, hi] + [p for p in (worst, worst - 2 * np.pi, worst + 2 * np.pi) if lo <= p <= hi]
-    low = min(b_ * np.cos(p) + c_ * np.sin(p) for p in phis)
-    return float(np.sqrt(max(o_j @ o_j + o_h @ o_h + 2.0 * (a_ + low), 0.0)))
+    base = float(o_j @ o_j + o_h @ o_h)
+    out = []
+    for turn, pick in ((np.pi, min), (0.0, max)):
+        peak = float(np.arctan2(c_, b_)) + turn
+        phis = [lo, hi] + [p for p in (peak, peak - 2 * np.pi, peak + 2 * np.pi) if lo <= p <= hi]
+        value = pick(b_ * np.cos(p) + c_ * np.sin(p) for p in phis)
+        out.append(float(np.sqrt(max(base + 2.0 * (a_ + value), 0.0))))
+    return out[0], out[1]
 
 
 def ends_in_hinge(chain: Chain) -> bool:
@@ -440,8 +432,9 @@ def reach_within_limits(
     far = np.linalg.norm(targets[miss] - positions[miss, 0], axis=-1) > chain.reach + tol
     if far.any():
         rows = miss[far]
-        longest = _hinge_reach(chain)
-        if longest is not None:  # the hinge at its longest, aimed at the target
+        extents = _hinge_extents(chain)
+        if extents is not None:  # the hinge at its longest, aimed at the target
+            longest = extents[1]
             j = chain.n_joints - 2
             out_to = targets[rows] - positions[rows, j]
             out_to *= longest * (1.0 - 1e-12) / np.linalg.norm(out_to, axis=-1, keepdims=True)
@@ -466,9 +459,9 @@ def reach_within_limits(
     # its longest, so a pose that reaches that distance along the target's direction is as
     # close as any. The hinge at that extent, aimed at the target (as beyond the length),
     # where it reaches there.
-    shortest = _hinge_fold(chain) if chain.n_joints == 2 else None
-    longest = _hinge_reach(chain) if chain.n_joints == 2 else None
-    if shortest is not None and longest is not None:
+    extents = _hinge_extents(chain) if chain.n_joints == 2 else None
+    if extents is not None:
+        shortest, longest = extents
         out_to = targets[miss] - positions[miss, 0]
         near = np.linalg.norm(out_to, axis=-1)
         fold = (near > 0.0) & (near < shortest - tol)

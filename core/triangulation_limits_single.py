@@ -61,8 +61,7 @@ from .rotations import FloatArray
 from .triangulation_limits import (
     SPIN_STEPS,
     SPINS,
-    _hinge_fold,
-    _hinge_reach,
+    _hinge_extents,
     _hinge_terms,
     _rest_lean,
     closed_form,
@@ -77,7 +76,7 @@ Pose = tuple[list[list[float]], list[Vec]]
 @dataclass(frozen=True)
 class _Hinge:
     """A last hinge's facts as floats (:func:`core.triangulation_limits._hinge_terms`,
-    :func:`~core.triangulation_limits._hinge_reach`, and for
+    :func:`~core.triangulation_limits._hinge_extents`, and for
     :func:`~core.triangulation_limits._bend_about_hinge`: the link before it, the hinge's
     axis in that joint's frame, whether the rest bends about it, the rest bend)."""
 
@@ -105,9 +104,9 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
     h, (lo, hi), a_, b_, c_ = _hinge_terms(chain)
     if math.hypot(b_, c_) < 1e-12:
         return None
-    longest, shortest = _hinge_reach(chain), _hinge_fold(chain)
-    assert longest is not None
-    assert shortest is not None
+    extents = _hinge_extents(chain)
+    assert extents is not None
+    shortest, longest = extents
     rests, offsets = chain_floats(chain)
     axis = (float(h[0]), float(h[1]), float(h[2]))
     n = math.sqrt(vdot(offsets[-2], offsets[-2]))
