@@ -624,6 +624,51 @@ class JointLimits:
             return _apart_one(_clamp_one(psi, lo, hi), psi) <= eps
         return True
 
+    def beyond(self, q: FloatArray) -> FloatArray:
+        """How far a ball joint's rotations ``q (K, 4)`` lie beyond its limits: positive
+        where :meth:`allows` refuses them, ``≤ 0`` where they lie within (zero on the
+        limits' edge). The larger of :meth:`SwingRegion.beyond` of the swing and, with a
+        twist range, the twist's angle past it (radians; within it, less the angle to the
+        nearer end), or with the twist locked its angle. For finding the limits' edge along
+        a path by its sign; not a distance."""
+        if self.kind != "ball":
+            raise ChainError(f"beyond is defined for ball joints, not {self.kind!r} ones")
+        q = rot.positive_w(q)
+        sx, sz, _ = _swing_components(q)
+        out = self.swing_region.beyond(sx, sz)
+        if self.lock[1]:
+            return np.maximum(out, np.abs(_signed_angle_about(q, _Y)))
+        if self.ranges[1] is None:
+            return out
+        lo, hi = self.ranges[1]
+        psi = _signed_angle_about(q, _Y)
+        within = (psi >= lo) & (psi <= hi)
+        past = np.where(
+            within, -np.minimum(psi - lo, hi - psi), _apart(_clamp_angle(psi, lo, hi), psi)
+        )
+        return np.maximum(out, past)
+
+    def beyond_floats(self, q: tuple[float, float, float, float]) -> float:
+        """:meth:`beyond` for one rotation in plain floats (the same to rounding: the swing
+        and twist split as :meth:`allows_floats` splits them)."""
+        w, x, y, z = q
+        if w < 0.0:
+            w, x, y, z = -w, -x, -y, -z
+        sx, sz, _ = _swing_components_floats((w, x, y, z))
+        out = self.swing_region.beyond_one(sx, sz)
+        if not self.lock[1] and self.ranges[1] is None:
+            return out
+        psi = _wrap_one(2.0 * math.atan2(y, w))
+        if self.lock[1]:
+            return max(out, abs(psi))
+        lo, hi = self.ranges[1]  # type: ignore[misc]
+        past = (
+            -min(psi - lo, hi - psi)
+            if lo <= psi <= hi
+            else _apart_one(_clamp_one(psi, lo, hi), psi)
+        )
+        return max(out, past)
+
     def retract(self, q: ArrayLike) -> FloatArray:
         """Allowed rotations near ``q (..., 4)``, cheaper than :meth:`project`: as it, except
         that a ball joint's swing outside its region moves straight toward the region's

@@ -629,24 +629,57 @@ class SwingRegion:
         a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
         return not (a > 0.0 and b > 0.0) or (x / a) ** 2 + (z / b) ** 2 <= 1.0 + eps
 
-    def outside_by_one(self, x: float, z: float) -> float:
-        """A lower bound of the distance (in the plane of the components) from the swing
-        ``x, z`` to the region, positive only where it lies outside: the largest of its
-        distances beyond the box's sides and the cone's circle, and beyond Blender's
-        ellipse ``(s − 1)·m``, where ``s = √(x²/a² + z²/b²)`` (the ellipse's gauge, the
-        quadrant's semi-axes) and ``m`` the least semi-axis. (The ellipse is convex and
-        holds the disc of radius ``m`` about 0, so its gauge rises by at most ``1/m`` per
-        unit of distance.)"""
+    def beyond(self, x: FloatArray, z: FloatArray) -> FloatArray:
+        """How far swings with components ``x, z (...)`` lie beyond the region: positive
+        outside, ``≤ 0`` inside, zero on its edge (so :meth:`contains` holds where it is
+        not positive): the largest of the margins of the box's sides, of the cone's circle
+        and of Blender's ellipse where the quadrant has one, ``(s − 1)·m`` with
+        ``s = √(x²/a² + z²/b²)`` the ellipse's gauge and ``m`` its least positive
+        semi-axis. For finding the region's edge along a path by its sign
+        (:func:`core.triangulation_limits._spin_toward`); not a distance."""
+        lo, hi = self.lo, self.hi
+        out = np.maximum(np.maximum(lo[0] - x, x - hi[0]), np.maximum(lo[1] - z, z - hi[1]))
+        out = np.maximum(out, np.sqrt(x * x + z * z) - self.radius)
+        if self.semi is None:
+            return out
+        ap, an, bp, bn = self.semi
+        a = np.where(x >= 0.0, ap, an)
+        b = np.where(z >= 0.0, bp, bn)
+        real = (a > 0.0) & (b > 0.0)
+        sa, sb = np.where(real, a, 1.0), np.where(real, b, 1.0)
+        gauge = (np.sqrt((x / sa) ** 2 + (z / sb) ** 2) - 1.0) * self._least
+        return np.where(real, np.maximum(out, gauge), out)
+
+    def beyond_one(self, x: float, z: float) -> float:
+        """:meth:`beyond` for one swing (the same arithmetic)."""
         lo, hi = self.lo, self.hi
         out = max(lo[0] - x, x - hi[0], lo[1] - z, z - hi[1])
         out = max(out, math.sqrt(x * x + z * z) - self.radius)
-        if self.semi is not None:
-            ap, an, bp, bn = self.semi
-            least = min(self.semi)
-            if least > 0.0:
-                a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
-                out = max(out, (math.sqrt((x / a) ** 2 + (z / b) ** 2) - 1.0) * least)
+        if self.semi is None:
+            return out
+        ap, an, bp, bn = self.semi
+        a, b = (ap if x >= 0.0 else an), (bp if z >= 0.0 else bn)
+        if a > 0.0 and b > 0.0:
+            out = max(out, (math.sqrt((x / a) ** 2 + (z / b) ** 2) - 1.0) * self._least)
         return out
+
+    @cached_property
+    def _least(self) -> float:
+        """The least positive semi-axis of Blender's ellipse (1 without one)."""
+        return min((v for v in self.semi or () if v > 0.0), default=1.0)
+
+    def outside_by_one(self, x: float, z: float) -> float:
+        """A lower bound of the distance (in the plane of the components) from the swing
+        ``x, z`` to the region, positive only where it lies outside: :meth:`beyond_one`,
+        without Blender's ellipse where a quadrant has none. (The ellipse is convex and
+        holds the disc of radius ``m`` about 0 where every quadrant has it, so its gauge
+        then rises by at most ``1/m`` per unit of distance; the box's sides and the
+        circle's margin are distances.)"""
+        if self.semi is not None and min(self.semi) > 0.0:
+            return self.beyond_one(x, z)
+        lo, hi = self.lo, self.hi
+        out = max(lo[0] - x, x - hi[0], lo[1] - z, z - hi[1])
+        return max(out, math.sqrt(x * x + z * z) - self.radius)
 
     def toward_centre_one(self, x: float, z: float) -> tuple[float, float]:
         """:meth:`toward_centre` for one swing outside the region, in floats (the same

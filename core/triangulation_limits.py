@@ -70,10 +70,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from . import regula_falsi
 from . import rotations as rot
 from .bend_plane import wanted_bends
 from .chain import Chain
@@ -95,10 +97,17 @@ from .triangulation_refine import (
 #: Spins about the target direction sampled for the joint before a hinge where its limits
 #: refuse the one that faces the wanted side (:func:`_spin_toward`).
 SPINS = 128
-#: Bisection steps from the best allowed sample toward the refused spin, over at most the
-#: samples' spacing (its neighbour that way is refused, or the refused spin itself lies
-#: nearer): the gap shrinks below 3e-9 rad.
-SPIN_STEPS = 24
+#: The edge of the allowed spins between the best allowed sample and the refused spin
+#: (its neighbour that way, or the refused spin itself where nearer: at most the samples'
+#: spacing, 2.8°) is found to this fraction of that bracket, below 3e-9 rad
+#: (:func:`spin_edge`) ...
+SPIN_WIDTH = 2.0**-24
+#: ... by regula falsi for at most this many steps (~5 on ``bench_solvers``' 2-bone ball
+#: chain, at most 12 there; bisection takes 24) ...
+SPIN_FALSI = 12
+#: ... then by bisection: at most this many steps in all (enough to halve the bracket 24
+#: times after :data:`SPIN_FALSI` steps).
+SPIN_STEPS = SPIN_FALSI + 24
 
 
 def _hinge_last(
@@ -236,14 +245,14 @@ def _spin_toward(
     ``ĉ ×``, ``R(ĉ, ψ)·u · side = const + (u·side) cos ψ + ((ĉ × u)·side) sin ψ``, largest
     at ``ψ* = atan2((ĉ × u)·side, u·side)`` and falling with the angle from it. Where the
     limits refuse ``ψ*``: of :data:`SPINS` spins evenly around the circle, the allowed one
-    nearest ``ψ*``, then the boundary of what is allowed between it and the next sample
-    toward ``ψ*`` (or ``ψ*``, where nearer) by bisection
-    (:data:`SPIN_STEPS`, keeping the allowed end), so the spin moves continuously with the
+    nearest ``ψ*``, then the edge of what is allowed between it and the next sample
+    toward ``ψ*`` (or ``ψ*``, where nearer) by the sign of the limits' margin
+    (:func:`spin_edge`, keeping the allowed end), so the spin moves continuously with the
     inputs (an allowed stretch narrower than the samples' spacing, 2.8°, can be missed).
     A joint with one degree of freedom or none (a hinge, a fixed joint) is not sampled:
     its rotations meet the spins' circle at isolated points; the one the samples meet is
     ``ψ = 0``, ``aim`` itself, where the target direction lies in the hinge's plane (the
-    pass aims a leg so), and the bisection from there finds nothing nearer — so ``aim``
+    pass aims a leg so), and the edge from there is ``aim`` itself — so ``aim``
     where allowed, else none (on ``bench_natural``'s leg of two hinges the sampling was
     60 % of a solve).
     The rotations are ``cos(ψ/2)·aim + sin(ψ/2)·(0, ĉ)·aim`` (:func:`spin_rotation`)."""
@@ -269,14 +278,34 @@ def _spin_toward(
         rows = np.arange(r.size)
         start, gap = spins[k], gap[rows, k]
         gap = np.sign(gap) * np.minimum(np.abs(gap), 2.0 * np.pi / SPINS)
-        lo, hi = np.zeros(r.size), np.ones(r.size)
-        for _ in range(SPIN_STEPS):
-            mid = 0.5 * (lo + hi)
-            ok = lim.allows(spin_rotation(aim[r], turned[r], start + mid * gap), 1e-12)
-            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        edge = spin_edge(
+            lambda s: lim.beyond(spin_rotation(aim[r], turned[r], start + s * gap)), r.size
+        )
         found = np.isfinite(far[rows, k])[:, None]
-        best[r] = np.where(found, spin_rotation(aim[r], turned[r], start + lo * gap), np.nan)
+        best[r] = np.where(found, spin_rotation(aim[r], turned[r], start + edge * gap), np.nan)
     return best
+
+
+def spin_edge(beyond: Callable[[FloatArray], FloatArray], rows: int) -> FloatArray:
+    """Where the limits' edge lies between an allowed spin and a refused one, for ``rows``
+    pairs: the fractions ``(rows,)`` of the way from the allowed (0) to the refused (1) at
+    which a joint's :meth:`~core.limits.JointLimits.beyond` (``beyond`` of ``(rows,)``
+    fractions) changes sign, the allowed end of a bracket at most :data:`SPIN_WIDTH` long
+    (regula falsi, Illinois variant, then bisection, :func:`core.regula_falsi.illinois`,
+    from the refused end: a margin of exactly 0 is allowed). 0 where the allowed spin's
+    margin is not below 0 (on the edge to rounding)."""
+    u = regula_falsi.illinois(
+        lambda u: beyond(1.0 - u),
+        np.zeros(rows),
+        np.ones(rows),
+        beyond(np.ones(rows)),
+        beyond(np.zeros(rows)),
+        SPIN_STEPS,
+        SPIN_WIDTH,
+        keep="hi",
+        falsi=SPIN_FALSI,
+    )
+    return 1.0 - u
 
 
 @functools.lru_cache(maxsize=64)

@@ -34,10 +34,10 @@ limited other than by the paper's cones (every limited joint is projected by the
 
 Where the joint before the hinge refuses the spin the closed form asks for, the allowed
 spin nearest it is found as the reference finds it (:func:`_allowed_spin`: the nearest
-allowed of the same samples, then the same bisection). Chains with the paper's cone joints,
-and a target beyond the chain's length whose hinge cannot be placed at all (the reference
-then weighs the pass's pose against itself, a tie rounding decides) return ``None``: the
-caller runs the numpy reference.
+allowed of the same samples, then the same edge between two of them). Chains with the
+paper's cone joints, and a target beyond the chain's length whose hinge cannot be placed
+at all (the reference then weighs the pass's pose against itself, a tie rounding decides)
+return ``None``: the caller runs the numpy reference.
 """
 
 from __future__ import annotations
@@ -57,9 +57,12 @@ from .limb_closest import closest_floats
 from .limits import JointLimits, _swing_components_floats
 from .options import SolveOptions
 from .problem import Problem
+from .regula_falsi import illinois_one
 from .rotations import FloatArray
 from .triangulation_limits import (
+    SPIN_FALSI,
     SPIN_STEPS,
+    SPIN_WIDTH,
     SPINS,
     _hinge_extents,
     _hinge_terms,
@@ -252,8 +255,9 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     """:func:`core.triangulation_limits._spin_toward` where ``lim`` refuses the spin
     ``psi``: the allowed sample nearest ``psi``, found walking outward from it (the
     reference tests every sample; the walk passes over the samples a refused one's swing
-    rules out, :func:`_ruled_out`), then the same bisection toward ``psi`` (over at most
-    the samples' spacing); ``None`` where no sample is allowed."""
+    rules out, :func:`_ruled_out`), then the same edge toward ``psi`` (over at most the
+    samples' spacing, :func:`core.triangulation_limits.spin_edge` in floats); ``None``
+    where no sample is allowed."""
     count = len(_SAMPLES)
     step = 2.0 * math.pi / count
     down = int((psi + math.pi) // step) % count
@@ -268,7 +272,7 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     while walked < count:
         downward = abs(gap(down)) <= abs(gap(up))
         k = down if downward else up
-        passed = test(_SAMPLES[k], True)
+        passed = test(_SAMPLES[k])
         if passed < 0:
             break
         walked += passed
@@ -279,30 +283,32 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     else:
         return None
     start, width = _SAMPLES[k], gap(k)
-    width = math.copysign(min(abs(width), step), width)
-    lo, hi = 0.0, 1.0
-    for _ in range(SPIN_STEPS):
-        mid = 0.5 * (lo + hi)
-        if test(start + mid * width, False) < 0:
-            lo = mid
-        else:
-            hi = mid
-    return _spin(aim, turned, start + lo * width)
+    return spin_edge(lim, aim, turned, start, math.copysign(min(abs(width), step), width))
 
 
-def _spin_test(
-    lim: JointLimits, aim: Quat, turned: Quat, step: float
-) -> Callable[[float, bool], int]:
-    """The test of :func:`_allowed_spin` for the spins ``ψ`` of ``aim`` about the target
+def spin_edge(lim: JointLimits, aim: Quat, turned: Quat, start: float, width: float) -> Quat:
+    """:func:`core.triangulation_limits.spin_edge` in floats, its rotation: the spin at the
+    edge of what ``lim`` allows from the allowed spin ``start`` toward ``start + width``."""
+
+    def beyond(u: float) -> float:
+        return lim.beyond_floats(_spin(aim, turned, start + (1.0 - u) * width))
+
+    u = illinois_one(
+        beyond, 0.0, 1.0, beyond(0.0), beyond(1.0), SPIN_STEPS, SPIN_WIDTH, "hi", SPIN_FALSI
+    )
+    return _spin(aim, turned, start + (1.0 - u) * width)
+
+
+def _spin_test(lim: JointLimits, aim: Quat, turned: Quat, step: float) -> Callable[[float], int]:
+    """The walk's test of :func:`_allowed_spin` for the spins ``ψ`` of ``aim`` about the target
     direction (:func:`_spin`): ``-1`` where ``lim`` allows the spin (to 1e-12, as
-    :meth:`~core.limits.JointLimits.allows_floats`), else how many samples ``step`` apart
-    from it, it included, are refused (asked with ``walking``; else 1). A ball joint with a
-    free twist is tested on its swing alone (the split of ``allows_floats``, so the same
-    answers), and rules out the samples nearer than :func:`_ruled_out`; other joints rule
-    out only the spin itself."""
+    :meth:`~core.limits.JointLimits.allows_floats`), else how many samples ``step`` apart from
+    it, it included, are refused. A ball joint with a free twist is tested on its swing alone
+    (the split of ``allows_floats``, so the same answers), and rules out the samples nearer than
+    :func:`_ruled_out`; other joints rule out only the spin itself."""
     if lim.kind != "ball" or lim.lock[1] or lim.ranges[1] is not None:
 
-        def allows(psi: float, walking: bool) -> int:
+        def allows(psi: float) -> int:
             return -1 if lim.allows_floats(_spin(aim, turned, psi), 1e-12) else 1
 
         return allows
@@ -312,12 +318,10 @@ def _spin_test(
     turns = vcross(c, qrotate(aim, (0.0, 1.0, 0.0)))
     speed = math.sqrt(vdot(turns, turns)) * (1.0 + 1e-9) + 1e-12
 
-    def swing_test(psi: float, walking: bool) -> int:
+    def swing_test(psi: float) -> int:
         sx, sz, tn = _swing_components_floats(_spin(aim, turned, psi))
         if region.contains_one(sx, sz, 1e-12):
             return -1
-        if not walking:
-            return 1
         return 1 + _ruled_out(region.outside_by_one(sx, sz), tn, speed, step)
 
     return swing_test

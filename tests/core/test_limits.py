@@ -825,6 +825,34 @@ def test_a_swings_distance_outside_the_region_is_bounded_below(lim: JointLimits,
 
 @FAST
 @given(lim=ball_limits(), seed=st.integers(0, 2**16))
+@example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # Blender's ellipse
+@example(lim=JointLimits(ranges=((0.0, 1.2), (-0.4, 0.3), (-0.8, 0.4))), seed=1)  # a zero semi
+@example(lim=JointLimits(lock=(False, True, False), ranges=((-1.0, 0.5), None, None)), seed=3)
+def test_beyond_the_limits_is_positive_exactly_where_they_refuse(
+    lim: JointLimits, seed: int
+) -> None:
+    """:meth:`JointLimits.beyond` is positive where :meth:`JointLimits.allows` refuses a
+    rotation and not positive where it allows it with no slack (on rotations near the
+    limits' edge: projected ones turned a little, and random ones); the float twin gives the
+    same values to rounding (its swing's and twist's split is the float one), and
+    :meth:`SwingRegion.beyond_one` those of :meth:`SwingRegion.beyond`."""
+    rng = np.random.default_rng(seed)
+    q = rot.normalize(rng.normal(size=(300, 4)))
+    near = rot.multiply(lim.project(q), rot.from_rotvec(rng.normal(scale=0.02, size=(300, 3))))
+    q = np.concatenate((q, near, lim.project(q)))
+    beyond = lim.beyond(q)
+    assert np.all(beyond[~lim.allows(q, 1e-12)] > 0.0)
+    assert np.all(beyond[lim.allows(q, 0.0)] <= 0.0)
+    floats = [lim.beyond_floats(tuple(r)) for r in q.tolist()]
+    np.testing.assert_allclose(floats, beyond, rtol=1e-14, atol=1e-15)
+    x, z = rng.uniform(-1.0, 1.0, size=(2, 300))
+    region = lim.swing_region
+    one = [region.beyond_one(a, b) for a, b in zip(x.tolist(), z.tolist(), strict=True)]
+    assert one == region.beyond(x, z).tolist()
+
+
+@FAST
+@given(lim=ball_limits(), seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
 @example(lim=JointLimits(lock=(False, True, False), ranges=((-1.0, 0.5), None, None)), seed=3)
 def test_swing_exit_is_the_gradient_of_the_outward_swing(lim: JointLimits, seed: int) -> None:

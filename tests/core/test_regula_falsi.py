@@ -90,3 +90,40 @@ def test_one_bracket_in_floats_takes_the_batchs_steps() -> None:
             root = illinois_one(one, float(a[k]), float(b[k]), float(f(a)[k]), float(f(b)[k]), 60)
             assert root == roots[k]
             assert seen == [float(c[k]) for c in calls][: len(seen)]
+
+
+def _stick(r: np.ndarray) -> Slope:
+    """A function falling steeply to its root ``r`` and then barely: regula falsi keeps
+    landing next to the flat end, and the Illinois halving needs ~30 steps to cross."""
+    return lambda t: np.where(t < r, 1e3 * (r - t), -1e-6 * (t - r) - 1e-9)
+
+
+def test_a_bracket_to_a_width_keeps_its_end_past_the_root() -> None:
+    """With ``width`` and ``keep="hi"``, the end returned is at most ``width`` past the
+    root (closed-form roots ``r``: smooth ones, and ones the Illinois steps cross slowly),
+    where the function is not positive: in fewer evaluations than to machine precision on
+    smooth roots, and on the slow ones only with the midpoint steps after ``falsi`` steps
+    (without them the bracket is still wider after as many evaluations). The float twin
+    takes the same steps."""
+    rng = np.random.default_rng(7)
+    lo, hi = np.zeros(200), np.ones(200)
+    r = rng.uniform(0.05, 0.95, 200)
+    width = 2.0**-24
+    smooth, calls = _counted(lambda t: np.sin(r - t) * (2.0 + np.cos(t)))
+    got = illinois(smooth, lo, hi, smooth(lo), smooth(hi), 36, width, "hi", 12)
+    assert np.all((got >= r) & (got - r <= width))
+    assert len(calls) - 2 <= 8
+    stick, calls = _counted(_stick(r))
+    got = illinois(stick, lo, hi, stick(lo), stick(hi), 36, width, "hi", 12)
+    assert np.all((got >= r) & (got - r <= width) & (stick(got) <= 0.0))
+    unsafe = illinois(stick, lo, hi, stick(lo), stick(hi), 36, width, "hi")
+    assert np.all(unsafe - r > 1e3 * width)
+    for k in range(0, 200, 20):
+        seen: list[float] = []
+
+        def one(t: float, k: int = k, seen: list[float] = seen) -> float:
+            seen.append(t)
+            return float(_stick(r)(np.full(200, t))[k])
+
+        assert illinois_one(one, 0.0, 1.0, one(0.0), one(1.0), 36, width, "hi", 12) == got[k]
+        assert seen[2:] == [float(c[k]) for c in calls[2:]][: len(seen) - 2]
