@@ -671,10 +671,10 @@ class SwingRegion:
     def outside_by_one(self, x: float, z: float) -> float:
         """A lower bound of the distance (in the plane of the components) from the swing
         ``x, z`` to the region, positive only where it lies outside: :meth:`beyond_one`,
-        without Blender's ellipse where a quadrant has none. (The ellipse is convex and
-        holds the disc of radius ``m`` about 0 where every quadrant has it, so its gauge
-        then rises by at most ``1/m`` per unit of distance; the box's sides and the
-        circle's margin are distances.)"""
+        without Blender's ellipse unless every quadrant has it. (The ellipse is then
+        convex and holds the disc of radius ``m`` about 0, so its gauge rises by at most
+        ``1/m`` per unit of distance; the box's sides and the circle's margin are
+        distances.)"""
         if self.semi is not None and min(self.semi) > 0.0:
             return self.beyond_one(x, z)
         lo, hi = self.lo, self.hi
