@@ -155,8 +155,9 @@ def _hinge_last(
     """:func:`core.triangulation_limits._hinge_last` for one pose ``rots`` (not changed):
     the pose with its last two joints placed in closed form, or ``rots`` itself (as tuples)
     where no placement is allowed. On a two-joint chain ``rots`` may be ``None`` (the pass
-    not made yet: nothing of it is read where the wanted side ``toward`` decides the spin
-    and a placement is allowed); ``None`` is returned where it would be read."""
+    not made yet: nothing of it is read where the wanted side ``toward`` decides the spin);
+    ``None`` is returned where it would be read, ``[]`` where no placement is allowed
+    whatever it is (the call with the pass's pose then gives that pose back)."""
     n = chain.n_joints
     j = n - 2
     lim_j, last = chain.limits[j], chain.limits[-1]
@@ -177,7 +178,7 @@ def _hinge_last(
     amp = math.hypot(f.b, f.c)
     ratio = need / amp
     if not abs(ratio) <= 1.0 + dist * tolerance / amp:
-        return None if rots is None else pose
+        return [] if rots is None else pose
     slack = max(1e-12, tolerance / math.sqrt(vdot(o_h, o_h)))
     base = math.atan2(f.c, f.b)
     spread = math.acos(-1.0 if ratio < -1.0 else 1.0 if ratio > 1.0 else ratio)
@@ -230,7 +231,7 @@ def _hinge_last(
             pose[j] = lim_j.project_floats(pick)
             pose[-1] = qh
             best_cost = chosen
-    return None if rots is None and best_cost == math.inf else pose
+    return [] if rots is None and best_cost == math.inf else pose
 
 
 def _spin(aim: Quat, turned: Quat, psi: float) -> Quat:
@@ -401,16 +402,21 @@ def _closed_form(
     toward = (
         None if want is None else (target[0] + want[0], target[1] + want[1], target[2] + want[2])
     )
+    placed = None
     if plan.n == 2:  # a two-bone limb: the closed form first, the pass where it is read
         placed = _hinge_last(chain, facts, None, target, toward, tolerance)
-        if placed is not None:
+        if placed:
             at = forward_kinematics_floats(chain, placed)[0]
             if math.dist(at[-1], target) <= tolerance:
                 return (_positive(placed), at), True, want
     rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
     met = math.dist(pos[-1], target) <= tolerance
-    placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
-    assert placed is not None  # (given the pass)
+    if placed is None:
+        placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
+        assert placed is not None  # (given the pass)
+    elif not placed:  # (none allowed: what the call with the pass's pose gives)
+        placed = [(q[0], q[1], q[2], q[3]) for q in rots]
+    # (else the limb's placement above: the call with the pass's pose places it alike)
     at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want

@@ -14,7 +14,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from limited_chains import admissible_poses, random_limits
+from limited_chains import admissible_poses, anywhere_within, random_limits
 
 from core import (
     Chain,
@@ -532,6 +532,46 @@ def test_a_two_bone_limb_is_placed_without_the_pass() -> None:
     with mock.patch.object(tls, "_pass_pose", wraps=tls._pass_pose) as passes:
         solve_one(chain, targets[0], options=SolveOptions(bend_plane="minimal"))
     assert passes.call_count == 1
+
+
+def test_a_two_bone_limb_that_misses_places_its_hinge_once() -> None:
+    """Where the closed form placed by the wanted side misses (the target's direction
+    outside the shoulder's limits, or the hinge's range), the pass is made but the hinge
+    is not placed again from the pass's pose (that placement reads nothing of it): on
+    targets anywhere within the limb's length, a third or more of them missed. With the
+    bend plane ``"minimal"`` (no wanted side) the placement is made from the pass."""
+    ball = JointLimits(ranges=((math.radians(-60), math.radians(80)), None, (-0.7, 0.7)))
+    chain = Chain.from_offsets([[0.0, 0.0, 0.5], [0.0, -0.05, 0.5]], limits=[ball, KNEE])
+    targets = anywhere_within(np.random.default_rng(12), chain, 60)
+    passes: list[object] = []
+
+    def made(*args: object) -> object:
+        out = real_pass(*args)
+        passes.append(out[0])
+        return out
+
+    def placed_from_pass(calls: mock.Mock, target: np.ndarray) -> int:
+        """Placements of the hinge at ``target`` from a pose the pass made (other steps
+        place it at other points: the hinge's extents)."""
+        goal = tuple(target.tolist())
+        return sum(
+            c.args[3] == goal and any(c.args[2] is p for p in passes) for c in calls.call_args_list
+        )
+
+    real_pass = tls._pass_pose
+    missed = 0
+    with (
+        mock.patch.object(tls, "_pass_pose", made),
+        mock.patch.object(tls, "_hinge_last", wraps=tls._hinge_last) as placed,
+    ):
+        for t in targets:
+            one = solve_one(chain, t)
+            missed += bool(np.linalg.norm(one.positions[0, -1] - t) > 1e-6 * chain.reach)
+            assert placed_from_pass(placed, t) == 0
+        assert missed >= 20
+        assert len(passes) >= missed
+        solve_one(chain, targets[0], options=SolveOptions(bend_plane="minimal"))
+        assert placed_from_pass(placed, targets[0]) == 1
 
 
 def test_a_hinge_before_the_last_hinge_is_not_sampled_for_a_spin() -> None:
