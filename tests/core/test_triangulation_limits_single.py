@@ -10,6 +10,7 @@ forward kinematics of the returned rotations, the joints' limits."""
 from __future__ import annotations
 
 import math
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -545,7 +546,7 @@ def test_a_two_bone_limb_that_misses_places_its_hinge_once() -> None:
     targets = anywhere_within(np.random.default_rng(12), chain, 60)
     passes: list[object] = []
 
-    def made(*args: object) -> object:
+    def made(*args: Any) -> Any:
         out = real_pass(*args)
         passes.append(out[0])
         return out
