@@ -411,12 +411,13 @@ def _closed_form(
                 return (_positive(placed), at), True, want
     rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
     met = math.dist(pos[-1], target) <= tolerance
+    if placed:  # (the limb's placement missed: from the pass's pose it is placed alike)
+        return (rots, pos), met, want
     if placed is None:
         placed = _hinge_last(chain, facts, rots, target, toward, tolerance)
         assert placed is not None  # (given the pass)
-    elif not placed:  # (none allowed: what the call with the pass's pose gives)
+    else:  # (none allowed: what the call with the pass's pose gives)
         placed = [(q[0], q[1], q[2], q[3]) for q in rots]
-    # (else the limb's placement above: the call with the pass's pose places it alike)
     at = forward_kinematics_floats(chain, placed)[0]
     if math.dist(at[-1], target) <= tolerance:
         return (_positive(placed), at), True, want
