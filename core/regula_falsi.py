@@ -7,7 +7,7 @@ the alignment along a swing region's boundary curves (:func:`core.swing_curves.i
 its one-target twin :func:`core.swing_curves.illinois_one` evaluates the curve inline, the
 hot loop of a projection), the least distance of a limb's hinge angle
 (:mod:`core.limb_closest`) and the edge of the spins a joint's limits allow
-(:func:`core.triangulation_limits._spin_toward`: to a given width, the end within the
+(:func:`core.triangulation_limits.spin_edge`: to a given width, the end within the
 limits).
 """
 
