@@ -45,7 +45,9 @@ the limits after every step (so it never leaves them): per joint, the columns of
 ``∂p_e/∂δ`` for a turn ``δ`` about each free local axis ``k`` are
 ``(1 − stiffness_k)·(W_i e_k) × (p_e − p_i)`` (a hinge has its one axis), the step is
 ``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (Levenberg–Marquardt: ``λ`` shrinks after a step that lowers the
-error and grows after one that does not, which is then undone), and joint ``i`` becomes
+error and grows after one that does not, which is then undone; a refinement stops at the
+tolerance, or where it stalls or its next step promises too little,
+:func:`core.triangulation_refine._refine_paused`), and joint ``i`` becomes
 ``retract(q_i · exp(Δ_i))`` in the first round (cheap: a swing outside its limits moves
 toward their centre) and ``project(q_i · exp(Δ_i))`` after it (the nearest allowed
 rotation, which lets the search slide along a limit; :mod:`core.limits`). The chosen pose

@@ -30,6 +30,12 @@ _MAX_STEP = 0.5
 #: A problem stops when its error fell by less than this fraction over the last steps.
 _STALL_WINDOW = 10
 _STALL_GAIN = 0.001
+#: ... or at once where its next step's linear model promises to lower the squared error by
+#: less than this share of it: the pace the stall rule asks for, ``2·_STALL_GAIN`` per
+#: window. Near a closest pose that misses, the error's fall per step shrinks geometrically
+#: while the stall rule waits for a whole window, and a step refused there would only grow
+#: the damping until it ran out; a step that can reach the tolerance promises all of it.
+_PROMISE = 2.0 * _STALL_GAIN / _STALL_WINDOW
 #: A refinement weighed against a reference (the first candidate refined in full,
 #: :func:`_refine_candidates`) pauses once every joint is within ``_NEAR`` radians of the
 #: reference's pose while its error is not below the reference's by ``CLOSER_BY``
@@ -123,7 +129,10 @@ def _refine_paused(
     error is kept and λ shrinks, else λ grows), turns every joint by ``exp`` of its share
     and keeps it within its limits. ``nearest``: by :meth:`JointLimits.project` (the
     nearest allowed rotation, which lets the search slide along a limit) instead of the
-    cheaper :meth:`JointLimits.retract`.
+    cheaper :meth:`JointLimits.retract`. A row stops where the tolerance is met, where λ
+    reaches its bound, where its error fell by less than :data:`_STALL_GAIN` over
+    :data:`_STALL_WINDOW` steps, or where its step's linear model promises to lower
+    ``|e|²`` by less than :data:`_PROMISE` of it (the step is then not taken).
 
     Joints on their limits form an active set: those the start pose leaves on them
     (:func:`_start_bound`), then those whose turn their limits clipped (:data:`_CLIPPED`)
@@ -174,10 +183,11 @@ def _refine_paused(
         for a, b in spans:
             held[:, a:b] = np.sum(push[:, a:b], axis=1, keepdims=True) > 0.0
         cut = np.where(held, out, 0.0)
-        trial, outward = _step(chain, axes, spans, qa, jac, cut, e, damp, nearest)
+        trial, outward, promised = _step(chain, axes, spans, qa, jac, cut, e, damp, nearest)
+        taken = promised >= _PROMISE * np.sum(e * e, axis=-1)
         tpos, tworld = forward_kinematics(chain, trial)
         terr = np.linalg.norm(targets[active] - tpos[:, -1], axis=-1)
-        better = terr < err[active]
+        better = taken & (terr < err[active])
         idx = active[better]
         q[idx], pos[idx], world[idx], err[idx] = (
             trial[better],
@@ -199,7 +209,7 @@ def _refine_paused(
             last[active] = err[active]
         else:
             progress = np.ones(active.size, dtype=bool)
-        keep = (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
+        keep = taken & (err[active] > tolerance) & (lam[active] < _LAMBDA_RANGE[1]) & progress
         if near is not None:
             ref_q, ref_err = near[0][active], near[1][active]
             close = np.all(np.abs(np.sum(q[active] * ref_q, axis=-1)) >= _NEAR_COS, axis=-1)
@@ -265,22 +275,29 @@ def _step(
     e: FloatArray,
     damp: FloatArray,
     nearest: bool,
-) -> tuple[FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """One damped least-squares step of :func:`_refine` for poses ``q (A, n, 4)``, with
     Jacobian columns ``jac (A, m, 3)``, errors ``e (A, 3)`` and damping ``damp (A,)``.
     ``cut (A, m)``: per joint, a unit direction in its columns (zero for none) that its
     columns lose, ``C ← C (I − h hᵀ)``, so its turn has no part along it.
 
-    Returns the trial poses and, per joint whose turn its limits clipped
-    (:data:`_CLIPPED`), its way out (:func:`_refine`) as a unit direction in its columns
-    ``(A, m)`` (weighted like them; zero for the other joints)."""
+    Returns the trial poses, per joint whose turn its limits clipped (:data:`_CLIPPED`) its
+    way out (:func:`_refine`) as a unit direction in its columns ``(A, m)`` (weighted like
+    them; zero for the other joints), and how much the step's linear model lowers ``|e|²``
+    ``(A,)`` (before the limits: ``|e|² − |e − J Δ|²``)."""
     jac = jac.copy()
     for a, b in spans:
         h = cut[:, a:b, None]  # (A, k, 1)
         jac[:, a:b] -= h * np.sum(h * jac[:, a:b], axis=1, keepdims=True)
-    step = np.einsum("amx,ax->am", jac, _damped(jac, e, damp))
+    y = _damped(jac, e, damp)
+    step = np.einsum("amx,ax->am", jac, y)
     biggest = np.max(np.abs(step), axis=1, keepdims=True)
-    step = step * np.minimum(1.0, _MAX_STEP / np.maximum(biggest, 1e-300))
+    scale = np.minimum(1.0, _MAX_STEP / np.maximum(biggest, 1e-300))
+    step = step * scale
+    # The error the linear model leaves: J Jᵀ y = e − λ²y (the cut columns' J), so the step
+    # moves the effector by scale·(e − λ²y).
+    left = e - scale * (e - damp[:, None] * y)
+    promised = np.sum(e * e, axis=-1) - np.sum(left * left, axis=-1)
     trial = q.copy()
     outward = np.zeros(cut.shape)
     for i, ((ax, w), (a, b)) in enumerate(zip(axes, spans, strict=True)):
@@ -306,7 +323,7 @@ def _step(
             outward[:, a:b] = np.where(clipped[:, None], _in_columns(gap, ax, w), 0.0)
             turned = kept
         trial[:, i] = turned
-    return trial, outward
+    return trial, outward, promised
 
 
 #: Rounds of random admissible restarts for targets still missed, and their seed (fixed:

@@ -54,6 +54,7 @@ from .triangulation_refine import (
     _LAMBDA_RANGE,
     _MAX_STEP,
     _NEAR_COS,
+    _PROMISE,
     _ROUNDS,
     _SEED,
     _STALL_GAIN,
@@ -187,10 +188,14 @@ def _refine(
         if jac is None:
             jac = _columns(facts, world, pos)
         damp = (lam * reach) ** 2
-        shares = _shares(facts, jac, _damped(jac[3], error, damp))
+        dual = _damped(jac[3], error, damp)
+        shares = _shares(facts, jac, dual)
         # The joints held: those on their limits the step pushes out again.
         cut = {i: h for i, h in bound.items() if _dot(h, shares[i]) > 0.0}
-        trial, outward = _step(facts, q, jac, shares, cut, error, damp, nearest)
+        stepped = _step(facts, q, jac, shares, dual, cut, error, damp, nearest)
+        if stepped is None:
+            break  # (the step promises too little: core.triangulation_refine._PROMISE)
+        trial, outward = stepped
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
         if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
@@ -371,18 +376,21 @@ def _step(
     q: Pose,
     jac: Jacobian,
     shares: list[list[float]],
+    dual: Vec,
     cut: dict[int, list[float]],
     error: Vec,
     damp: float,
     nearest: bool,
-) -> tuple[Pose, dict[int, list[float]]]:
+) -> tuple[Pose, dict[int, list[float]]] | None:
     """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`):
     the joints in ``cut`` lose the given unit direction ``h`` of their columns,
     ``C ← C (I − h hᵀ)``: ``J Jᵀ`` loses ``(C h)(C h)ᵀ``, and their shares of the step
-    ``Jᵀ y`` their part along ``h``. ``shares`` is ``Jᵀ y`` of the damped solve for
-    the whole Jacobian ``jac`` (the step where nothing is cut). Returns the trial pose
-    and, per joint whose turn its limits clipped, its way out
-    (:func:`core.triangulation_refine._refine`) as a unit direction in its columns."""
+    ``Jᵀ y`` their part along ``h``. ``dual`` is that ``y = (JJᵀ + λ²I)⁻¹ e`` for the whole
+    Jacobian ``jac`` and ``shares`` its ``Jᵀ y`` (the step where nothing is cut). Returns the trial
+    pose and, per joint whose turn its limits clipped, its way out
+    (:func:`core.triangulation_refine._refine`) as a unit direction in its columns; or
+    ``None``, before turning any joint, where the step's linear model promises to lower
+    ``|e|²`` by less than :data:`~core.triangulation_refine._PROMISE` of it."""
     if cut:
         g00, g01, g02, g11, g12, g22 = jac[3]
         for i, h in cut.items():
@@ -393,13 +401,22 @@ def _step(
             g11 -= my * my
             g12 -= my * mz
             g22 -= mz * mz
-        shares = _shares(facts, jac, _damped((g00, g01, g02, g11, g12, g22), error, damp))
+        dual = _damped((g00, g01, g02, g11, g12, g22), error, damp)
+        shares = _shares(facts, jac, dual)
         for i, h in cut.items():
             share = shares[i]
             along = _dot(h, share)
             shares[i] = [sk - hk * along for hk, sk in zip(h, share, strict=True)]
     biggest = max(map(abs, itertools.chain.from_iterable(shares)), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
+    # The error the linear model leaves, e − scale·(e − λ²y) (J Jᵀ y = e − λ²y).
+    ex, ey, ez = error
+    lx = ex - scale * (ex - damp * dual[0])
+    ly = ey - scale * (ey - damp * dual[1])
+    lz = ez - scale * (ez - damp * dual[2])
+    square = ex * ex + ey * ey + ez * ez
+    if not square - (lx * lx + ly * ly + lz * lz) >= _PROMISE * square:
+        return None
     # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out; a
     # hinge by its angle), then kept within its limits.
     sqrt, sin, cos = math.sqrt, math.sin, math.cos

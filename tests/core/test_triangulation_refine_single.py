@@ -437,3 +437,47 @@ def test_damped_solve_is_the_cholesky_solve_to_the_bit() -> None:
         scale = np.linalg.norm(g + damp * np.eye(3)) * np.linalg.norm(got)
         residual = (g + damp * np.eye(3)) @ np.array(got) - np.array(error)
         assert np.linalg.norm(residual) <= 1e-9 * max(scale, np.linalg.norm(error))
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_a_refinement_that_misses_stops_where_its_steps_promise_too_little(n: int) -> None:
+    """Near the closest pose to a target the limits keep out of reach, a step's linear
+    model promises an ever smaller fall of ``|e|²``: the refinement stops once that is
+    below ``_PROMISE`` of it, the pace the stall rule asks for, instead of taking steps the
+    stall window then finds too small (or refusing steps until the damping runs out). On
+    ``bench_solvers``' shoulder chains, refining the pass's pose toward targets anywhere
+    within the length that it misses: under 85 % of the steps taken with the rule off
+    (``_PROMISE`` 0; measured 82 % / 75 % for 3 / 5 bones), and each error within 0.5 %
+    of the one without it (measured: median 0.003 % / 0.02 %, at most 0.21 % / 0.32 %)."""
+    from unittest import mock
+
+    chain = shoulder_chain(n)
+    rng = np.random.default_rng(8)
+    tol = 1e-6 * chain.reach
+    starts, targets = [], []
+    for target in anywhere_within(rng, chain, 100):
+        problem = Problem(
+            chain, target[None], None, None, rot.identity((1, n)), tol, SolveOptions()
+        )
+        rotations, _ = tri._solve_batch(problem, _plan(chain))
+        starts.append([tuple(r) for r in trs.project_all(chain, rotations[0].tolist())])
+        targets.append(tuple(target.tolist()))
+
+    def refined(promise: float) -> list[tuple[float, int]]:
+        out = []
+        with mock.patch.object(trs, "_PROMISE", promise):
+            for start, target in zip(starts, targets, strict=True):
+                with mock.patch.object(
+                    trs, "forward_kinematics_floats", wraps=trs.forward_kinematics_floats
+                ) as fk:
+                    err = trs.refine(chain, start, target, tol, False)[2]
+                out.append((err, fk.call_count - 1))  # (one evaluation of the start)
+        return out
+
+    ruled, without = refined(tr._PROMISE), refined(0.0)
+    missed = [k for k, (e, _) in enumerate(without) if e > 1e3 * tol]
+    assert len(missed) >= 8  # (not vacuous)
+    for k in missed:
+        assert ruled[k][0] <= without[k][0] * (1.0 + 5e-3)
+    steps = sum(ruled[k][1] for k in missed)
+    assert steps < 0.85 * sum(without[k][1] for k in missed)
