@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .chain import Chain
-from .components import Quat, Vec, qbetween, qconj, qmul, qrotate, vcross, vdot
+from .components import Quat, Vec, qbetween, qconj, qmul, qrotate, qunrotate, vcross, vdot
 from .kinematics import chain_floats, forward_kinematics_floats
 from .limb_closest import closest_floats
 from .limits import JointLimits, _swing_components_floats
@@ -96,6 +96,14 @@ class _Hinge:
     bent: bool
     rest_bend: float
     lean: float
+    #: Computed once from the above, with the operations the closed form used on every call
+    #: (so the same bits): ``axis`` over its length, ``hypot(b, c)``, ``atan2(c, b)``, the
+    #: two links' squared lengths and the last one's length.
+    unit: Vec = (0.0, 0.0, 0.0)
+    amp: float = 0.0
+    base: float = 0.0
+    squares: tuple[float, float] = (0.0, 0.0)
+    last_length: float = 0.0
 
 
 @functools.lru_cache(maxsize=64)
@@ -117,8 +125,27 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
     rest_axis = qrotate(rests[-1], axis)
     rest = qrotate(rests[-1], offsets[-1])
     bent = abs(vdot(vcross(link, rest), rest_axis)) / math.sqrt(vdot(rest, rest)) > 1e-9
+    norm = math.sqrt(vdot(axis, axis))
+    square_j, square_h = vdot(offsets[-2], offsets[-2]), vdot(offsets[-1], offsets[-1])
     facts = _Hinge(
-        axis, float(lo), float(hi), a_, b_, c_, longest, shortest, link, rest_axis, bent, 0.0, 0.0
+        axis,
+        float(lo),
+        float(hi),
+        a_,
+        b_,
+        c_,
+        longest,
+        shortest,
+        link,
+        rest_axis,
+        bent,
+        0.0,
+        0.0,
+        (axis[0] / norm, axis[1] / norm, axis[2] / norm),
+        math.hypot(b_, c_),
+        math.atan2(c_, b_),
+        (square_j, square_h),
+        math.sqrt(square_h),
     )
     return replace(facts, rest_bend=_bend(chain, facts, 0.0), lean=_rest_lean(chain))
 
@@ -128,7 +155,7 @@ def _bend(chain: Chain, f: _Hinge, phi: float) -> float:
     if not f.bent:
         return 0.0
     rests, offsets = chain_floats(chain)
-    d = qrotate(qmul(rests[-1], _axis_angle(f.axis, phi)), offsets[-1])
+    d = qrotate(qmul(rests[-1], _turn(f.unit, phi)), offsets[-1])
     n = math.sqrt(vdot(d, d))
     d = (d[0] / n, d[1] / n, d[2] / n)
     return math.atan2(vdot(vcross(f.link, d), f.rest_axis), vdot(d, f.link))
@@ -139,6 +166,12 @@ def _axis_angle(axis: Vec, phi: float) -> Quat:
     n = math.sqrt(vdot(axis, axis))
     s = math.sin(0.5 * phi)
     return math.cos(0.5 * phi), s * (axis[0] / n), s * (axis[1] / n), s * (axis[2] / n)
+
+
+def _turn(unit: Vec, phi: float) -> Quat:
+    """:func:`_axis_angle` about an axis already divided by its length (the same bits)."""
+    s = math.sin(0.5 * phi)
+    return math.cos(0.5 * phi), s * unit[0], s * unit[1], s * unit[2]
 
 
 _IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
@@ -171,23 +204,23 @@ def _hinge_last(
     else:
         pos, world = forward_kinematics_floats(chain, pose)
         parent, p = qmul(world[j - 1], rests[j]), pos[j]
-    inverse = (parent[0], -parent[1], -parent[2], -parent[3])
     cv = (target[0] - p[0], target[1] - p[1], target[2] - p[2])
     dist = math.sqrt(vdot(cv, cv))
-    need = 0.5 * (dist * dist - vdot(o_j, o_j) - vdot(o_h, o_h)) - f.a
-    amp = math.hypot(f.b, f.c)
+    square_j, square_h = f.squares
+    need = 0.5 * (dist * dist - square_j - square_h) - f.a
+    amp = f.amp
     ratio = need / amp
     if not abs(ratio) <= 1.0 + dist * tolerance / amp:
         return [] if rots is None else pose
-    slack = max(1e-12, tolerance / math.sqrt(vdot(o_h, o_h)))
-    base = math.atan2(f.c, f.b)
+    slack = max(1e-12, tolerance / f.last_length)
+    base = f.base
     spread = math.acos(-1.0 if ratio < -1.0 else 1.0 if ratio > 1.0 else ratio)
     inv = 1.0 / max(dist, 1e-300)
-    c = qrotate(inverse, (cv[0] * inv, cv[1] * inv, cv[2] * inv))
+    c = qunrotate(parent, (cv[0] * inv, cv[1] * inv, cv[2] * inv))
     # The side the bend should face, across ĉ: toward the wanted side, else the pass's.
     side = None if rots is None else qrotate(pose[j], o_j)
     if toward is not None:
-        w = qrotate(inverse, (toward[0] - p[0], toward[1] - p[1], toward[2] - p[2]))
+        w = qunrotate(parent, (toward[0] - p[0], toward[1] - p[1], toward[2] - p[2]))
         along = vdot(w, c)
         w = (w[0] - along * c[0], w[1] - along * c[1], w[2] - along * c[2])
         if math.sqrt(vdot(w, w)) > 1e-9 * chain.reach:
@@ -201,7 +234,7 @@ def _hinge_last(
         phi = (base + sign * spread + math.pi) % (2.0 * math.pi) - math.pi
         if not (f.lo - slack <= phi <= f.hi + slack):
             continue
-        qh = last.project_floats(_axis_angle(f.axis, min(max(phi, f.lo), f.hi)))
+        qh = last.project_floats(_turn(f.unit, min(max(phi, f.lo), f.hi)))
         v = qrotate(qmul(rests[-1], qh), o_h)
         aim = qbetween((o_j[0] + v[0], o_j[1] + v[1], o_j[2] + v[2]), c)
         bend = _bend(chain, f, phi)
