@@ -6,7 +6,7 @@ Run with the ``bpy`` module (``make bench``)::
     .venv/bin/python scripts/bench_natural.py [--zip dist/reach_ik-<version>.zip] [--out out/bench]
 
 It installs the extension zip (built with ``make extension`` when not given) the way a
-user's *Install from Disk* does, and builds nine rigs, each in a scene with three copies of
+user's *Install from Disk* does, and builds fourteen rigs, each in a scene with three copies of
 the armature: one with Blender's IK constraint (Standard solver, the chain's length, no
 pole), one with a Reach IK chain (the *Add Reach IK* operator), one without IK. The target
 follows the same smooth path for each (240 frames, keyed on every frame):
@@ -25,7 +25,13 @@ follows the same smooth path for each (240 frames, keyed on every frame):
 * ``hind_leg_knee``: the hind leg with its knee limited one-sided to 0°…140° beyond its
   rest bend (it cannot straighten: about a fifth of the path is out of reach within the
   limits); ``hind_leg_hinges``: the hind leg with its knee and hock hinges (Lock IK Y+Z);
-  ``tail_hinged``: the tail with its second and fourth joints hinges.
+  ``tail_hinged``: the tail with its second and fourth joints hinges;
+* with Blender's *Limit X*/*Limit Z* on ball joints (the twist free): ``shoulder_arm``, the
+  arm with its shoulder limited like ``bench_solvers``' ball joints (X −60°…80°,
+  Z −40°…40°) and its elbow one-sided to 0°…150°; ``hind_leg_hip``, the hinged hind leg
+  with its hip limited so; ``tail_limited`` and ``neck_limited``, every joint limited to
+  ±30° in X and Z (much of the path is out of reach within the limits);
+  ``tail_hinged_limited``, the hinged tail with its other joints limited so.
 
 Blender's IK is read back from Blender's own evaluation (``scene.frame_set``, evaluated
 pose matrices), frame by frame. Every Reach IK method is solved through the add-on's own
@@ -81,13 +87,34 @@ def _bpy() -> Any:
 
 
 @dataclass(frozen=True)
+class Swing:
+    """A ball joint's IK limits: Blender's *Limit X* and *Limit Z* ranges (radians), the
+    twist (Y) free."""
+
+    x: tuple[float, float]
+    z: tuple[float, float]
+
+
+#: A shoulder or hip: X in −60°…80°, Z in −40°…40° (``bench_solvers``' ball joints).
+SHOULDER = Swing(
+    (math.radians(-60.0), math.radians(80.0)), (math.radians(-40.0), math.radians(40.0))
+)
+#: A tail's or neck's vertebra: X and Z in −30°…30°.
+VERTEBRA = Swing(
+    (math.radians(-30.0), math.radians(30.0)), (math.radians(-30.0), math.radians(30.0))
+)
+
+
+@dataclass(frozen=True)
 class Rig:
-    """A chain: bone heads and the last tail (armature space, metres), limits per bone,
-    the target path ``(FRAMES, 3)``."""
+    """A chain: bone heads and the last tail (armature space, metres), per bone its IK
+    limits (``None`` free, ``True`` a hinge by Lock IK Y+Z, ``(lo, hi)`` a hinge with a
+    one-sided X range on the side of the rest bend, a :class:`Swing` a ball joint with X/Z
+    limits), the target path ``(FRAMES, 3)``."""
 
     name: str
     points: np.ndarray
-    hinges: tuple[tuple[float, float] | bool | None, ...]
+    limits: tuple[tuple[float, float] | bool | Swing | None, ...]
     path: np.ndarray
     roll_up: bool = False
 
@@ -148,12 +175,18 @@ def rigs() -> list[Rig]:
         Rig("hind_leg_knee", hind_pts, (None, (0.0, math.radians(140.0)), None), hind_path),
         Rig("hind_leg_hinges", hind_pts, (None, True, True), hind_path),
         Rig("tail_hinged", tail_pts, (None, True, None, True, None), tail_path),
+        Rig("shoulder_arm", arm_pts, (SHOULDER, (0.0, math.radians(150.0))), arm_path, True),
+        Rig("hind_leg_hip", hind_pts, (SHOULDER, True, True), hind_path),
+        Rig("tail_limited", tail_pts, (VERTEBRA,) * 5, tail_path),
+        Rig("neck_limited", neck_pts, (VERTEBRA,) * 7, neck_path),
+        Rig("tail_hinged_limited", tail_pts, (VERTEBRA, True) * 2 + (VERTEBRA,), tail_path),
     ]
 
 
 def build_armature(scene: Any, rig: Rig, name: str) -> Any:
     """An armature object of ``rig``'s connected bones ``b0…`` in ``scene``; hinges get
-    Lock IK Y+Z, one-sided ranges an X limit on the side of the rest bend."""
+    Lock IK Y+Z, one-sided ranges an X limit on the side of the rest bend, ball joints
+    their X and Z limits."""
     bpy = _bpy()
     data = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, data)
@@ -176,10 +209,15 @@ def build_armature(scene: Any, rig: Rig, name: str) -> Any:
                 eb.use_connect = True
             prev = eb
         bpy.ops.object.mode_set(mode="OBJECT")
-    for k, hinge in enumerate(rig.hinges):
+    for k, hinge in enumerate(rig.limits):
         if hinge is None:
             continue
         pb = obj.pose.bones[f"b{k}"]
+        if isinstance(hinge, Swing):
+            pb.use_ik_limit_x = pb.use_ik_limit_z = True
+            pb.ik_min_x, pb.ik_max_x = hinge.x
+            pb.ik_min_z, pb.ik_max_z = hinge.z
+            continue
         pb.lock_ik_y = pb.lock_ik_z = True
         if isinstance(hinge, tuple):
             sign = _rest_bend_sign(obj, k)
