@@ -519,15 +519,31 @@ class SwingRegion:
         half = 2.0 * math.sqrt(INSIDE_EPS) * max(across) / h
         return (-half, half)
 
+    @cached_property
+    def _disc(self) -> float | None:
+        """The region's radius where it is a disc about the origin — a cone alone (the box
+        its square), or Blender's ellipse with four equal semi-axes ``s`` (X and Z limited
+        alike, both ways: the box ``±s``) within the cone — else ``None``."""
+        r = self.radius
+        if self.semi is None:
+            return r if self.lo == (-r, -r) and self.hi == (r, r) else None
+        s = self.semi[0]
+        if s > 0.0 and self.semi == (s, s, s, s) and self.lo == (-s, -s) and self.hi == (s, s):
+            return s if s <= r else None
+        return None
+
     def nearest(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Components ``x, z (K,)`` of the allowed swings whose bone axis is nearest (in
         angle) to unit ``direction (K, 3)`` (module docstring: the best allowed point among
         the curves' stationary points and their meeting points)."""
         v = np.asarray(direction, dtype=float)
         r = self.radius
-        if self.semi is None and self.lo == (-r, -r) and self.hi == (r, r):
-            # A cone alone: the nearest allowed axis keeps the swing's direction, (x, z) ∝
-            # (d_z, −d_x) (from d above); a bone turned right round keeps X.
+        disc = self._disc
+        if disc is not None:
+            # A disc: the nearest allowed axis keeps the swing's direction, (x, z) ∝
+            # (d_z, −d_x) (from d above), at the disc's radius; a bone turned right round
+            # keeps X.
+            r = disc
             ax, az = v[..., 2], -v[..., 0]
             length = np.hypot(ax, az)
             ok = length > 0.0
@@ -572,7 +588,9 @@ class SwingRegion:
         where no point is allowed (:meth:`_kept`; one-target solvers call it once per
         limited joint and step; tested against :meth:`nearest` to 1e-12)."""
         r = self.radius
-        if self.semi is None and self.lo == (-r, -r) and self.hi == (r, r):
+        disc = self._disc
+        if disc is not None:
+            r = disc
             ax, az = v[2], -v[0]
             length = math.hypot(ax, az)
             return (ax * (r / length), az * (r / length)) if length > 0.0 else (r, 0.0)

@@ -700,6 +700,42 @@ def test_one_nearest_swing_is_the_batchs_on_hard_directions(lim: JointLimits, se
     )
 
 
+@pytest.mark.parametrize(
+    ("degrees", "cone"), [(30.0, None), (5.0, None), (100.0, None), (30.0, 1.5), (60.0, math.pi)]
+)
+def test_x_and_z_limited_alike_is_a_disc_answered_in_closed_form(
+    degrees: float, cone: float | None
+) -> None:
+    """X and Z limited alike both ways (±a) make Blender's ellipse a circle inside its box:
+    the region is the disc of radius ``sin(a/2)`` (within a wider cone), whose nearest
+    swing keeps the direction's azimuth (:attr:`SwingRegion._disc`, as for a cone alone).
+    That answer, for one direction and a batch, is the general search's (the curves'
+    stationary points and meeting points, run with the disc's closed form switched off):
+    as near to 1e-12 on random and :func:`_hard_directions`, and off ±Y (along −Y every
+    point of the circle ties) the same swing to 1e-6: at its best point ``f`` is flat to
+    second order, so the search's root is good to ~1e-8 (seen 1.1e-7), the closed form's
+    exact. A region a hair off a disc searches."""
+    a = math.radians(degrees)
+    region = JointLimits(ranges=((-a, a), None, (-a, a)), cone=cone).swing_region
+    assert region._disc == pytest.approx(math.sin(0.5 * a), abs=1e-15)
+    off = JointLimits(ranges=((-a, a * (1.0 + 1e-9)), None, (-a, a))).swing_region
+    assert off._disc is None
+    v = np.concatenate((rot.rotate(_random_quats(3, 200), Y), _hard_directions(region, 3)))
+    fast = np.stack(region.nearest(v))
+    one = np.array([region.nearest_one(tuple(d)) for d in v.tolist()]).T
+    object.__setattr__(region, "_disc", None)  # a cached property: the instance's
+    try:
+        general = np.stack(region.nearest(v))
+    finally:
+        del region.__dict__["_disc"]
+    aligned = np.sum(_swing_axes(*general) * v, axis=-1)
+    for got in (fast, one):
+        np.testing.assert_allclose(np.sum(_swing_axes(*got) * v, axis=-1), aligned, atol=1e-12)
+        apart = np.abs(v[:, 1]) < math.cos(1e-3)
+        assert apart.sum() >= 200  # (not vacuous)
+        np.testing.assert_allclose(got[:, apart], general[:, apart], rtol=0, atol=1e-6)
+
+
 @FAST
 @given(lim=ball_limits(), seed=st.integers(0, 2**16))
 @example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)  # Blender's ellipse
