@@ -99,11 +99,11 @@ class _Hinge:
     #: Computed once from the above, with the operations the closed form used on every call
     #: (so the same bits): ``axis`` over its length, ``hypot(b, c)``, ``atan2(c, b)``, the
     #: two links' squared lengths and the last one's length.
-    unit: Vec = (0.0, 0.0, 0.0)
-    amp: float = 0.0
-    base: float = 0.0
-    squares: tuple[float, float] = (0.0, 0.0)
-    last_length: float = 0.0
+    unit: Vec
+    amp: float
+    base: float
+    squares: tuple[float, float]
+    last_length: float
 
 
 @functools.lru_cache(maxsize=64)
