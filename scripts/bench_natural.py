@@ -70,6 +70,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: reach_ik_tools
 
+from bench_solvers import BALL_X_DEG, BALL_Z_DEG
+
 from reach_ik_tools.bench_report import arguments, publish
 from reach_ik_tools.extension_install import default_zip
 
@@ -95,9 +97,10 @@ class Swing:
     z: tuple[float, float]
 
 
-#: A shoulder or hip: X in −60°…80°, Z in −40°…40° (``bench_solvers``' ball joints).
+#: A shoulder or hip: ``bench_solvers``' ball joints (X in −60°…80°, Z in −40°…40°).
 SHOULDER = Swing(
-    (math.radians(-60.0), math.radians(80.0)), (math.radians(-40.0), math.radians(40.0))
+    (math.radians(BALL_X_DEG[0]), math.radians(BALL_X_DEG[1])),
+    (math.radians(BALL_Z_DEG[0]), math.radians(BALL_Z_DEG[1])),
 )
 #: A tail's or neck's vertebra: X and Z in −30°…30°.
 VERTEBRA = Swing(
