@@ -51,9 +51,10 @@ chain straightens). Positions are therefore always the forward kinematics of the
   target within the chain's length (several hinges whose parents cannot twist, tight
   cones, joints limited like a shoulder), triangulation within the limits
   (:mod:`core.triangulation_limits`, its search included) is asked first and taken where it
-  meets the target (one iteration); elsewhere CCD (:mod:`core.ccd`) continues from
-  FABRIK's pose, one joint at a time within the limits, and its pose is kept where it comes
-  closer (:func:`_polish`; ``iterations`` then adds CCD's sweeps). Targets still missed
+  meets the target (one iteration); elsewhere plain CCD (:mod:`core.ccd`, without its
+  coarse sweeps) continues from FABRIK's pose, one joint at a time within the limits, and
+  its pose is kept where it comes closer (:func:`_polish`; ``iterations`` then adds CCD's
+  iterations). Targets still missed
   take triangulation's pose unless CCD's is materially closer
   (:func:`core.triangulation_fallback.as_close`).
 
@@ -319,8 +320,9 @@ def _polish(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Targets within the chain's length that the limited passes left unreached (FABRIK
     stalls where projecting the links into their limits gives back the same pose):
-    triangulation within the limits where it meets the target; CCD (:mod:`core.ccd`) from
-    FABRIK's pose, one joint at a time within the limits, kept where it comes closer; then
+    triangulation within the limits where it meets the target; plain CCD (:mod:`core.ccd`,
+    ``sweep_steps=0``) from FABRIK's pose, one joint at a time within the limits, kept where
+    it comes closer; then
     triangulation within the limits unless CCD's pose is materially closer, also beyond the
     length of a limb ending in a hinge (:func:`core.triangulation_limits.beyond_limb`; the
     rule is :func:`core.triangulation_fallback.triangulation_where_closer`)."""
@@ -331,7 +333,7 @@ def _polish(
     if left.size:
         # Triangulation within the limits, its search included (what the last step below
         # would run), answers first where it meets the target: CCD stalls on joints limited
-        # like a shoulder and sweeps (tens of ms a target).
+        # like a shoulder.
         q_tri, p_tri, met = reaching(problem.rows(left))
         take = left[met]
         r[take] = np.where(q_tri[met, :, :1] < 0.0, -1.0, 1.0) * q_tri[met]
@@ -347,7 +349,9 @@ def _polish(
             None if problem.poles is None else problem.poles[left],
             r[left],
             problem.tolerance,
-            problem.options.replace(ccd_start="initial"),
+            # Plain CCD: its coarse sweeps (core.ccd_sweep) doubled FABRIK's cost on the
+            # targets this reaches, for the rare target no other pass comes as close to.
+            problem.options.replace(ccd_start="initial", sweep_steps=0),
         )
         sol = solve_ccd(sub)
         error = np.linalg.norm(sol.positions[:, -1] - sub.targets, axis=-1)

@@ -365,6 +365,38 @@ def test_a_shoulder_chain_is_polished_by_triangulation_before_ccd() -> None:
     assert polished.call_count == 0
 
 
+def test_targets_out_of_a_shoulder_chains_limits_are_polished_by_plain_ccd() -> None:
+    """Targets within the length of ``bench_solvers``' ball chain that its limits keep out
+    of reach: triangulation misses them, CCD continues from FABRIK's pose without its
+    coarse sweeps (which doubled FABRIK's cost there and never came closer), and the answer
+    is triangulation's closest pose unless CCD's is materially closer: never farther than
+    triangulation's by more than the margin of that rule, and within the limits."""
+    from unittest import mock
+
+    from core import ccd, fabrik
+    from core.triangulation_refine import CLOSER_BY
+
+    chain = shoulder_chain(3)
+    rng = np.random.default_rng(4)
+    directions = rng.normal(size=(30, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    targets = directions * rng.uniform(0.2, 0.95, (30, 1)) * chain.reach
+    tolerance = 1e-6 * chain.reach
+    problem = Problem(chain, targets, None, None, rot.identity((30, 3)), tolerance, SolveOptions())
+    with mock.patch.object(fabrik, "solve_ccd", wraps=ccd.solve_ccd) as polished:
+        sol = solve_fabrik(problem)
+    assert polished.call_count > 0  # (not vacuous: some targets are out of reach)
+    ran = sum(call.args[0].size for call in polished.call_args_list)
+    assert all(call.args[0].options.sweep_steps == 0 for call in polished.call_args_list)
+    tri = solve_triangulation(problem)
+    error = np.linalg.norm(sol.positions[:, -1] - targets, axis=-1)
+    tri_error = np.linalg.norm(tri.positions[:, -1] - targets, axis=-1)
+    assert np.sum(tri_error > tolerance) == ran
+    assert np.all(error <= tri_error + CLOSER_BY * tolerance)
+    for i, lim in enumerate(chain.limits):
+        assert np.all(lim.violation(sol.rotations[:, i]) <= 1e-9)
+
+
 def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Angles (degrees) between rotations ``a`` and ``b`` ``(..., 4)``."""
     return np.degrees(rot.angle(rot.multiply(rot.conjugate(a), b)))
