@@ -54,9 +54,8 @@ chain straightens). Positions are therefore always the forward kinematics of the
   meets the target (one iteration); elsewhere plain CCD (:mod:`core.ccd`, without its
   coarse sweeps) continues from FABRIK's pose, one joint at a time within the limits, and
   its pose is kept where it comes closer (:func:`_polish`; ``iterations`` then adds CCD's
-  iterations). Targets still missed
-  take triangulation's pose unless CCD's is materially closer
-  (:func:`core.triangulation_fallback.as_close`).
+  iterations). Targets still missed take triangulation's pose unless CCD's is materially
+  closer (:func:`core.triangulation_fallback.as_close`).
 
 Orientation goals are not pursued (position only).
 
@@ -322,10 +321,10 @@ def _polish(
     stalls where projecting the links into their limits gives back the same pose):
     triangulation within the limits where it meets the target; plain CCD (:mod:`core.ccd`,
     ``sweep_steps=0``) from FABRIK's pose, one joint at a time within the limits, kept where
-    it comes closer; then
-    triangulation within the limits unless CCD's pose is materially closer, also beyond the
-    length of a limb ending in a hinge (:func:`core.triangulation_limits.beyond_limb`; the
-    rule is :func:`core.triangulation_fallback.triangulation_where_closer`)."""
+    it comes closer; then triangulation within the limits unless CCD's pose is materially
+    closer, also beyond the length of a limb ending in a hinge
+    (:func:`core.triangulation_limits.beyond_limb`; the rule is
+    :func:`core.triangulation_fallback.triangulation_where_closer`)."""
     miss = np.linalg.norm(p[:, -1] - problem.targets, axis=-1)
     within = np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     left = np.flatnonzero((miss > problem.tolerance) & within)
