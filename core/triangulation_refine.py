@@ -56,6 +56,12 @@ _LAMBDA_RANGE = (1e-4, 1e3)
 #: more than rounding.
 _CLIPPED = 0.01
 _CLIPPED_ABOVE = 1e-12
+#: A way out has a part along a joint's columns where that part (its axes unweighted)
+#: exceeds this share of it. A lock's clip lies along the locked axis, off the columns:
+#: what rounding left along them (1e-14 to 2e-10 of the turn, measured) made a unit
+#: direction pointing anywhere, the joint was held along it, and the one-target and batch
+#: refinements parted (to 3e-4 of the reach).
+_IN_COLUMNS = 1e-6
 
 
 def _middle(lim: JointLimits) -> FloatArray:
@@ -243,10 +249,14 @@ def _start_bound(
 
 def _in_columns(turn: FloatArray, ax: FloatArray, w: FloatArray) -> FloatArray:
     """Local turns ``(A, 3)`` as unit directions ``(A, k)`` in a joint's columns (its axes
-    ``ax (k, 3)`` weighted by ``w (k,)``); zero where the turn has no part along them."""
-    h = np.einsum("ax,kx->ak", turn, ax) * w[None, :]
+    ``ax (k, 3)`` weighted by ``w (k,)``); zero where the turn has no part along them
+    (:data:`_IN_COLUMNS`)."""
+    along = np.einsum("ax,kx->ak", turn, ax)
+    part = np.linalg.norm(along, axis=-1, keepdims=True)
+    h = along * w[None, :]
     norm = np.linalg.norm(h, axis=-1, keepdims=True)
-    return h / np.where(norm > 0.0, norm, 1.0)
+    some = (part > _IN_COLUMNS * np.linalg.norm(turn, axis=-1, keepdims=True)) & (norm > 0.0)
+    return np.where(some, h / np.where(some, norm, 1.0), 0.0)
 
 
 def _spans(axes: list[tuple[FloatArray, FloatArray]]) -> list[tuple[int, int]]:

@@ -50,6 +50,7 @@ from .triangulation_refine import (
     _CLIPPED,
     _CLIPPED_ABOVE,
     _FAR,
+    _IN_COLUMNS,
     _LAMBDA0,
     _LAMBDA_RANGE,
     _MAX_STEP,
@@ -247,9 +248,14 @@ def _start_bound(facts: _Facts, q: Pose) -> dict[int, list[float]]:
 
 def _in_columns(turn: Vec, axes: tuple[tuple[Vec, float], ...]) -> list[float] | None:
     """:func:`core.triangulation_refine._in_columns` of one turn: a unit direction in the
-    joint's weighted columns, or ``None`` where the turn has no part along them."""
+    joint's weighted columns, or ``None`` where the turn has no part along them
+    (:data:`~core.triangulation_refine._IN_COLUMNS`)."""
     gx, gy, gz = turn
-    h = [(gx * a[0] + gy * a[1] + gz * a[2]) * weight for a, weight in axes]
+    along = [gx * a[0] + gy * a[1] + gz * a[2] for a, _ in axes]
+    part = math.sqrt(sum(ak * ak for ak in along))
+    if not part > _IN_COLUMNS * math.sqrt(gx * gx + gy * gy + gz * gz):
+        return None
+    h = [ak * weight for ak, (_, weight) in zip(along, axes, strict=True)]
     norm = math.sqrt(sum(hk * hk for hk in h))
     return [hk / norm for hk in h] if norm > 0.0 else None
 

@@ -481,3 +481,30 @@ def test_a_refinement_that_misses_stops_where_its_steps_promise_too_little(n: in
         assert ruled[k][0] <= without[k][0] * (1.0 + 5e-3)
     steps = sum(ruled[k][1] for k in missed)
     assert steps < 0.85 * sum(without[k][1] for k in missed)
+
+
+def test_a_locks_clip_gives_no_way_out_in_either_twin() -> None:
+    """A joint whose twist is locked turns about its two other axes; keeping a turn within
+    the lock clips it about the locked axis, off the joint's columns. That clip has no way
+    out (no direction along the columns to hold the joint in), in the numpy refinement and
+    in its float twin alike, whatever rounding leaves along the columns (here 1e-17 of a
+    3e-3 turn: it used to be normalised into a unit direction pointing anywhere, the joint
+    held along it, and the two twins' refinements parted by up to 3e-4 of the reach). A
+    turn with a real part along the columns gives the same unit direction in both."""
+    chain = Chain.from_lengths(
+        [0.4, 0.3],
+        limits=[JointLimits(lock=(False, True, False)), JointLimits()],
+    )
+    (ax, w), _ = tr._axes(chain)
+    columns = trs._facts(chain).axes[0]
+    assert len(columns) == 2  # (X and Z: Y locked)
+    for turn in ([0.0, 3e-3, 0.0], [3.7e-20, 3e-3, -1.2e-20], [1e-17, -3e-3, 2e-17]):
+        assert not np.any(tr._in_columns(np.array([turn]), ax, w))
+        assert trs._in_columns((turn[0], turn[1], turn[2]), columns) is None
+    rng = np.random.default_rng(11)
+    for turn in rng.normal(size=(20, 3)) * 1e-3:
+        batch = tr._in_columns(turn[None], ax, w)[0]
+        one = trs._in_columns((turn[0], turn[1], turn[2]), columns)
+        assert one is not None
+        np.testing.assert_allclose(one, batch, rtol=0, atol=1e-15)
+        assert math.isclose(float(np.linalg.norm(batch)), 1.0, rel_tol=1e-12)
