@@ -355,9 +355,10 @@ def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> Float
 
 def _refine_candidates(
     chain: Chain, candidates: list[FloatArray], targets: FloatArray, tol: float, nearest: bool
-) -> tuple[FloatArray, FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.bool_]]:
     """``candidates`` (each ``(M, n, 4)``) refined toward ``targets (M, 3)`` for
-    :func:`_keep_best`'s choice: poses ``(k, M, n, 4)``, positions and errors ``(k, M)``.
+    :func:`_keep_best`'s choice: poses ``(k, M, n, 4)``, positions and errors ``(k, M)``,
+    and which paused ``(k, M)`` (their errors where they paused).
     With less work than refining each in full: the first in full; each later one paused
     (:func:`_refine_paused`) once it sits near the first's refined pose and no closer than
     the first's error less :data:`CLOSER_BY` tolerances (and not within the tolerance),
@@ -369,6 +370,7 @@ def _refine_candidates(
     k, m = len(candidates), len(targets)
     q0, pos0, err0 = _refine(chain, candidates[0].copy(), targets, tol, nearest)
     q, pos, cerr = [q0], [pos0], [err0]
+    held = np.zeros((k, m), dtype=bool)
     if k > 1:
         later, later_targets = np.concatenate(candidates[1:]), np.tile(targets, (k - 1, 1))
         qr, posr, errr, paused = _refine_paused(
@@ -390,10 +392,12 @@ def _refine_candidates(
         q.append(qr)
         pos.append(posr)
         cerr.append(errr)
+        held[1:] = (paused & ~again).reshape(k - 1, m)
     return (
         np.concatenate(q).reshape(k, m, chain.n_joints, 4),
         np.concatenate(pos).reshape(k, m, chain.n_joints + 1, 3),
         np.concatenate(cerr).reshape(k, m),
+        held,
     )
 
 
@@ -406,13 +410,20 @@ def _keep_best(
     err: FloatArray,
     nearest: bool,
     first_is_pass: bool = False,
-) -> None:
+) -> NDArray[np.bool_]:
     """Refine ``candidates`` (each ``(M, n, 4)`` for targets ``miss``) and store, per target,
     the one of lowest cost among those that reach, else the first that is not farther than
     the closest by more than :data:`CLOSER_BY` tolerances, where it beats what
-    ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place)."""
+    ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place).
+
+    Returns, per target of ``miss``, whether the candidates *settled*: none reaches and
+    every one ended within :data:`CLOSER_BY` tolerances of the closest or paused near the
+    first's pose (taken to end where it ends, :func:`_refine_candidates`); the search then
+    tries no restarts (:func:`core.triangulation_limits.reach_within_limits`)."""
     chain = problem.chain
     tol = problem.tolerance
+    settled = np.zeros(miss.size, dtype=bool)
+    rows = np.arange(miss.size)  # (those of miss refined below)
     if first_is_pass:
         # The pass's own pose, refined, wins wherever it reaches: the other candidates are
         # refined only for the targets where it does not (the same choice, less work).
@@ -424,20 +435,22 @@ def _keep_best(
         positions[idx] = pos0[keep]
         err[idx] = err0[keep]
         if done.all():
-            return
+            return settled
         rest = ~done
+        rows = rows[rest]
         miss = miss[rest]
         candidates = [q0[rest]] + [c[rest] for c in candidates[1:]]
     targets = problem.targets[miss]
     start = problem.initial[miss]
     m = miss.size
-    q, pos, cerr = _refine_candidates(chain, candidates, targets, tol, nearest)
+    q, pos, cerr, paused = _refine_candidates(chain, candidates, targets, tol, nearest)
     cost = np.sum(rot.angle(rot.multiply(rot.conjugate(start[None]), q)), axis=-1)
     reached = cerr <= tol
     score = np.where(reached, cost, np.inf)
     if first_is_pass:  # the pass's own pose, refined, keeps its (pole's) bend plane
         score[0] = np.where(reached[0], -np.inf, score[0])
-    close = np.argmax(cerr <= np.min(cerr, axis=0) + CLOSER_BY * tol, axis=0)
+    close_by = np.min(cerr, axis=0) + CLOSER_BY * tol
+    close = np.argmax(cerr <= close_by, axis=0)
     best = np.where(reached.any(axis=0), np.argmin(score, axis=0), close)
     pick = np.arange(m)
     better = cerr[best, pick] < err[miss]
@@ -445,3 +458,5 @@ def _keep_best(
     rotations[idx] = rot.positive_w(q[best, pick][better])
     positions[idx] = pos[best, pick][better]
     err[idx] = cerr[best, pick][better]
+    settled[rows] = ~reached.any(axis=0) & np.all((cerr <= close_by) | paused, axis=0)
+    return settled

@@ -513,27 +513,30 @@ def keep_best(
     nearest: bool,
     first_is_pass: bool = False,
     more: Callable[[], list[Pose]] | None = None,
-) -> Refined:
+) -> tuple[Refined, bool]:
     """:func:`core.triangulation_refine._keep_best` for one target: ``candidates`` refined,
     and the one of lowest cost among those that reach (the first, refined, wherever it
     reaches when ``first_is_pass``), else the first that is not farther than the closest by
     more than :data:`~core.triangulation_refine.CLOSER_BY` tolerances, where it comes closer
     than ``best``
     (the stored pose, ``w ≥ 0``); else ``best``. ``more``: the candidates after
-    ``candidates``, made only where they are refined (not when the pass's pose reaches)."""
+    ``candidates``, made only where they are refined (not when the pass's pose reaches).
+    Also returns whether the candidates settled (none reaches, every one within that
+    margin of the closest, or paused near the first's pose: taken to end where it ends)."""
     known: list[tuple[Pose, Refined]] = []
     if first_is_pass:
         q0, pos0, err0 = refine(chain, candidates[0], target, tolerance, nearest)
         if err0 <= tolerance:
             if err0 < best[2]:
-                return [_positive(r) for r in q0], pos0, err0
-            return best
+                return ([_positive(r) for r in q0], pos0, err0), False
+            return best, False
         known = [(candidates[0], (q0, pos0, err0))]
         candidates = [q0, *candidates[1:]]
     if more is not None:
         candidates = [*candidates, *more()]
-    refined = _refine_candidates(chain, target, candidates, tolerance, nearest, known)
+    refined, paused = _refine_candidates(chain, target, candidates, tolerance, nearest, known)
     scores = [_cost(start, r[0]) if r[2] <= tolerance else math.inf for r in refined]
+    settled = False
     if any(r[2] <= tolerance for r in refined):
         if first_is_pass and refined[0][2] <= tolerance:
             scores[0] = -math.inf
@@ -541,10 +544,11 @@ def keep_best(
     else:
         close = min(r[2] for r in refined) + CLOSER_BY * tolerance
         k = next(j for j, r in enumerate(refined) if r[2] <= close)
+        settled = all(r[2] <= close or p for r, p in zip(refined, paused, strict=True))
     q, pos, err = refined[k]
     if err < best[2]:
-        return [_positive(r) for r in q], pos, err
-    return best
+        return ([_positive(r) for r in q], pos, err), settled
+    return best, settled
 
 
 def _refine_candidates(
@@ -554,8 +558,9 @@ def _refine_candidates(
     tolerance: float,
     nearest: bool,
     known: list[tuple[Pose, Refined]],
-) -> list[Refined]:
-    """``candidates`` refined for :func:`keep_best`'s choice, with less work: the first in
+) -> tuple[list[Refined], list[bool]]:
+    """``candidates`` refined for :func:`keep_best`'s choice, and which of them paused (their
+    errors where they paused), with less work: the first in
     full; each later one paused (:func:`_refine`) once it sits near the first's refined
     pose and no closer than the first's error less
     :data:`~core.triangulation_refine.CLOSER_BY` tolerances (and not within the
@@ -582,7 +587,7 @@ def _refine_candidates(
             if d[2]:
                 done[k] = (d[0], refine(chain, d[0], target, tolerance, nearest), False)
         refined = [first] + [done[k][1] for k in rows]
-    return refined
+    return refined, [False] + [done[k][2] for k in rows]
 
 
 def _close(a: Pose, b: Pose) -> bool:
@@ -608,7 +613,7 @@ def refine_far(
 ) -> Refined:
     """Beyond the chain's length where no closed form comes closer: the pass's pose
     ``passed`` refined toward the target, kept where it comes closer."""
-    return keep_best(chain, target, start, [passed[0]], passed, tolerance, False)
+    return keep_best(chain, target, start, [passed[0]], passed, tolerance, False)[0]
 
 
 def search(
@@ -623,10 +628,10 @@ def search(
     within the chain's length that the pass's pose ``passed`` (rotations, positions, error)
     misses: the candidates (the pass's pose, the bend-side pose, the start pose
     ``start`` projected, then ``placed``: the closed-form poses of a last hinge), refined
-    and chosen by :func:`keep_best`, then up to three rounds from the best so far and two
-    random admissible poses, while a round brings the target closer by more than
-    :data:`~core.triangulation_refine.CLOSER_BY` tolerances; returns the chosen pose
-    (``w ≥ 0``), its positions and error."""
+    and chosen by :func:`keep_best`, then, unless they settled, up to three rounds from the
+    best so far and two random admissible poses, while a round brings the target closer by
+    more than :data:`~core.triangulation_refine.CLOSER_BY` tolerances; returns the chosen
+    pose (``w ≥ 0``), its positions and error."""
     rots = passed[0]
     candidates = [rots]
     best = passed
@@ -640,7 +645,7 @@ def search(
     for round_ in range(_ROUNDS):
         first = round_ == 0
         before = best[2]
-        best = keep_best(
+        best, settled = keep_best(
             chain,
             target,
             start,
@@ -653,6 +658,8 @@ def search(
         )
         if not best[2] > tolerance:
             break
+        if first and settled:
+            break  # the candidates settled alike: no restarts
         if not first and not best[2] < before - CLOSER_BY * tolerance:
             break  # a restart round that brought it no materially closer ends the restarts
         # Again from the best so far, sliding along the limits, and from random poses.

@@ -64,8 +64,10 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
     """On ``bench_solvers``' shoulder chains, targets in random directions within their
     length (a sixth to a third out of reach within the limits): every target gets bit for
     bit the pose it gets with every candidate refined in full, reached or not, and the
-    missed ones take far fewer refinement steps (2 bones: about half; 3 bones: the
-    candidates there end apart, along a family of closest poses, and few pause)."""
+    missed ones take far fewer refinement steps on 2 bones (about half), and never more
+    (3 bones: the candidates there end apart, along a family of closest poses, and none
+    pauses since 0.8.6, where the few that did paused in restart rounds that settled
+    candidates no longer call)."""
     _searching(monkeypatch)
     chain = shoulder_chain(n)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
@@ -94,7 +96,7 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
             missed.append(k)
     assert len(missed) >= 5  # (not vacuous)
     fewer = sum(steps[k] for k in missed) / sum(full_steps[k] for k in missed)
-    assert fewer <= 0.6 if n == 2 else fewer < 1.0, fewer  # (measured 0.54 and 0.96)
+    assert fewer <= 0.6 if n == 2 else fewer <= 1.0, fewer  # (measured 0.54 and 1.0)
 
 
 def test_the_numpy_search_pauses_alike_with_the_same_poses(
@@ -166,7 +168,7 @@ def test_restart_poses_are_the_reference_draws_projected_in_floats() -> None:
         rounds.append(candidates)
         return keep_best(chain_, target, start, candidates, *rest)
 
-    targets = anywhere_within(np.random.default_rng(3), chain, 60)
+    targets = anywhere_within(np.random.default_rng(3), chain, 150)
     trs._facts(chain)  # (the chain's cached facts, made with numpy, first)
     restarted = 0
     for target in targets:
