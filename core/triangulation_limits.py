@@ -38,10 +38,11 @@ Candidates, all admissible (every joint's rotation is its own projection):
    for as long as a round brings the target materially closer (by more than
    :data:`~core.triangulation_refine.CLOSER_BY` tolerances, the margin the choice below
    asks of a candidate): a target out of reach within the limits, which no restart
-   meets, stops after one. None is tried where the candidates above *settled*: none
-   reaches and every one refined to within that margin of the closest, or paused near the
-   first's pose (from their different starts they found the same distance;
-   ``docs/triangulation.md`` has what it changed: no pose materially farther).
+   meets, stops after one. On a chain of three or more joints
+   (:data:`~core.triangulation_refine.SETTLED_FROM`) none is tried where the candidates
+   above *settled*: none reaches and every one refined to within that margin of the
+   closest, or paused near the first's pose (from their different starts they found the
+   same distance; ``docs/triangulation.md`` has what it changed).
 
 Each candidate is refined by damped least squares in the joints' own axes, projected onto
 the limits after every step (so it never leaves them): per joint, the columns of
@@ -93,6 +94,7 @@ from .triangulation_refine import (
     _ROUNDS,
     _SEED,
     CLOSER_BY,
+    SETTLED_FROM,
     _keep_best,
     _middle,
     _project_all,
@@ -538,7 +540,7 @@ def reach_within_limits(
         going = err[miss] > tol
         if round_ > 0:  # restarts go on while a round brings the target materially closer
             going &= err[miss] < before - CLOSER_BY * tol
-        else:  # ... and are not tried where the candidates settled alike
+        elif chain.n_joints >= SETTLED_FROM:  # ... and not tried where candidates settled
             going &= ~settled
         miss = miss[going]
         if miss.size == 0:

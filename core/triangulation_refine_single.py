@@ -62,6 +62,7 @@ from .triangulation_refine import (
     _STALL_WINDOW,
     _STEPS,
     CLOSER_BY,
+    SETTLED_FROM,
     _axes,
     _middle,
     _random_rotations,
@@ -628,7 +629,8 @@ def search(
     within the chain's length that the pass's pose ``passed`` (rotations, positions, error)
     misses: the candidates (the pass's pose, the bend-side pose, the start pose
     ``start`` projected, then ``placed``: the closed-form poses of a last hinge), refined
-    and chosen by :func:`keep_best`, then, unless they settled, up to three rounds from the
+    and chosen by :func:`keep_best`, then, unless they settled (on a chain of
+    :data:`~core.triangulation_refine.SETTLED_FROM` joints or more), up to three rounds from the
     best so far and two random admissible poses, while a round brings the target closer by
     more than :data:`~core.triangulation_refine.CLOSER_BY` tolerances; returns the chosen
     pose (``w ≥ 0``), its positions and error."""
@@ -658,7 +660,7 @@ def search(
         )
         if not best[2] > tolerance:
             break
-        if first and settled:
+        if first and settled and chain.n_joints >= SETTLED_FROM:
             break  # the candidates settled alike: no restarts
         if not first and not best[2] < before - CLOSER_BY * tolerance:
             break  # a restart round that brought it no materially closer ends the restarts
