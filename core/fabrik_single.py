@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from . import triangulation_single
 from .aim import AimPlan, aim, aim_plan, hinge_signs
 from .chain import Chain
 from .components import (
@@ -44,6 +45,7 @@ from .components import (
 from .options import SolveOptions
 from .spread import rest_shape, shape, spread_points_floats
 from .triangulation_plan import _plan
+from .triangulation_refine_single import refine
 
 #: The effector moved less than this fraction of the reach in an iteration: stop.
 _STALL = 1e-13
@@ -267,10 +269,10 @@ def fabrik_floats(
                 chain, tolerance, finish, limit, plan, target, (rots, pos, its), signs, hints
             )
     if orient and (pole is not None or (its and options.bend_plane == "rest")):
-        from .triangulation_single import _bend_turn  # (that module's even route is this)
-
         init = None if start is None else [list(q) for q in start]
-        turn = _bend_turn(chain, _plan(chain), options, target, pole, pos, init, start is None)
+        turn = triangulation_single._bend_turn(
+            chain, _plan(chain), options, target, pole, pos, init, start is None
+        )
         if turn is not None:
             if rots is not None:
                 rest0 = plan.rests[0]
@@ -303,8 +305,6 @@ def finish_floats(
     (:func:`core.triangulation_refine_single.refine`, one more iteration) where that meets
     the tolerance; elsewhere the rounds go on from it to the tolerance (up to ``limit``
     more). :func:`core.fabrik._finish` is the batch's twin."""
-    from .triangulation_refine_single import refine  # (it builds on triangulation's pass)
-
     rots, pos, its = rounds
     miss = vsub(pos[-1], target)
     if not tolerance < math.sqrt(vdot(miss, miss)) <= finish:

@@ -20,6 +20,7 @@ from .chain import Chain
 from .components import qmul, qrotate
 from .jacobian_iteration import _NUDGE, _STALL
 from .limits import JointLimits
+from .parameterization import EULER_ORDER, DofLayout  # the batched layout, for weights
 from .rotations import SMALL_ANGLE
 
 Quat = tuple[float, float, float, float]
@@ -180,8 +181,6 @@ _PLANS: weakref.WeakKeyDictionary[Chain, dict[tuple[str, float], _Plan]] = (
 
 
 def _plan(chain: Chain, params: str, max_step: float) -> _Plan:
-    from .parameterization import EULER_ORDER, DofLayout  # the batched layout, for weights
-
     key = (params, max_step)
     plans = _PLANS.get(chain)
     if plans is None:

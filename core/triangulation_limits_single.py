@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from . import fabrik_single, triangulation_single
 from .chain import Chain
 from .components import Quat, Vec, qbetween, qconj, qmul, qrotate, qunrotate, vcross, vdot
 from .kinematics import chain_floats, forward_kinematics_floats
@@ -71,7 +72,6 @@ from .triangulation_limits import (
 )
 from .triangulation_plan import _floats, _Plan, _plan, _scale, _spreads, _start_frame
 from .triangulation_refine_single import Refined, _distance, refine_far, search, side_pose
-from .triangulation_single import _carried_float, _single_pass
 
 Pose = tuple[list[list[float]], list[Vec]]
 
@@ -398,7 +398,7 @@ def _want(
         else:
             axis_v, bend_v = _start_frame(chain, [(q[0], q[1], q[2], q[3]) for q in init])
             start_axis, bend = _floats(axis_v), _floats(bend_v)
-        pole = _carried_float(start_axis, bend, target)
+        pole = triangulation_single._carried_float(start_axis, bend, target)
     length = math.sqrt(vdot(target, target))
     if length > 1e-9 * plan.reach:
         axis = (target[0] / length, target[1] / length, target[2] / length)
@@ -482,14 +482,14 @@ def _pass_pose(
     the pass bends the root first and leaves the rest straight, which limits refuse on
     most targets (then the search runs, ~0.3–1 ms)."""
     if not _spreads(plan, options):
-        return _single_pass(plan, chain, target, init, options, pole, orient)
-    from .fabrik_single import fabrik_floats  # (FABRIK builds on triangulation)
-
+        return triangulation_single._single_pass(plan, chain, target, init, options, pole, orient)
     start = None
     if init is not None and any(q != [1.0, 0.0, 0.0, 0.0] for q in init):  # (as FABRIK)
         start = [(q[0], q[1], q[2], q[3]) for q in init]
     tolerance = 0.0  # (no rounds: the tolerance only decides whether to run them)
-    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, start, orient, rounds=0)
+    rots, pos, _ = fabrik_single.fabrik_floats(
+        chain, target, pole, options, tolerance, start, orient, rounds=0
+    )
     assert rots is not None  # (points_only is not asked)
     return [list(q) for q in rots], pos
 

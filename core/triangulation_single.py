@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from . import fabrik_single, triangulation_limits_single
 from .chain import Chain
 from .components import (
     Quat,
@@ -29,7 +30,6 @@ from .components import (
     qrotate,
     vperpendicular,
 )
-from .fabrik_single import fabrik_floats
 from .options import SolveOptions
 from .problem import Problem
 from .rotations import FloatArray
@@ -105,10 +105,10 @@ def solve_single(
     if _scale(chain) != 1.0:
         return None
     if plan.limited:
-        from .triangulation_limits_single import solve_one
-
         tolerance = options.tolerance if options.tolerance is not None else 1e-6 * plan.reach
-        return solve_one(chain, target, None, options, pole, True, tolerance)
+        return triangulation_limits_single.solve_one(
+            chain, target, None, options, pole, True, tolerance
+        )
     if not plan.all_free:
         return None
     if _spreads(plan, options):
@@ -123,7 +123,9 @@ def _spread(
     spread seed (:func:`core.fabrik_single.fabrik_floats`), as
     :func:`core.triangulation.solve_triangulation` answers it."""
     tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
-    rots, pos, _ = fabrik_floats(chain, target, pole, options, tolerance, None, True, points_only)
+    rots, pos, _ = fabrik_single.fabrik_floats(
+        chain, target, pole, options, tolerance, None, True, points_only
+    )
     return None if rots is None else [list(q) for q in rots], pos
 
 
