@@ -145,8 +145,9 @@ def _refine_paused(
     in the last kept step or that were held in it. Each has a way out in its own columns:
     for a ball joint whose swing was clipped, the turn straight across its swing region's
     boundary (:meth:`JointLimits.swing_exit`), else the clipped part of its turn. Where the
-    step pushes such a joint out again, it is *held*: that direction is taken out of its
-    columns, ``C ← C (I − h hᵀ)``, and the system solved again — a hinge is kept as it is,
+    step pushes such a joint out again (:func:`_held`: the step solved with every one of
+    them held tells), it is *held*: that direction is taken out of its columns,
+    ``C ← C (I − h hᵀ)``, and the system solved again — a hinge is kept as it is,
     a ball joint can still slide along its limit. The other joints then answer for the
     whole error instead of losing the share the held one could not take, and the error
     falls quadratically instead of by a constant factor per step.
@@ -183,12 +184,7 @@ def _refine_paused(
             cols.append(rot.cross(world_axes, lever) * w[None, :, None])
         jac = np.concatenate(cols, axis=1)  # (A, m, 3)
         damp = (lam[active] * reach) ** 2
-        out = bound[active]
-        push = np.einsum("amx,ax->am", jac, _damped(jac, e, damp)) * out
-        held = np.zeros(out.shape, dtype=bool)
-        for a, b in spans:
-            held[:, a:b] = np.sum(push[:, a:b], axis=1, keepdims=True) > 0.0
-        cut = np.where(held, out, 0.0)
+        cut = _held(jac, spans, bound[active], e, damp)
         trial, outward, promised = _step(chain, axes, spans, qa, jac, cut, e, damp, nearest)
         taken = promised >= _PROMISE * np.sum(e * e, axis=-1)
         tpos, tworld = forward_kinematics(chain, trial)
@@ -202,7 +198,7 @@ def _refine_paused(
             terr[better],
         )
         # On their limits now: the joints clipped (their new way out) and those held.
-        clipped = np.zeros(held.shape, dtype=bool)
+        clipped = np.zeros(cut.shape, dtype=bool)
         for a, b in spans:
             clipped[:, a:b] = np.any(outward[:, a:b] != 0.0, axis=1, keepdims=True)
         bound[idx] = np.where(clipped, outward, cut)[better]
@@ -275,6 +271,43 @@ def _damped(jac: FloatArray, e: FloatArray, damp: FloatArray) -> FloatArray:
     return np.linalg.solve(jj + damp[:, None, None] * np.eye(3), e[..., None])[..., 0]
 
 
+def _cut_columns(jac: FloatArray, spans: list[tuple[int, int]], cut: FloatArray) -> FloatArray:
+    """Columns ``jac (A, m, 3)`` whose joints lose the unit direction of ``cut (A, m)`` in
+    their span (zero: none), ``C ← C (I − h hᵀ)``; a copy."""
+    jac = jac.copy()
+    for a, b in spans:
+        h = cut[:, a:b, None]  # (A, k, 1)
+        jac[:, a:b] -= h * np.sum(h * jac[:, a:b], axis=1, keepdims=True)
+    return jac
+
+
+def _held(
+    jac: FloatArray,
+    spans: list[tuple[int, int]],
+    bound: FloatArray,
+    e: FloatArray,
+    damp: FloatArray,
+) -> FloatArray:
+    """The joints on their limits held this step: ``bound (A, m)`` (each joint's way out,
+    zero if none) where the step pushes the joint out again, else zero.
+
+    The multiplier test of an active-set method: with every bound joint held (its way out
+    taken out of its columns, :func:`_cut_columns`), the step's dual ``y`` gives each such
+    joint's share of its own columns along its way out, ``hᵀ Cᵀ y``; where that is
+    positive the step would push the joint across its limit, so it stays held, and where
+    not, the step pulls it inward and it is released. (Until 0.8.7 the test used ``y`` of
+    the step with no joint held, which released a joint whose own step then clipped it
+    again: that step was refused, the damping grew, and the active set chattered — on
+    ``bench_natural``'s limited tail a reachable target took 200 steps where it now takes
+    5.)"""
+    y = _damped(_cut_columns(jac, spans, bound), e, damp)
+    push = np.einsum("amx,ax->am", jac, y) * bound
+    held = np.zeros(bound.shape, dtype=bool)
+    for a, b in spans:
+        held[:, a:b] = np.sum(push[:, a:b], axis=1, keepdims=True) > 0.0
+    return np.where(held, bound, 0.0)
+
+
 def _step(
     chain: Chain,
     axes: list[tuple[FloatArray, FloatArray]],
@@ -295,10 +328,7 @@ def _step(
     way out (:func:`_refine`) as a unit direction in its columns ``(A, m)`` (weighted like
     them; zero for the other joints), and how much the step's linear model lowers ``|e|²``
     ``(A,)`` (before the limits: ``|e|² − |e − J Δ|²``)."""
-    jac = jac.copy()
-    for a, b in spans:
-        h = cut[:, a:b, None]  # (A, k, 1)
-        jac[:, a:b] -= h * np.sum(h * jac[:, a:b], axis=1, keepdims=True)
+    jac = _cut_columns(jac, spans, cut)
     y = _damped(jac, e, damp)
     step = np.einsum("amx,ax->am", jac, y)
     biggest = np.max(np.abs(step), axis=1, keepdims=True)

@@ -190,11 +190,8 @@ def _refine(
         if jac is None:
             jac = _columns(facts, world, pos)
         damp = (lam * reach) ** 2
-        dual = _damped(jac[3], error, damp)
-        shares = _shares(facts, jac, dual)
-        # The joints held: those on their limits the step pushes out again.
-        cut = {i: h for i, h in bound.items() if _dot(h, shares[i]) > 0.0}
-        stepped = _step(facts, q, jac, shares, dual, cut, error, damp, nearest)
+        cut, dual, shares = _held(facts, jac, bound, error, damp)
+        stepped = _step(facts, q, jac, shares, dual, error, damp, nearest)
         if stepped is None:
             break  # (the step promises too little: core.triangulation_refine._PROMISE)
         trial, outward = stepped
@@ -378,42 +375,62 @@ def _moment(facts: _Facts, jac: Jacobian, i: int, h: list[float]) -> Vec:
     return ball * (ay * lz - az * ly), ball * (az * lx - ax * lz), ball * (ax * ly - ay * lx)
 
 
+def _cut_dual(
+    facts: _Facts, jac: Jacobian, cut: dict[int, list[float]], error: Vec, damp: float
+) -> tuple[Vec, list[list[float]]]:
+    """``y = (JJᵀ + λ²I)⁻¹ e`` for the Jacobian whose joints in ``cut`` lose the given unit
+    direction ``h`` of their columns, ``C ← C (I − h hᵀ)`` (``J Jᵀ`` loses ``(C h)(C h)ᵀ``,
+    a rank-one downdate each), and ``Cᵀ y`` of every joint's own columns, uncut."""
+    g00, g01, g02, g11, g12, g22 = jac[3]
+    for i, h in cut.items():
+        mx, my, mz = _moment(facts, jac, i, h)
+        g00 -= mx * mx
+        g01 -= mx * my
+        g02 -= mx * mz
+        g11 -= my * my
+        g12 -= my * mz
+        g22 -= mz * mz
+    dual = _damped((g00, g01, g02, g11, g12, g22), error, damp)
+    return dual, _shares(facts, jac, dual)
+
+
+def _held(
+    facts: _Facts, jac: Jacobian, bound: dict[int, list[float]], error: Vec, damp: float
+) -> tuple[dict[int, list[float]], Vec, list[list[float]]]:
+    """:func:`core.triangulation_refine._held` for one pose: the joints of ``bound`` (on
+    their limits, each with its way out ``h``) held this step, and the step's dual ``y``
+    and shares ``Jᵀ y`` with them held (a held joint's share without its part along
+    ``h``)."""
+    if not bound:
+        dual = _damped(jac[3], error, damp)
+        return {}, dual, _shares(facts, jac, dual)
+    dual, shares = _cut_dual(facts, jac, bound, error, damp)
+    cut = {i: h for i, h in bound.items() if _dot(h, shares[i]) > 0.0}
+    if len(cut) < len(bound):
+        dual, shares = _cut_dual(facts, jac, cut, error, damp)
+    for i, h in cut.items():
+        share = shares[i]
+        along = _dot(h, share)
+        shares[i] = [sk - hk * along for hk, sk in zip(h, share, strict=True)]
+    return cut, dual, shares
+
+
 def _step(
     facts: _Facts,
     q: Pose,
     jac: Jacobian,
     shares: list[list[float]],
     dual: Vec,
-    cut: dict[int, list[float]],
     error: Vec,
     damp: float,
     nearest: bool,
 ) -> tuple[Pose, dict[int, list[float]]] | None:
-    """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`):
-    the joints in ``cut`` lose the given unit direction ``h`` of their columns,
-    ``C ← C (I − h hᵀ)``: ``J Jᵀ`` loses ``(C h)(C h)ᵀ``, and their shares of the step
-    ``Jᵀ y`` their part along ``h``. ``dual`` is that ``y = (JJᵀ + λ²I)⁻¹ e`` for the whole
-    Jacobian ``jac`` and ``shares`` its ``Jᵀ y`` (the step where nothing is cut). Returns the trial
-    pose and, per joint whose turn its limits clipped, its way out
+    """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`)
+    with the dual ``y`` and the shares ``Jᵀ y`` of :func:`_held`. Returns the trial pose
+    and, per joint whose turn its limits clipped, its way out
     (:func:`core.triangulation_refine._refine`) as a unit direction in its columns; or
     ``None``, before turning any joint, where the step's linear model promises to lower
     ``|e|²`` by less than :data:`~core.triangulation_refine._PROMISE` of it."""
-    if cut:
-        g00, g01, g02, g11, g12, g22 = jac[3]
-        for i, h in cut.items():
-            mx, my, mz = _moment(facts, jac, i, h)
-            g00 -= mx * mx
-            g01 -= mx * my
-            g02 -= mx * mz
-            g11 -= my * my
-            g12 -= my * mz
-            g22 -= mz * mz
-        dual = _damped((g00, g01, g02, g11, g12, g22), error, damp)
-        shares = _shares(facts, jac, dual)
-        for i, h in cut.items():
-            share = shares[i]
-            along = _dot(h, share)
-            shares[i] = [sk - hk * along for hk, sk in zip(h, share, strict=True)]
     biggest = max(map(abs, itertools.chain.from_iterable(shares)), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
     # The error the linear model leaves, e − scale·(e − λ²y) (J Jᵀ y = e − λ²y).
