@@ -374,6 +374,41 @@ def test_a_ball_joint_held_on_its_limits_slides_along_them(n: int, bar: float) -
     assert np.mean(np.array(counts) >= 5) <= bar, sorted(counts)
 
 
+def test_a_joint_is_released_only_where_the_step_holding_it_pulls_it_inward() -> None:
+    """The active set's multiplier test (``_held``, both twins): a joint on its limits stays
+    held where the step solved with it held still pushes it outward. ``bench_natural``'s
+    limited tail (5 links of 0.2 along +Y, each joint within ±30° in X and Z), frame 201: a
+    reachable target the even pass misses by 1 % of the reach. Testing with the step that
+    holds nothing released the second joint on every other step; its own step clipped it
+    again and was refused, and the damping grew: both twins stopped after 100 steps, 6.6e-5
+    of the reach short (the search then took 142 more). Now both reach it in 5 steps, within
+    the limits, the same pose to rounding."""
+    from unittest import mock
+
+    from core import triangulation_limits_single as tls
+
+    lim = JointLimits(ranges=((-math.pi / 6, math.pi / 6), None, (-math.pi / 6, math.pi / 6)))
+    chain = Chain.from_offsets([[0.0, 0.2, 0.0]] * 5, limits=[lim] * 5)
+    target = (0.3440571501996481, 0.4435625949784131, 0.765258541862353)
+    tol = 1e-6 * chain.reach
+    rots, pos = tls._pass_pose(
+        _plan(chain), chain, target, None, SolveOptions(distribution="even"), None, True
+    )
+    assert math.dist(pos[-1], target) > 1e4 * tol  # (the refinement has work to do)
+    start = [trs._quat(q) for q in rots]
+    with mock.patch.object(trs, "_step", wraps=trs._step) as step:
+        q, _, err = trs.refine(chain, start, target, tol, False)
+    assert err <= tol
+    assert step.call_count <= 6, step.call_count
+    with mock.patch.object(tr, "_step", wraps=tr._step) as step:
+        qn, _, errn = tr._refine(chain, np.array([start]), np.array([target]), tol, False)
+    assert float(errn[0]) <= tol
+    assert step.call_count <= 6, step.call_count
+    for i, lim_i in enumerate(chain.limits):
+        assert float(lim_i.violation(np.array(q[i]))) <= 1e-9
+    _same_rotations(qn[0], np.array(q), 1e-9)
+
+
 def test_restarts_stop_when_a_round_brings_a_missed_target_no_closer() -> None:
     """A target the limits keep out of reach (here: random directions within the length of
     ``bench_solvers``' 3-bone shoulder chain, 11 of 60 out of reach; on the 2-bone one
