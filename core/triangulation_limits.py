@@ -57,11 +57,12 @@ toward their centre) and ``project(q_i · exp(Δ_i))`` after it (the nearest all
 rotation, which lets the search slide along a limit; :mod:`core.limits`). The chosen pose
 for a target is the pass's own pose refined when that reaches (it keeps the bend plane the
 pass gave it: the pole's, or the rest pose's side), else the candidate of lowest cost
-(``Σ`` joint angles from the start pose, the paper's eq. 3) among those that reach, else the
-first one unless another comes closer by more than
-:data:`~core.triangulation_refine.CLOSER_BY` tolerances: an admissible pose as close as any
-found but for that margin, which :func:`core.solve` reports as "unreachable within
-limits".
+(``Σ`` joint angles from the start pose, the paper's eq. 3) among those that reach, else,
+among those not farther than the closest by more than
+:data:`~core.triangulation_refine.CLOSER_BY` tolerances, the one nearest the first
+candidate as given (the pass's pose, or in later rounds the best so far): an admissible
+pose as close as any found but for that margin, which :func:`core.solve` reports as
+"unreachable within limits".
 
 This is not the paper's single pass (the paper has cones only); it runs only where the
 pass misses on a chain with such limits, and costs a few milliseconds per missed target

@@ -46,6 +46,12 @@ _NEAR = 0.1
 #: to reach).
 _FAR = 1e4
 _NEAR_COS = float(np.cos(0.5 * _NEAR))
+#: Of the candidates that end equally close (:data:`CLOSER_BY`), one within ``_NEAR``
+#: radians of the first's refined pose on every joint is bound for the first's minimum and
+#: the first stands for it in the choice (:func:`_keep_best`): the pause's own test, so
+#: that pausing such a candidate changes no choice (kept apart from :data:`_NEAR_COS`,
+#: which tests switch off to refine every candidate in full).
+_SAME_MINIMUM_COS = _NEAR_COS
 #: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
 #: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
 _LAMBDA0 = 0.01
@@ -298,8 +304,8 @@ def _held(
     not, the step pulls it inward and it is released. (Until 0.8.7 the test used ``y`` of
     the step with no joint held, which released a joint whose own step then clipped it
     again: that step was refused, the damping grew, and the active set chattered — on
-    ``bench_natural``'s limited tail a reachable target took 200 steps where it now takes
-    5.)"""
+    ``bench_natural``'s limited tail a reachable target's search took 242 steps where its
+    first refinement now reaches it in 5.)"""
     y = _damped(_cut_columns(jac, spans, bound), e, damp)
     push = np.einsum("amx,ax->am", jac, y) * bound
     held = np.zeros(bound.shape, dtype=bool)
@@ -370,11 +376,12 @@ def _step(
 #: the result depends on the inputs only).
 _ROUNDS = 4
 _SEED = 2007
-#: Where no candidate reaches, the first one refined (the pass's pose, then the best so far)
-#: is kept unless another comes closer by more than this many tolerances (1e-3 × reach by
-#: default). Equally close poses can lie in different local minima, or anywhere along a
-#: family of them (a leg whose knee is held straight, spun about the line to the target),
-#: and a sliver of distance flipped the limb between neighbouring frames.
+#: Where no candidate reaches, the candidates this many tolerances (1e-3 × reach by default)
+#: or less farther than the closest count as equally close, and the one nearest the first
+#: candidate as given is kept (:func:`_keep_best`). Equally close poses can lie in different
+#: local minima, or anywhere along a family of them (a leg whose knee is held straight, spun
+#: about the line to the target), and a sliver of distance flipped the limb between
+#: neighbouring frames.
 CLOSER_BY = 1000.0
 
 
@@ -451,9 +458,16 @@ def _keep_best(
     first_is_pass: bool = False,
 ) -> NDArray[np.bool_]:
     """Refine ``candidates`` (each ``(M, n, 4)`` for targets ``miss``) and store, per target,
-    the one of lowest cost among those that reach, else the first that is not farther than
-    the closest by more than :data:`CLOSER_BY` tolerances, where it beats what
-    ``rotations``, ``positions`` and ``err (N,)`` hold (updated in place).
+    the one of lowest cost among those that reach, else, of those not farther than the
+    closest by more than :data:`CLOSER_BY` tolerances, the one nearest the first candidate
+    as given (the pass's pose, or the best so far: the least sum of joint angles from it;
+    the first stands for those bound for its minimum, :data:`_SAME_MINIMUM_COS`), where it
+    beats what ``rotations``, ``positions`` and ``err (N,)`` hold (updated in
+    place). Equally close poses of neighbouring frames can lie in different minima or
+    along a family of them; the one nearest the first's start changes least from frame to
+    frame, even where the first's own refinement slides far along such a family (until
+    0.8.7 the first was kept: ``bench_natural``'s limited neck spun its root 146° and back
+    on one frame).
 
     Returns, per target of ``miss``, whether the candidates *settled*: none reaches and
     every one ended within :data:`CLOSER_BY` tolerances of the closest or paused near the
@@ -463,6 +477,7 @@ def _keep_best(
     tol = problem.tolerance
     settled = np.zeros(miss.size, dtype=bool)
     rows = np.arange(miss.size)  # (those of miss refined below)
+    first = candidates[0]  # (as given, before refining)
     if first_is_pass:
         # The pass's own pose, refined, wins wherever it reaches: the other candidates are
         # refined only for the targets where it does not (the same choice, less work).
@@ -479,6 +494,7 @@ def _keep_best(
         rows = rows[rest]
         miss = miss[rest]
         candidates = [q0[rest]] + [c[rest] for c in candidates[1:]]
+        first = first[rest]
     targets = problem.targets[miss]
     start = problem.initial[miss]
     m = miss.size
@@ -489,7 +505,15 @@ def _keep_best(
     if first_is_pass:  # the pass's own pose, refined, keeps its (pole's) bend plane
         score[0] = np.where(reached[0], -np.inf, score[0])
     close_by = np.min(cerr, axis=0) + CLOSER_BY * tol
-    close = np.argmax(cerr <= close_by, axis=0)
+    apart = np.sum(rot.angle(rot.multiply(rot.conjugate(first[None]), q)), axis=-1)
+    # Those equally close; where the first is one of them, one that ended near its refined
+    # pose is bound for its minimum and the first stands for it (so a pause changes no
+    # choice).
+    bound_for_first = np.all(np.abs(np.sum(q * q[:1], axis=-1)) >= _SAME_MINIMUM_COS, axis=-1)
+    bound_for_first &= cerr[:1] <= close_by
+    bound_for_first[0] = False
+    eligible = (cerr <= close_by) & ~bound_for_first
+    close = np.argmin(np.where(eligible, apart, np.inf), axis=0)
     best = np.where(reached.any(axis=0), np.argmin(score, axis=0), close)
     pick = np.arange(m)
     better = cerr[best, pick] < err[miss]

@@ -57,6 +57,7 @@ from .triangulation_refine import (
     _NEAR_COS,
     _PROMISE,
     _ROUNDS,
+    _SAME_MINIMUM_COS,
     _SEED,
     _STALL_GAIN,
     _STALL_WINDOW,
@@ -210,7 +211,9 @@ def _refine(
             last = err
         if not (err > tolerance and lam < hi and progress):
             break
-        if near is not None and err >= near[2] - CLOSER_BY * tolerance and _close(q, near[0]):
+        if near is None or err < near[2] - CLOSER_BY * tolerance:
+            continue
+        if _close(q, near[0], _NEAR_COS):
             return (q, pos, err), True
     return (q, pos, err), False
 
@@ -534,9 +537,9 @@ def keep_best(
 ) -> tuple[Refined, bool]:
     """:func:`core.triangulation_refine._keep_best` for one target: ``candidates`` refined,
     and the one of lowest cost among those that reach (the first, refined, wherever it
-    reaches when ``first_is_pass``), else the first that is not farther than the closest by
-    more than :data:`~core.triangulation_refine.CLOSER_BY` tolerances, where it comes closer
-    than ``best``
+    reaches when ``first_is_pass``), else, of those not farther than the closest by more
+    than :data:`~core.triangulation_refine.CLOSER_BY` tolerances, the one nearest the first
+    candidate as given (before refining), where it comes closer than ``best``
     (the stored pose, ``w ≥ 0``); else ``best``. ``more``: the candidates after
     ``candidates``, made only where they are refined (not when the pass's pose reaches).
     Also returns whether the candidates settled (none reaches, every one within that
@@ -561,7 +564,18 @@ def keep_best(
         k = min(range(len(refined)), key=lambda j: (scores[j], j))
     else:
         close = min(r[2] for r in refined) + CLOSER_BY * tolerance
-        k = next(j for j, r in enumerate(refined) if r[2] <= close)
+        # Those equally close; where the first is one of them, one that ended near its
+        # refined pose is bound for its minimum and the first stands for it (so a pause
+        # changes no choice).
+        stands = refined[0][2] <= close
+        near = [
+            j
+            for j, r in enumerate(refined)
+            if r[2] <= close
+            and (j == 0 or not stands or not _close(r[0], refined[0][0], _SAME_MINIMUM_COS))
+        ]
+        first = known[0][0] if known else candidates[0]  # (as given, before refining)
+        k = min(near, key=lambda j: (_cost(first, refined[j][0]), j))
         settled = all(r[2] <= close or p for r, p in zip(refined, paused, strict=True))
     q, pos, err = refined[k]
     if err < best[2]:
@@ -608,11 +622,12 @@ def _refine_candidates(
     return refined, [False] + [done[k][2] for k in rows]
 
 
-def _close(a: Pose, b: Pose) -> bool:
-    """Whether every joint of pose ``a`` is within :data:`~core.triangulation_refine._NEAR`
-    radians of pose ``b``'s."""
+def _close(a: Pose, b: Pose, cos: float) -> bool:
+    """Whether every joint of pose ``a`` is within the angle whose half has cosine ``cos``
+    of pose ``b``'s (:data:`~core.triangulation_refine._NEAR` radians for the pause and the
+    choice)."""
     return all(
-        abs(qa[0] * qb[0] + qa[1] * qb[1] + qa[2] * qb[2] + qa[3] * qb[3]) >= _NEAR_COS
+        abs(qa[0] * qb[0] + qa[1] * qb[1] + qa[2] * qb[2] + qa[3] * qb[3]) >= cos
         for qa, qb in zip(a, b, strict=True)
     )
 

@@ -259,7 +259,8 @@ def test_of_missed_targets_the_first_candidate_is_kept_unless_materially_farther
     """Where no candidate reaches, both twins keep the first one unless another comes closer
     by more than ``CLOSER_BY`` tolerances (equally close poses of neighbouring frames can
     lie in different minima or anywhere along a family of them). Locked joints make the
-    refinement keep each candidate as it is, so only the choice is under test."""
+    refinement keep each candidate as it is (so the first, refined, is where it started:
+    the nearest to it), so only the choice is under test."""
     locked = JointLimits(lock=(True, True, True))
     chain = Chain.from_lengths([1.0, 1.0], limits=[locked, locked])
     straight = np.array([[1.0, 0.0, 0.0, 0.0]] * 2)
@@ -281,6 +282,58 @@ def test_of_missed_targets_the_first_candidate_is_kept_unless_materially_farther
     rotations, positions, err = np.zeros((1, 2, 4)), np.zeros((1, 3, 3)), np.array([np.inf])
     stacked = [c[None] for c in (bent, straight)]
     tr._keep_best(problem, np.array([0]), stacked, rotations, positions, err, False)
+    _same_rotations(rotations[0], expected, 0.0)
+
+
+def test_of_equally_close_missed_poses_the_one_nearest_the_first_start_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where no candidate reaches and the first one's refinement slid far along a family of
+    equally close poses, both twins keep the equally close candidate nearest the first as
+    given (``bench_natural``'s limited neck, 0.8.6: the first ended with its root spun 146°
+    for one frame while the others ended as close at the pass's twist). The refinement is
+    replaced by given results (first: spun 146° and the closest; second: spun 5° and 0.5
+    margins farther; third: spun 60°), so only the choice is under test; a fourth
+    candidate 2 margins farther and unspun is not equally close."""
+    chain = Chain.from_lengths([1.0, 1.0])
+    target = np.array([0.0, 3.0, 0.0])
+    tolerance = 1e-6
+    given = np.array([[1.0, 0.0, 0.0, 0.0]] * 2)
+
+    def spun(deg: float) -> np.ndarray:
+        return np.array([rot.from_axis_angle([0.0, 1.0, 0.0], math.radians(deg)), given[1]])
+
+    margin = tr.CLOSER_BY * tolerance
+    ends = [(spun(146.0), 1.0), (spun(5.0), 1.0 + 0.5 * margin), (spun(60.0), 1.0)]
+    ends.append((spun(0.0), 1.0 + 2.0 * margin))
+    expected = ends[1][0]
+    positions = np.zeros((3, 3))
+
+    def float_ends(*args: Any) -> tuple[list[trs.Refined], list[bool]]:
+        refined = [([trs._quat(q) for q in r.tolist()], positions.tolist(), e) for r, e in ends]
+        return refined, [False] * len(ends)
+
+    def numpy_ends(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        q = np.array([r for r, _ in ends])[:, None]
+        return (
+            q,
+            np.zeros((len(ends), 1, 3, 3)),
+            np.array([[e] for _, e in ends]),
+            np.zeros((len(ends), 1), dtype=bool),
+        )
+
+    monkeypatch.setattr(trs, "_refine_candidates", float_ends)
+    monkeypatch.setattr(tr, "_refine_candidates", numpy_ends)
+    start = [trs._quat(q) for q in given.tolist()]
+    others = [[trs._quat(q) for q in spun(d).tolist()] for d in (90.0, 30.0, 0.0)]
+    candidates = [start, *others]
+    worst: trs.Refined = (start, [], math.inf)
+    best, _ = trs.keep_best(chain, tuple(target), start, candidates, worst, tolerance, False)
+    _same_rotations(np.array(best[0]), expected, 0.0)
+    problem = Problem(chain, target[None], None, None, given[None], tolerance, SolveOptions())
+    rotations, found, err = np.zeros((1, 2, 4)), np.zeros((1, 3, 3)), np.array([np.inf])
+    stacked = [np.array(c)[None] for c in candidates]
+    tr._keep_best(problem, np.array([0]), stacked, rotations, found, err, False)
     _same_rotations(rotations[0], expected, 0.0)
 
 
