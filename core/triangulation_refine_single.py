@@ -404,9 +404,6 @@ def _held(
     their limits, each with its way out ``h``) held this step, and the step's dual ``y``
     and shares ``Jᵀ y`` with them held (a held joint's share without its part along
     ``h``)."""
-    if not bound:
-        dual = _damped(jac[3], error, damp)
-        return {}, dual, _shares(facts, jac, dual)
     dual, shares = _cut_dual(facts, jac, bound, error, damp)
     cut = {i: h for i, h in bound.items() if _dot(h, shares[i]) > 0.0}
     if len(cut) < len(bound):
