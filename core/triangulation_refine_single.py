@@ -536,7 +536,9 @@ def keep_best(
     and the one of lowest cost among those that reach (the first, refined, wherever it
     reaches when ``first_is_pass``), else, of those not farther than the closest by more
     than :data:`~core.triangulation_refine.CLOSER_BY` tolerances, the one nearest the first
-    candidate as given (before refining), where it comes closer than ``best``
+    candidate as given (before refining; the first stands for those that ended near its
+    refined pose, :data:`~core.triangulation_refine._SAME_MINIMUM_COS`), where it comes
+    closer than ``best``
     (the stored pose, ``w ≥ 0``); else ``best``. ``more``: the candidates after
     ``candidates``, made only where they are refined (not when the pass's pose reaches).
     Also returns whether the candidates settled (none reaches, every one within that
