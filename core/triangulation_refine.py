@@ -56,6 +56,10 @@ _SAME_MINIMUM_COS = _NEAR_COS
 #: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
 _LAMBDA0 = 0.01
 _LAMBDA_RANGE = (1e-4, 1e3)
+#: λ's factor on a refused step, and the least factor of ``λ²`` on a kept one
+#: (:func:`_kept_factor`).
+_REFUSED = 4.0
+_KEPT_LEAST = 1.0 / 3.0
 #: A joint's turn counts as clipped by its limits when keeping it within them moved a
 #: quaternion component by more than this share of the turn's half angle (a turn along a
 #: curved limit leaves it only to second order: that is sliding, not clipping), and by
@@ -138,8 +142,9 @@ def _refine_paused(
     ``targets (M, 3)``; returns the poses, their joint positions and errors ``(M,)``.
 
     Each step solves ``Δ = Jᵀ(JJᵀ + λ²I)⁻¹ e`` (Levenberg–Marquardt: a step that lowers the
-    error is kept and λ shrinks, else λ grows), turns every joint by ``exp`` of its share
-    and keeps it within its limits. ``nearest``: by :meth:`JointLimits.project` (the
+    error is kept and λ follows how well its linear model foretold the fall,
+    :func:`_kept_factor`; else λ grows by :data:`_REFUSED`), turns every joint by ``exp``
+    of its share and keeps it within its limits. ``nearest``: by :meth:`JointLimits.project` (the
     nearest allowed rotation, which lets the search slide along a limit) instead of the
     cheaper :meth:`JointLimits.retract`. A row stops where the tolerance is met, where λ
     reaches its bound, where its error fell by less than :data:`_STALL_GAIN` over
@@ -195,7 +200,8 @@ def _refine_paused(
         taken = promised >= _PROMISE * np.sum(e * e, axis=-1)
         tpos, tworld = forward_kinematics(chain, trial)
         terr = np.linalg.norm(targets[active] - tpos[:, -1], axis=-1)
-        better = taken & (terr < err[active])
+        before = err[active]
+        better = taken & (terr < before)
         idx = active[better]
         q[idx], pos[idx], world[idx], err[idx] = (
             trial[better],
@@ -208,9 +214,9 @@ def _refine_paused(
         for a, b in spans:
             clipped[:, a:b] = np.any(outward[:, a:b] != 0.0, axis=1, keepdims=True)
         bound[idx] = np.where(clipped, outward, cut)[better]
-        lam[active] = np.clip(
-            np.where(better, lam[active] * 0.3, lam[active] * 4.0), *_LAMBDA_RANGE
-        )
+        factor = np.full(active.size, _REFUSED)
+        factor[better] = _kept_factor(before[better], terr[better], promised[better])
+        lam[active] = np.clip(lam[active] * factor, *_LAMBDA_RANGE)
         stalled = (step_count := step_count + 1) % _STALL_WINDOW == 0
         if stalled:
             progress = err[active] < (1.0 - _STALL_GAIN) * last[active]
@@ -227,6 +233,20 @@ def _refine_paused(
             keep &= ~pause
         active = active[keep]
     return q, pos, err, paused
+
+
+def _kept_factor(err: FloatArray, terr: FloatArray, promised: FloatArray) -> FloatArray:
+    """λ's factor after kept steps that took the errors ``err (K,)`` to ``terr (K,)`` where
+    their linear model promised to lower ``|e|²`` by ``promised (K,)``: Nielsen's rule on
+    the damping ``μ = λ²``, ``μ ← μ·max(1/3, 1 − (2ρ − 1)³)`` with the gain ratio
+    ``ρ = (|e|² − |e′|²) / promised`` (H. B. Nielsen, *Damping parameter in Marquardt's
+    method*, IMM-REP-1999-05; K. Madsen, H. B. Nielsen, O. Tingleff, *Methods for
+    non-linear least squares problems*, 2004, Algorithm 3.16): a step whose fall the model
+    foretold (``ρ`` near 1) trusts it three times more, one that fell by half what it
+    promised keeps λ, one that fell by little distrusts it up to twice as much. (A refused
+    step still multiplies λ by :data:`_REFUSED`, where Nielsen doubles a growing factor.)"""
+    d = 2.0 * ((err * err - terr * terr) / promised) - 1.0
+    return np.sqrt(np.maximum(_KEPT_LEAST, 1.0 - d * d * d))
 
 
 def _start_bound(

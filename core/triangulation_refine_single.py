@@ -51,11 +51,13 @@ from .triangulation_refine import (
     _CLIPPED_ABOVE,
     _FAR,
     _IN_COLUMNS,
+    _KEPT_LEAST,
     _LAMBDA0,
     _LAMBDA_RANGE,
     _MAX_STEP,
     _NEAR_COS,
     _PROMISE,
+    _REFUSED,
     _ROUNDS,
     _SAME_MINIMUM_COS,
     _SEED,
@@ -195,16 +197,17 @@ def _refine(
         stepped = _step(facts, q, jac, shares, dual, error, damp, nearest)
         if stepped is None:
             break  # (the step promises too little: core.triangulation_refine._PROMISE)
-        trial, outward = stepped
+        trial, outward, promised = stepped
         tpos, tworld = forward_kinematics_floats(chain, trial)
         terr = _distance(target, tpos[-1])
-        if terr < err:  # Levenberg–Marquardt: keep the step, trust the model more
+        if terr < err:  # Levenberg–Marquardt: keep the step, λ by how well it was foretold
+            d = 2.0 * ((err * err - terr * terr) / promised) - 1.0
+            lam = min(max(lam * math.sqrt(max(_KEPT_LEAST, 1.0 - d * d * d)), lo), hi)
             q, pos, world, err = trial, tpos, tworld, terr
             jac = None
             bound = {**cut, **outward}
-            lam = min(max(lam * 0.3, lo), hi)
         else:
-            lam = min(max(lam * 4.0, lo), hi)
+            lam = min(max(lam * _REFUSED, lo), hi)
         progress = True
         if count % _STALL_WINDOW == 0:
             progress = err < (1.0 - _STALL_GAIN) * last
@@ -424,13 +427,13 @@ def _step(
     error: Vec,
     damp: float,
     nearest: bool,
-) -> tuple[Pose, dict[int, list[float]]] | None:
+) -> tuple[Pose, dict[int, list[float]], float] | None:
     """One damped least-squares step of :func:`refine` (:func:`core.triangulation_refine._step`)
-    with the dual ``y`` and the shares ``Jᵀ y`` of :func:`_held`. Returns the trial pose
-    and, per joint whose turn its limits clipped, its way out
-    (:func:`core.triangulation_refine._refine`) as a unit direction in its columns; or
-    ``None``, before turning any joint, where the step's linear model promises to lower
-    ``|e|²`` by less than :data:`~core.triangulation_refine._PROMISE` of it."""
+    with the dual ``y`` and the shares ``Jᵀ y`` of :func:`_held`. Returns the trial pose,
+    per joint whose turn its limits clipped its way out
+    (:func:`core.triangulation_refine._refine`) as a unit direction in its columns, and how
+    much the step's linear model lowers ``|e|²``; or ``None``, before turning any joint,
+    where that is less than :data:`~core.triangulation_refine._PROMISE` of it."""
     biggest = max(map(abs, itertools.chain.from_iterable(shares)), default=0.0)
     scale = min(1.0, _MAX_STEP / max(biggest, 1e-300))
     # The error the linear model leaves, e − scale·(e − λ²y) (J Jᵀ y = e − λ²y).
@@ -439,7 +442,8 @@ def _step(
     ly = ey - scale * (ey - damp * dual[1])
     lz = ez - scale * (ez - damp * dual[2])
     square = ex * ex + ey * ey + ez * ez
-    if not square - (lx * lx + ly * ly + lz * lz) >= _PROMISE * square:
+    promised = square - (lx * lx + ly * ly + lz * lz)
+    if not promised >= _PROMISE * square:
         return None
     # Each joint turned by exp of its share (normalize(q_i · exp(r/2)), written out; a
     # hinge by its angle), then kept within its limits.
@@ -508,7 +512,7 @@ def _step(
             if unit is not None:
                 outward[i] = unit
         trial[i] = kept
-    return trial, outward
+    return trial, outward, promised
 
 
 def _cost(start: Pose, q: Pose) -> float:

@@ -63,11 +63,15 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
 ) -> None:
     """On ``bench_solvers``' shoulder chains, targets in random directions within their
     length (a sixth to a third out of reach within the limits): every target gets bit for
-    bit the pose it gets with every candidate refined in full, reached or not, and the
-    missed ones take far fewer refinement steps on 2 bones (about half), and never more
-    (3 bones: the candidates there end apart, along a family of closest poses, and none
-    pauses since 0.8.6, where the few that did paused in restart rounds that settled
-    candidates no longer call)."""
+    bit the pose it gets with every candidate refined in full, reached or not, but for at
+    most one missed target that ends at another equally close pose (within ``CLOSER_BY``
+    tolerances of the full search's distance), and the missed ones take far fewer
+    refinement steps on 2 bones (about 0.6 of them), and never more (3 bones: the candidates
+    there end apart, along a family of closest poses, and none pauses since 0.8.6, where
+    the few that did paused in restart rounds that settled candidates no longer call).
+    (Since 0.8.8 one of the 2-bone chain's 40 does: a candidate paused near the first's
+    pose would have gone on 2.4e-4 of the reach closer than the first, then the restarts
+    start from another best so far; the full search ends 5.8e-4 of the reach closer.)"""
     _searching(monkeypatch)
     chain = shoulder_chain(n)
     solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
@@ -87,16 +91,21 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
     with monkeypatch.context() as m:
         _in_full(m)
         full, full_steps = solve_all()
-    missed = []
+    missed, elsewhere = [], []
     for k, (got, want) in enumerate(zip(poses, full, strict=True)):
-        assert got.rotations == want.rotations
-        assert got.points == want.points
         err = float(np.linalg.norm(np.array(got.points[-1]) - targets[k]))
         if err > tol:
             missed.append(k)
+        if got.rotations != want.rotations or got.points != want.points:
+            elsewhere.append(k)
+            full_err = float(np.linalg.norm(np.array(want.points[-1]) - targets[k]))
+            assert tol < err <= full_err + tr.CLOSER_BY * tol
     assert len(missed) >= 5  # (not vacuous)
+    assert len(elsewhere) <= 1, elsewhere
     fewer = sum(steps[k] for k in missed) / sum(full_steps[k] for k in missed)
-    assert fewer <= 0.6 if n == 2 else fewer <= 1.0, fewer  # (measured 0.54 and 1.0)
+    # (measured 0.62 and 1.0: 1675 of 2702 steps and 584 of 584; before 0.8.8's damping
+    # by gain ratio, 0.57 and 1.0: 2096 of 3675 and 761 of 761)
+    assert fewer <= 0.65 if n == 2 else fewer <= 1.0, fewer
 
 
 def test_the_numpy_search_pauses_alike_with_the_same_poses(
