@@ -61,7 +61,8 @@ chain straightens). Positions are therefore always the forward kinematics of the
   iterations). Targets still missed take triangulation's pose unless CCD's is materially
   closer (:func:`core.triangulation_fallback.as_close`).
 
-Orientation goals are not pursued (position only).
+A goal with an orientation part is met by the wrist (:mod:`core.wrist`): the last joint
+turned to it, the rest of the chain reaching for where that puts the last joint.
 
 Two paths, one pass: the rounds are written once on components (:mod:`core.components`;
 :func:`core.fabrik_single.iterate`) and run on ``(N,)`` arrays for a batch and on plain
@@ -94,6 +95,7 @@ from .triangulation_limits import ends_in_hinge
 from .triangulation_limits_single import meeting, reaching
 from .triangulation_plan import _take
 from .triangulation_refine import _refine
+from .wrist import pursues_orientation, solve_with_wrist
 
 #: FABRIK's rounds on a chain with limits stop within this fraction of the reach of the
 #: target, and the damped least-squares refinement of triangulation's search takes the
@@ -115,7 +117,9 @@ def solve_fabrik(problem: Problem) -> Solution:
     Args:
         problem: ``N`` targets on one chain; reads ``options.max_iterations``, the
             tolerance, ``options.bend_plane``, ``options.pole_angle``, the poles and the
-            start pose. Orientation goals are not pursued (position only).
+            start pose. A goal with an orientation part is met orientation first: the
+            last joint turned to it, the rest of the chain reaching for where that puts
+            the last joint (:mod:`core.wrist`).
 
     Returns:
         A :class:`Solution`; ``iterations`` counts stage 1 + stage 2 rounds per target
@@ -124,6 +128,8 @@ def solve_fabrik(problem: Problem) -> Solution:
     if problem.size == 0:
         n = problem.chain.n_joints
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
+    if pursues_orientation(problem):
+        return solve_with_wrist(solve_fabrik, problem)
     if not problem.shares_start:  # each target its own seed
         return Solution.concatenate(
             [solve_fabrik(problem.rows(slice(k, k + 1))) for k in range(problem.size)]
@@ -186,7 +192,6 @@ def _fabrik_one(problem: Problem) -> Solution:
         opts,
         problem.tolerance,
         None if rest else [tuple(q) for q in initial.tolist()],
-        problem.target_rotations is None or opts.position_weight >= 1.0,
         finish=finish_distance(problem.chain),
     )
     r, p = stack(rots, pos, 1)  # type: ignore[arg-type]

@@ -205,7 +205,6 @@ def fabrik_floats(
     options: SolveOptions,
     tolerance: float,
     start: list[Quat] | None = None,
-    orient: bool = True,
     points_only: bool = False,
     rounds: int | None = None,
     finish: float | None = None,
@@ -220,7 +219,6 @@ def fabrik_floats(
         options: reads ``max_iterations``, ``bend_plane``, ``pole_angle``.
         tolerance: the absolute position tolerance.
         start: the start pose, ``n`` wxyz rotations (``None``: the rest pose).
-        orient: turn the bend plane (``False`` for a goal with a weighted orientation).
         points_only: the caller needs the positions alone; on a chain without limits
             whose spread meets the target and keeps the links' lengths
             (:attr:`core.spread.Shape.keeps_lengths`), the spread's joints are returned as
@@ -268,7 +266,7 @@ def fabrik_floats(
             rots, pos, its = finish_floats(
                 chain, tolerance, finish, limit, plan, target, (rots, pos, its), signs, hints
             )
-    if orient and (pole is not None or (its and options.bend_plane == "rest")):
+    if pole is not None or (its and options.bend_plane == "rest"):
         init = None if start is None else [list(q) for q in start]
         turn = triangulation_single._bend_turn(
             chain, _plan(chain), options, target, pole, pos, init, start is None

@@ -42,6 +42,7 @@ from .solve import (
 from .triangulation_limits import ends_in_hinge
 from .triangulation_plan import _plan
 from .untwist import _untwist_plan, _untwisted, aims_every_joint, untwist
+from .wrist import WRIST_METHODS, pose_floats, upper_chain
 
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
@@ -119,6 +120,31 @@ def _floats3(name: str, value: Any) -> tuple[float, float, float]:
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise SolveInputError(f"{name} must be finite numbers")
     return x, y, z
+
+
+def _quaternion_floats(name: str, value: Any) -> tuple[float, float, float, float]:
+    """One quaternion as 4 floats, normalised as :func:`core.solve._unit_quaternions` does
+    (without numpy: the same steps, to rounding)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        w, x, y, z = value
+        w, x, y, z = float(w), float(x), float(y), float(z)
+    except (TypeError, ValueError):
+        raise SolveInputError(
+            f"{name} must be 4 finite numbers (w, x, y, z), got {value!r}"
+        ) from None
+    if not (math.isfinite(w) and math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise SolveInputError(f"{name} must be finite numbers")
+    scale = max(abs(w), abs(x), abs(y), abs(z))
+    if scale > 0.0:
+        w, x, y, z = w / scale, x / scale, y / scale, z / scale
+    length = math.sqrt(w * w + x * x + y * y + z * z)
+    if not (scale * length >= 1e-12 and length > 0.0):
+        raise SolveInputError(
+            f"{name} must be non-zero quaternions (w, x, y, z) of length >= 1e-12"
+        )
+    return w / length, x / length, y / length, z / length
 
 
 def _pulled(p: tuple[float, float, float], limit: float) -> tuple[float, float, float]:
@@ -399,6 +425,24 @@ class Solver:
         self._stretches = stretch.stretches(chain, self.options)
         self._untwist = _untwist_plan(chain)
         self._aims_every_joint = aims_every_joint(chain)
+        #: Where this method meets an orientation goal by the wrist (:mod:`core.wrist`): the
+        #: solver of the chain without its last joint, for :meth:`pose`'s float path, with
+        #: this chain's tolerance (the batch path solves the wrists to the problem's).
+        tolerance = self.options.tolerance
+        self._upper = (
+            Solver(
+                upper_chain(chain),
+                method,
+                self.options.replace(
+                    tolerance=1e-6 * chain.reach if tolerance is None else tolerance
+                ),
+            )
+            if method in WRIST_METHODS
+            and chain.n_joints >= 2
+            and self.options.position_weight < 1.0
+            and not stretch.applies(chain, self.options)
+            else None
+        )
 
     def solve_one(
         self, target: ArrayLike, pole: ArrayLike | None = None
@@ -442,6 +486,8 @@ class Solver:
             target_rotation: goal orientation ``(4,)`` wxyz, or ``None``.
         """
         chain, opts, plan = self.chain, self.options, self._untwist
+        if target_rotation is not None and self._upper is not None:
+            return self._wrist_pose(target, pole, target_rotation)
         if target_rotation is not None or self._stretches:
             sol = _one(chain, self._impl, opts, target, pole, target_rotation)
             rotations, points = sol.rotations[0].tolist(), sol.positions[0].tolist()
@@ -454,6 +500,21 @@ class Solver:
             return Pose(_untwisted(plan, None, points), points, None)
         rotations, points = self.solve_one(target, pole)
         return Pose(_untwisted(plan, rotations, points), points, None)
+
+    def _wrist_pose(self, target: ArrayLike, pole: ArrayLike | None, goal: ArrayLike) -> Pose:
+        """:meth:`pose` of an orientation goal met by the wrist (:func:`core.wrist.pose_floats`:
+        the same numbers as :func:`core.wrist.solve_with_wrist`, to rounding)."""
+        assert self._upper is not None
+        t, p = _single_inputs(self.chain, target, pole)
+        upper = self._upper.pose
+        rotations, points = pose_floats(
+            self.chain,
+            lambda at, p_: upper(at, p_)[:2],
+            t,
+            _quaternion_floats("target_rotation", goal),
+            p,
+        )
+        return Pose(rotations, [list(v) for v in points], None)
 
     def poses(
         self,

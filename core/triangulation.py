@@ -116,6 +116,7 @@ from .triangulation_limits import hinge_placed, reach_within_limits
 from .triangulation_limits_single import spreads_within_limits
 from .triangulation_plan import _Plan, _plan, _scale, _spreads
 from .triangulation_single import _limited_single, _solve_single
+from .wrist import pursues_orientation, solve_with_wrist
 
 
 def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
@@ -134,7 +135,9 @@ def solve_triangulation(problem: Problem) -> Solution:
     Args:
         problem: ``N`` targets on one chain; reads ``options.delta_b_deg``,
             ``options.bend_plane``, ``options.pole_angle``, the poles and the start pose.
-            Orientation goals are not pursued (position only).
+            A goal with an orientation part is met orientation first: the last joint
+            turned to it, the rest of the chain reaching for where that puts the last
+            joint (:mod:`core.wrist`).
 
     Returns:
         A :class:`Solution` with ``iterations == 1`` for every target.
@@ -142,6 +145,8 @@ def solve_triangulation(problem: Problem) -> Solution:
     if problem.size == 0:
         n = problem.chain.n_joints
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
+    if pursues_orientation(problem):
+        return solve_with_wrist(solve_triangulation, problem)
     scale = _scale(problem.chain)
     if scale != 1.0:
         return _solve_scaled(problem, scale)

@@ -163,8 +163,6 @@ def orient_batch(
     :func:`half_turn_of`.
     """
     opts = problem.options
-    if problem.target_rotations is not None and opts.position_weight < 1.0:
-        return root, None
     if problem.poles is not None:
         poles: Vec = tuple(np.ascontiguousarray(problem.poles.T))
     elif opts.bend_plane == "rest":

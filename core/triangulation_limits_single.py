@@ -418,7 +418,6 @@ def _closed_form(
     init: list[list[float]] | None,
     options: SolveOptions,
     pole: Vec | None,
-    orient: bool,
     tolerance: float,
 ) -> tuple[Pose, bool, Vec | None] | None:
     """The first steps of :func:`core.triangulation_limits.reach_within_limits` for one
@@ -429,7 +428,7 @@ def _closed_form(
         return None
     facts = _hinge_facts(chain)
     if facts is None:
-        rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
+        rots, pos = _pass_pose(plan, chain, target, init, options, pole)
         return (rots, pos), math.dist(pos[-1], target) <= tolerance, None
     want = _want(plan, chain, target, init, options, pole)
     toward = (
@@ -442,7 +441,7 @@ def _closed_form(
             at = forward_kinematics_floats(chain, placed)[0]
             if math.dist(at[-1], target) <= tolerance:
                 return (_positive(placed), at), True, want
-    rots, pos = _pass_pose(plan, chain, target, init, options, pole, orient)
+    rots, pos = _pass_pose(plan, chain, target, init, options, pole)
     met = math.dist(pos[-1], target) <= tolerance
     if placed:  # (the limb's placement missed: from the pass's pose it is placed alike)
         return (rots, pos), met, want
@@ -471,7 +470,6 @@ def _pass_pose(
     init: list[list[float]] | None,
     options: SolveOptions,
     pole: Vec | None,
-    orient: bool,
 ) -> tuple[list[list[float]], list[Vec]]:
     """The pose the steps after the pass start from: the pass
     (:func:`core.triangulation_single._single_pass`), or where :func:`_spreads` the even
@@ -482,13 +480,13 @@ def _pass_pose(
     the pass bends the root first and leaves the rest straight, which limits refuse on
     most targets (then the search runs, ~0.3–1 ms)."""
     if not _spreads(plan, options):
-        return triangulation_single._single_pass(plan, chain, target, init, options, pole, orient)
+        return triangulation_single._single_pass(plan, chain, target, init, options, pole)
     start = None
     if init is not None and any(q != [1.0, 0.0, 0.0, 0.0] for q in init):  # (as FABRIK)
         start = [(q[0], q[1], q[2], q[3]) for q in init]
     tolerance = 0.0  # (no rounds: the tolerance only decides whether to run them)
     rots, pos, _ = fabrik_single.fabrik_floats(
-        chain, target, pole, options, tolerance, start, orient, rounds=0
+        chain, target, pole, options, tolerance, start, rounds=0
     )
     assert rots is not None  # (points_only is not asked)
     return [list(q) for q in rots], pos
@@ -500,14 +498,13 @@ def solve_one(
     init: list[list[float]] | None,
     options: SolveOptions,
     pole: Vec | None,
-    orient: bool,
     tolerance: float,
 ) -> Pose | None:
     """Triangulation within limits for one target (module docstring): the ``n`` local
     rotations (wxyz, ``w ≥ 0`` where the closed form or the search placed them; the pass's
     own where it reaches or nothing comes closer) and ``n + 1`` joint positions, or ``None``
     where the numpy reference decides (cone joints; a far target whose hinge cannot be
-    placed). ``init``, ``pole``, ``orient`` as for the pass
+    placed). ``init``, ``pole`` as for the pass
     (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's.
 
     Memoised on its exact inputs (the last 32): a method seeded from this answer asks it
@@ -516,7 +513,7 @@ def solve_one(
     every joint at rest bit for bit is the same input as none (both start from rest, with
     the same numbers): a seeded method passes one, its fallback none."""
     key = None if init is None or all(map(_at_rest, init)) else tuple(tuple(q) for q in init)
-    out = _solved(chain, target, key, options, pole, orient, tolerance)
+    out = _solved(chain, target, key, options, pole, tolerance)
     return None if out is None else ([list(q) for q in out[0]], list(out[1]))
 
 
@@ -532,12 +529,11 @@ def _solved(
     init: tuple[tuple[float, ...], ...] | None,
     options: SolveOptions,
     pole: Vec | None,
-    orient: bool,
     tolerance: float,
 ) -> tuple[tuple[tuple[float, ...], ...], tuple[Vec, ...]] | None:
     """:func:`solve_one`'s answer, kept as tuples."""
     start = None if init is None else [list(q) for q in init]
-    out = _solve(_plan(chain), chain, target, start, options, pole, orient, tolerance)
+    out = _solve(_plan(chain), chain, target, start, options, pole, tolerance)
     return None if out is None else (tuple(tuple(q) for q in out[0]), tuple(out[1]))
 
 
@@ -548,11 +544,10 @@ def _solve(
     init: list[list[float]] | None,
     options: SolveOptions,
     pole: Vec | None,
-    orient: bool,
     tolerance: float,
 ) -> Pose | None:
     """:func:`solve_one` itself."""
-    out = _closed_form(plan, chain, target, init, options, pole, orient, tolerance)
+    out = _closed_form(plan, chain, target, init, options, pole, tolerance)
     if out is None:
         return None
     (rots, pos), met, want = out
@@ -676,7 +671,6 @@ def meeting_one(problem: Problem) -> tuple[Pose, bool] | None:
         problem.initial[0].tolist(),
         problem.options,
         None if problem.poles is None else _floats(problem.poles[0].tolist()),
-        True,
         problem.tolerance,
     )
     return None if out is None else (out[0], out[1])
@@ -723,7 +717,6 @@ def reaching_one(problem: Problem) -> tuple[Pose, bool] | None:
         problem.initial[0].tolist(),
         problem.options,
         None if problem.poles is None else _floats(problem.poles[0].tolist()),
-        True,
         problem.tolerance,
     )
     return None if out is None else (out, math.dist(out[1][-1], target) <= problem.tolerance)

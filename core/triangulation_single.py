@@ -66,7 +66,6 @@ def _limited_single(problem: Problem) -> tuple[list[list[float]], list[Vec]] | N
         problem.initial[0].tolist(),
         options,
         None if problem.poles is None else _floats(problem.poles[0].tolist()),
-        problem.target_rotations is None or options.position_weight >= 1.0,
         problem.tolerance,
     )
 
@@ -82,7 +81,6 @@ def _solve_single(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray
         problem.initial[0].tolist(),
         options,
         pole,
-        problem.target_rotations is None or options.position_weight >= 1.0,
     )
     return np.array([rots]), np.array([pos])
 
@@ -106,14 +104,12 @@ def solve_single(
         return None
     if plan.limited:
         tolerance = options.tolerance if options.tolerance is not None else 1e-6 * plan.reach
-        return triangulation_limits_single.solve_one(
-            chain, target, None, options, pole, True, tolerance
-        )
+        return triangulation_limits_single.solve_one(chain, target, None, options, pole, tolerance)
     if not plan.all_free:
         return None
     if _spreads(plan, options):
         return _spread(chain, target, pole, options, False)  # type: ignore[return-value]
-    return _single_pass(plan, chain, target, None, options, pole, True)
+    return _single_pass(plan, chain, target, None, options, pole)
 
 
 def _spread(
@@ -124,7 +120,7 @@ def _spread(
     :func:`core.triangulation.solve_triangulation` answers it."""
     tolerance = options.tolerance if options.tolerance is not None else 1e-6 * chain.reach
     rots, pos, _ = fabrik_single.fabrik_floats(
-        chain, target, pole, options, tolerance, None, True, points_only
+        chain, target, pole, options, tolerance, points_only=points_only
     )
     return None if rots is None else [list(q) for q in rots], pos
 
@@ -169,7 +165,7 @@ def solve_single_points(
             if turn is not None:
                 _turn_points(turn, pos)
             return pos
-    return _single_pass(plan, chain, target, None, options, pole, True)[1]
+    return _single_pass(plan, chain, target, None, options, pole)[1]
 
 
 def _two_links(
@@ -351,15 +347,14 @@ def _single_pass(
     init: list[list[float]] | None,
     options: SolveOptions,
     pole: Vec | None,
-    orient: bool,
 ) -> tuple[list[list[float]], list[Vec]]:
     """The pass for one target on a chain without the paper's cone joints, in plain floats
     (a limited joint's rotation is projected onto its limits as it is placed).
 
     The same pass as :func:`core.triangulation._solve_batch` (and its inline bend-plane step),
     written out for speed: numpy's per-call overhead dominates for one small chain. ``init``: the
-    start pose (``n`` rotations, 4 floats each; ``None``: the rest pose); ``orient``: orient the
-    bend plane (not when an orientation goal is pursued).
+    start pose (``n`` rotations, 4 floats each; ``None``: the rest pose). The bend plane is
+    oriented as :func:`core.triangulation_bend.orient_batch` orients it.
     """
     tx, ty, tz = target
     if init is None:
@@ -457,8 +452,7 @@ def _single_pass(
         px, py, pz = px + dx * a, py + dy * a, pz + dz * a
         pos.append((px, py, pz))
         ww, wx, wy, wz = nw, nx, ny, nz
-    if orient:
-        _orient_single(chain, plan, options, (tx, ty, tz), pole, rots, pos, init, all(rest_pose))
+    _orient_single(chain, plan, options, (tx, ty, tz), pole, rots, pos, init, all(rest_pose))
     for q in rots:
         if q[0] < 0.0:
             q[0], q[1], q[2], q[3] = -q[0], -q[1], -q[2], -q[3]

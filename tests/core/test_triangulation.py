@@ -392,17 +392,21 @@ def test_bend_plane_step_equals_orient_bend(
         _same_rotations(single.rotations[0], expected_rot[k], 1e-9)
 
 
-def test_orientation_goal_leaves_the_minimal_bend() -> None:
-    """With an orientation goal (position_weight < 1) the bend plane is not turned."""
+def test_orientation_goal_turns_the_last_link_to_it() -> None:
+    """With an orientation goal (position_weight < 1) the last joint's frame takes it and
+    the effector still meets the target (core/wrist.py; tests/core/test_wrist.py), on the
+    one-target and batch paths alike. (Until 0.9.0 the goal was ignored: the pass's pose
+    with its bend plane left as the paper makes it.)"""
     target = np.array([[10.0, 5.0, 20.0]])
-    minimal = solve_triangulation(_problem(U, target, bend_plane="minimal"))
+    goal = rot.normalize(np.array([[0.8, 0.3, -0.2, 0.4]]))
     problem = _problem(U, target)
-    problem = Problem(
-        U, problem.targets, rot.identity((1,)), None, problem.initial, 1e-5, SolveOptions()
-    )
+    problem = Problem(U, problem.targets, goal, None, problem.initial, 1e-5, SolveOptions())
     for size_path in (problem, _stacked(problem)):
         res = solve_triangulation(size_path)
-        np.testing.assert_allclose(res.positions[0], minimal.positions[0], atol=1e-12)
+        positions, frames = forward_kinematics(U, res.rotations)
+        np.testing.assert_allclose(positions[:, -1], size_path.targets, atol=1e-5)
+        angle = rot.angle(rot.multiply(rot.conjugate(goal), frames[:, -1]))
+        assert np.all(angle <= 1e-9)
 
 
 def _stacked(problem: Problem) -> Problem:

@@ -445,7 +445,7 @@ def test_a_joint_is_released_only_where_the_step_holding_it_pulls_it_inward() ->
     target = (0.3440571501996481, 0.4435625949784131, 0.765258541862353)
     tol = 1e-6 * chain.reach
     rots, pos = tls._pass_pose(
-        _plan(chain), chain, target, None, SolveOptions(distribution="even"), None, True
+        _plan(chain), chain, target, None, SolveOptions(distribution="even"), None
     )
     assert math.dist(pos[-1], target) > 1e4 * tol  # (the refinement has work to do)
     start = [trs._quat(q) for q in rots]
@@ -490,7 +490,7 @@ def test_a_kept_step_sets_the_damping_by_how_well_its_model_foretold_the_fall() 
     for t in anywhere_within(np.random.default_rng(3), chain, 40):
         target = tuple(t.tolist())
         rots, _ = tls._pass_pose(
-            _plan(chain), chain, target, None, SolveOptions(distribution="even"), None, True
+            _plan(chain), chain, target, None, SolveOptions(distribution="even"), None
         )
         start = [trs._quat(q) for q in rots]
         with mock.patch.object(trs, "_step", wraps=trs._step) as step:

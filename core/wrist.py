@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Orientation goals for the methods that place joints by position (triangulation, FABRIK).
+
+Triangulation (Müller-Cajar & Mukundan 2007) and FABRIK (Aristidou & Lasenby 2011) reach
+for a point; neither weighs an orientation. A goal with both — the effector at ``t`` and
+the last joint's frame turned to ``R`` (``target_rotation``, ``position_weight < 1``) — is
+met the way an animator's IK hand control meets it, the orientation first:
+
+1. the last link is rigid in its joint's frame, so a last joint turned to ``R`` puts that
+   joint at the **wrist** ``w = t − R · offset_{n−1}``;
+2. the chain without its last joint reaches for ``w`` by the method itself (its pass,
+   search and rounds, the pole and bend plane as for any position goal), and its twist is
+   removed as :class:`core.Solver` removes it from a position-only pose
+   (:func:`core.untwist.untwist`);
+3. the last joint takes the turn that gives its frame ``R``:
+   ``q_{n−1} = (W_{n−2} · rest_{n−1})⁻¹ · R``, kept within its limits
+   (:meth:`core.limits.JointLimits.project`).
+
+Where the wrist is within reach and the last joint's limits allow the turn, both goals are
+met exactly (to the method's tolerance); elsewhere the orientation is kept as near as the
+last joint allows and the effector lies off the target by what the wrist misses. The
+weight between the two goals (``position_weight``) is not traded: at ``1`` the goal is
+position only, below it the orientation comes first. A chain of one joint only turns.
+
+Conventions (:mod:`core.chain`): quaternions wxyz, Hamilton product; joint ``i``'s world
+rotation ``W_i = W_{i−1} · rest_i · q_i`` in the chain's base frame, joint ``i + 1`` at
+``p_i + W_i · offset_i``.
+
+Written twice, pinned together by ``tests/core/test_wrist.py``: on arrays for any batch
+(:func:`solve_with_wrist`, the method's own solve of the wrists), and for one target in
+plain floats (:func:`pose_floats`, the wrist reached by :meth:`core.Solver.pose` of the
+chain without its last joint: what a live solver calls on every frame, where numpy's
+per-call cost would be most of the solve).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from . import rotations as rot
+from .chain import Chain
+from .components import Quat, Vec, qconj, qmul, qrotate
+from .kinematics import chain_floats, forward_kinematics, forward_kinematics_floats
+from .problem import Problem
+from .result import Solution
+from .untwist import untwist
+
+#: The methods that meet orientation goals by the wrist (their entry points hand such goals
+#: to :func:`solve_with_wrist`).
+WRIST_METHODS = frozenset({"triangulation", "fabrik"})
+
+_UPPER: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
+
+
+def pursues_orientation(problem: Problem) -> bool:
+    """Whether ``problem``'s goal has an orientation part (a target rotation weighted by
+    ``position_weight < 1``)."""
+    return problem.target_rotations is not None and problem.options.position_weight < 1.0
+
+
+def upper_chain(chain: Chain) -> Chain:
+    """``chain`` without its last joint (``n ≥ 2``; cached per chain): the chain that
+    reaches for the wrist."""
+    upper = _UPPER.get(chain)
+    if upper is None:
+        upper = Chain(
+            chain.offsets[:-1],
+            chain.rest_rotations[:-1],
+            chain.limits[:-1],
+            chain.names[:-1],
+            chain.stretch[:-1],
+        )
+        _UPPER[chain] = upper
+    return upper
+
+
+def solve_with_wrist(method: Callable[[Problem], Solution], problem: Problem) -> Solution:
+    """A position-placing ``method``'s answer to a goal with an orientation part (module
+    docstring): ``N`` targets of ``problem`` (``target_rotations (N, 4)`` set).
+
+    Returns:
+        The :class:`Solution`: rotations ``(N, n, 4)`` (``w ≥ 0``), their positions
+        ``(N, n + 1, 3)``, the effector's orientation ``(N, 4)``, and the iterations of the
+        method's solve of the wrists.
+    """
+    chain = problem.chain
+    goal = problem.target_rotations
+    assert goal is not None  # (pursues_orientation)
+    n = chain.n_joints
+    if n == 1:
+        upper_rotations = np.empty((problem.size, 0, 4))
+        parent = np.broadcast_to(chain.rest_rotations[0], goal.shape)
+        iterations = np.ones(problem.size, dtype=np.int64)
+    else:
+        upper = upper_chain(chain)
+        wrist = problem.targets - rot.rotate(goal, chain.offsets[-1])
+        reached = method(
+            replace(
+                problem,
+                chain=upper,
+                targets=wrist,
+                target_rotations=None,
+                initial=problem.initial[:, :-1],
+            )
+        )
+        upper_rotations = untwist(upper, reached.rotations, reached.positions)
+        world = forward_kinematics(upper, upper_rotations)[1][:, -1]
+        parent = rot.multiply(world, chain.rest_rotations[-1])
+        iterations = reached.iterations
+    last = chain.limits[-1].project(rot.multiply(rot.conjugate(parent), goal))
+    rotations = rot.positive_w(np.concatenate((upper_rotations, last[:, None]), axis=1))
+    positions, frames = forward_kinematics(chain, rotations)
+    return Solution(rotations, positions, iterations, effector_rotation=frames[:, -1])
+
+
+#: The chain without its last joint reaching for a point (and pole): its rotations (``n − 1``
+#: × 4 floats) and joint positions; :meth:`core.Solver.pose` of that chain.
+Reach = Callable[[Vec, Vec | None], tuple[list[list[float]], list[list[float]]]]
+
+
+def pose_floats(
+    chain: Chain, reach: Reach, target: Vec, goal: Quat, pole: Vec | None
+) -> tuple[list[list[float]], list[Vec]]:
+    """:func:`solve_with_wrist` for one target in plain floats: ``target`` (3 floats) and the
+    unit ``goal`` orientation (4 floats, wxyz) in the base frame, ``pole`` or ``None``;
+    ``reach`` solves the chain without its last joint (``n ≥ 2``). Returns the ``n``
+    rotations (lists of 4 floats, ``w ≥ 0``) and the ``n + 1`` joint positions."""
+    rests, offsets = chain_floats(chain)
+    dx, dy, dz = qrotate(goal, offsets[-1])
+    rotations, _ = reach((target[0] - dx, target[1] - dy, target[2] - dz), pole)
+    upper: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rotations]
+    world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
+    last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))
+    pose = [*upper, last]
+    positions = forward_kinematics_floats(chain, pose)[0]
+    return [[-c for c in q] if q[0] < 0.0 else list(q) for q in pose], positions
+
+
+__all__ = ["WRIST_METHODS", "pose_floats", "pursues_orientation", "solve_with_wrist", "upper_chain"]

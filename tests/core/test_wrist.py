@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Orientation goals met by the wrist (core/wrist.py) for triangulation and FABRIK: checked
+by forward kinematics of the answers, against the rule written out independently, and the
+one-target float path against the batch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from limited_chains import admissible_poses, random_limited_chain
+
+from core import SolveOptions, Solver, forward_kinematics, solve
+from core import rotations as rot
+from core.chain import Chain
+from core.errors import SolveInputError
+from core.limits import FREE, JointLimits
+from core.wrist import WRIST_METHODS, upper_chain
+
+METHODS = sorted(WRIST_METHODS)
+ORIENTED = SolveOptions(position_weight=0.5)
+
+
+def _free_chain(rng: np.random.Generator, n: int) -> Chain:
+    offsets = np.column_stack(
+        [rng.normal(0.0, 0.1, n), rng.uniform(0.3, 1.0, n), rng.normal(0.0, 0.1, n)]
+    )
+    rests = rot.normalize(np.array([1.0, 0.0, 0.0, 0.0]) + 0.3 * rng.normal(size=(n, 4)))
+    return Chain(offsets, rest_rotations=rests)
+
+
+def _limited_free_hand(rng: np.random.Generator, n: int) -> Chain:
+    """A random limited chain whose last joint (the hand) is free."""
+    chain = random_limited_chain(rng, n)
+    return chain.with_limits([*chain.limits[:-1], FREE])
+
+
+def _goals(chain: Chain, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Targets and orientations of the effector frame ``(size, 3)``, ``(size, 4)`` from the
+    forward kinematics of random admissible poses: both goals met by some pose."""
+    positions, frames = forward_kinematics(chain, admissible_poses(rng, chain, size))
+    return positions[:, -1], frames[:, -1]
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return rot.angle(rot.multiply(rot.conjugate(a), b))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    ("limited", "n"),
+    [(False, 1), (False, 2), (False, 3), (False, 5), (True, 2), (True, 3), (True, 5)],
+)
+def test_goals_a_pose_meets_are_met_in_position_and_orientation(
+    method: str, limited: bool, n: int
+) -> None:
+    """Where some pose meets both goals and the last joint is free, both are met: the
+    effector's frame (forward kinematics of the answer) within 1e-9 rad of the goal, the
+    effector within the tolerance wherever the method reaches the wrist (FABRIK's rounds
+    may stop short of it, as for that point alone: all but a few); limited joints within
+    their limits."""
+    rng = np.random.default_rng(100 * n + 10 * limited + len(method))
+    chain = _limited_free_hand(rng, n) if limited else _free_chain(rng, n)
+    targets, goals = _goals(chain, rng, 40)
+    res = solve(chain, targets, method=method, target_rotation=goals, options=ORIENTED)
+    positions, frames = forward_kinematics(chain, res.rotations)
+    tolerance = 1e-6 * chain.reach
+    met = np.linalg.norm(positions[:, -1] - targets, axis=-1) <= tolerance * (1.0 + 1e-9)
+    assert np.count_nonzero(met) >= (40 if method == "triangulation" else 38)
+    assert np.all(_angle(frames[:, -1], goals) <= 1e-9)
+    for i, lim in enumerate(chain.limits):
+        assert np.all(lim.violation(res.rotations[:, i]) <= 1e-9)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: str) -> None:
+    """The rule itself, written out: the chain without its last joint takes
+    :meth:`Solver.pose` of the wrist ``t − R·offset`` (position only, untwisted), and the
+    last joint the turn ``(W · rest)⁻¹ · R`` projected onto its limits — here a hinge whose
+    range refuses most goals, so the effector misses by what the projection leaves."""
+    rng = np.random.default_rng(7)
+    hinge = JointLimits(lock=(False, True, True), ranges=((0.0, 1.0), None, None))
+    chain = _free_chain(rng, 3)
+    chain = chain.with_limits([FREE, FREE, hinge])
+    targets, goals = _goals(chain.with_limits([FREE] * 3), rng, 30)
+    res = solve(chain, targets, method=method, target_rotation=goals, options=ORIENTED)
+    upper = Solver(upper_chain(chain), method)
+    refused = 0
+    for k in range(len(targets)):
+        wrist = targets[k] - rot.rotate(goals[k], chain.offsets[-1])
+        expected = upper.pose(wrist)
+        np.testing.assert_allclose(res.rotations[k, :2], expected.rotations, atol=1e-9)
+        world = forward_kinematics(upper_chain(chain), np.array(expected.rotations))[1][-1]
+        turn = rot.multiply(rot.conjugate(rot.multiply(world, chain.rest_rotations[-1])), goals[k])
+        np.testing.assert_allclose(res.rotations[k, 2], hinge.project(turn), atol=1e-9)
+        refused += not bool(hinge.allows(turn, 1e-9))
+    assert refused >= 10  # (the projection was tested where it moves the turn)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("limited", [False, True])
+def test_one_target_in_floats_is_the_batch(method: str, limited: bool) -> None:
+    """:meth:`Solver.pose` (floats) and the batch path for the same target
+    (:func:`core.solve`, arrays) agree to rounding, with poles and without, some targets
+    out of reach."""
+    rng = np.random.default_rng(31 + limited + len(method))
+    chain = _limited_free_hand(rng, 4) if limited else _free_chain(rng, 4)
+    targets, goals = _goals(chain, rng, 20)
+    targets = targets * rng.uniform(0.8, 1.3, size=(20, 1))  # (some out of reach)
+    solver = Solver(chain, method, ORIENTED)
+    for pole in (None, np.array([0.3, -0.5, 0.8]) * chain.reach):
+        for k in range(len(targets)):
+            one = solver.pose(targets[k], pole=pole, target_rotation=goals[k])
+            batch = solve(
+                chain,
+                targets[k],
+                method=method,
+                pole=pole,
+                target_rotation=goals[k],
+                options=ORIENTED,
+            )
+            np.testing.assert_allclose(one.rotations, batch.rotations, atol=1e-9)
+            np.testing.assert_allclose(one.points, batch.positions, atol=1e-9 * chain.reach)
+            assert all(q[0] >= 0.0 for q in one.rotations)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_goal_weighted_to_position_alone_is_the_position_goal(method: str) -> None:
+    rng = np.random.default_rng(5)
+    chain = _free_chain(rng, 3)
+    targets, goals = _goals(chain, rng, 10)
+    alone = SolveOptions(position_weight=1.0)
+    with_goal = solve(chain, targets, method=method, target_rotation=goals, options=alone)
+    without = solve(chain, targets, method=method, options=alone)
+    np.testing.assert_array_equal(with_goal.rotations, without.rotations)
+    solver = Solver(chain, method, alone)
+    for k in range(len(targets)):
+        one = solver.pose(targets[k], target_rotation=goals[k])
+        np.testing.assert_allclose(one.rotations, solver.pose(targets[k]).rotations, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_goal_rotation_not_a_quaternion_is_refused(method: str) -> None:
+    chain = _free_chain(np.random.default_rng(2), 2)
+    solver = Solver(chain, method, ORIENTED)
+    target = [0.2, 0.5, 0.1]
+    for bad, says in (
+        ([0.0, 0.0, 0.0, 0.0], "non-zero quaternions"),
+        ([1.0, math.nan, 0.0, 0.0], "finite"),
+        ([1.0, 0.0, 0.0], "4 finite numbers"),
+        ("wxyz", "4 finite numbers"),
+    ):
+        with pytest.raises(SolveInputError, match=says):
+            solver.pose(target, target_rotation=bad)
+    # (an unnormalised goal is the rotation it stands for)
+    q = rot.normalize(np.array([0.9, 0.2, -0.3, 0.1]))
+    np.testing.assert_allclose(
+        solver.pose(target, target_rotation=3.0 * q).rotations,
+        solver.pose(target, target_rotation=q).rotations,
+        atol=1e-12,
+    )
