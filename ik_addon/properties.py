@@ -241,7 +241,11 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
     )
     orient_weight: FloatProperty(  # type: ignore[valid-type]
         name="Orientation Weight",
-        description="Weight of the orientation goal against the position goal",
+        description=(
+            "Weight of the orientation goal against the position goal (CCD and the Jacobian "
+            "solvers; triangulation and FABRIK match the orientation first at any weight "
+            "above 0)"
+        ),
         default=0.5,
         min=0.0,
         max=1.0,

@@ -132,6 +132,6 @@ def add_empty(name: str, location: Any) -> Any:
 def chain_length(obj: Any, names: tuple[str, ...]) -> float:
     """Sum of the world distances between consecutive joints and the tip's tail at rest."""
     bones = obj.data.bones
-    s = max(obj.matrix_world.to_scale())
+    s = max(abs(v) for v in obj.matrix_world.to_scale())
     pts = [np.array(bones[n].head_local) for n in names] + [np.array(bones[names[-1]].tail_local)]
     return float(sum(np.linalg.norm(b - a) for a, b in itertools.pairwise(pts)) * s)

@@ -160,13 +160,22 @@ def _rich_scene(addon: Any, frames: int) -> list[tuple[str, str]]:
     for f, value in ((1, 1.0), (frames // 2, 0.3), (frames, 0.8)):
         s.influence = value
         human.keyframe_insert('pose.bones["forearm.R"].reach_ik.influence', frame=f)
-    # a hand-built arm: rolls, gaps, a rotated and scaled object, three rotation modes
+    # a hand-built arm: rolls, gaps, a rotated and scaled object, three rotation modes, the
+    # hand turned to its target (Rotation)
     arm = build_arm()
     for name, mode in (("upper", "YZX"), ("fore", "AXIS_ANGLE"), ("hand", "QUATERNION")):
         arm.pose.bones[name].rotation_mode = mode
     target = add_empty("arm_target", head_world(arm, "upper"))
     _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.25, frames)
+    for f, angles in (
+        (1, (0.3, -0.2, 0.5)),
+        (frames // 2, (-0.4, 0.6, 0.1)),
+        (frames, (0.2, 0.1, -0.7)),
+    ):
+        target.rotation_euler = angles
+        target.keyframe_insert("rotation_euler", frame=f)
     demo_scene.set_chain(arm, "hand", 3, target)
+    arm.pose.bones["hand"].reach_ik.use_rotation = True  # (the hand turned to the target)
     # nested chains (baked frame by frame)
     nested = _nested_armature()
     for tip, centre in (("n1", (0.2, 1.5, 0.6)), ("n3", (0.1, 1.6, 0.9))):

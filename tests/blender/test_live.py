@@ -528,14 +528,19 @@ def test_add_takes_the_selected_bone_or_object_as_target(clean_scene: Any, addon
     assert s.target_bone == ""
 
 
-@pytest.mark.parametrize("method", ["ccd", "jacobian_dls"])
-def test_orientation_goal(clean_scene: Any, addon: Any, method: str) -> None:
+@pytest.mark.parametrize("mirrored", [False, True])
+@pytest.mark.parametrize("method", ["triangulation", "fabrik", "ccd", "jacobian_dls"])
+def test_orientation_goal(clean_scene: Any, addon: Any, method: str, mirrored: bool) -> None:
     """With *Rotation* on, the last bone takes the target's orientation (a goal reachable in
-    both position and orientation: a pose the chain can take)."""
+    both position and orientation: a pose the chain can take), with every solver (until
+    0.9.0 triangulation and FABRIK ignored it: 52° off here), also on an armature mirrored
+    by a negative scale (the goal then a mirrored matrix too, as the posed bone's)."""
     from mathutils import Matrix
 
     bpy = blender_module()
     obj, target = _arm_with_chain(method)
+    if mirrored:
+        obj.scale = (-1.5, 1.5, 1.5)
     rng = np.random.default_rng(12)
     for name in CHAIN:
         axis = rng.normal(size=3)
