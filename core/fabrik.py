@@ -62,7 +62,8 @@ chain straightens). Positions are therefore always the forward kinematics of the
   closer (:func:`core.triangulation_fallback.as_close`).
 
 A goal with an orientation part is met by the wrist (:mod:`core.wrist`): the last joint
-turned to it, the rest of the chain reaching for where that puts the last joint.
+turned to it, the rest of the chain reaching for where that puts the last joint (the
+position alone where the last joint cannot take orientations, a hinge).
 
 Two paths, one pass: the rounds are written once on components (:mod:`core.components`;
 :func:`core.fabrik_single.iterate`) and run on ``(N,)`` arrays for a batch and on plain
@@ -95,7 +96,7 @@ from .triangulation_limits import ends_in_hinge
 from .triangulation_limits_single import meeting, reaching
 from .triangulation_plan import _take
 from .triangulation_refine import _refine
-from .wrist import pursues_orientation, solve_with_wrist
+from .wrist import solve_oriented
 
 #: FABRIK's rounds on a chain with limits stop within this fraction of the reach of the
 #: target, and the damped least-squares refinement of triangulation's search takes the
@@ -119,7 +120,8 @@ def solve_fabrik(problem: Problem) -> Solution:
             tolerance, ``options.bend_plane``, ``options.pole_angle``, the poles and the
             start pose. A goal with an orientation part is met orientation first: the
             last joint turned to it, the rest of the chain reaching for where that puts
-            the last joint (:mod:`core.wrist`).
+            the last joint (:mod:`core.wrist`; the position alone where the last joint
+            cannot take orientations, a hinge).
 
     Returns:
         A :class:`Solution`; ``iterations`` counts stage 1 + stage 2 rounds per target
@@ -128,8 +130,8 @@ def solve_fabrik(problem: Problem) -> Solution:
     if problem.size == 0:
         n = problem.chain.n_joints
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
-    if pursues_orientation(problem):
-        return solve_with_wrist(solve_fabrik, problem)
+    if problem.target_rotations is not None:
+        return solve_oriented(solve_fabrik, problem)
     if not problem.shares_start:  # each target its own seed
         return Solution.concatenate(
             [solve_fabrik(problem.rows(slice(k, k + 1))) for k in range(problem.size)]

@@ -42,7 +42,7 @@ from .solve import (
 from .triangulation_limits import ends_in_hinge
 from .triangulation_plan import _plan
 from .untwist import _untwist_plan, _untwisted, aims_every_joint, untwist
-from .wrist import WRIST_METHODS, pose_floats, upper_chain
+from .wrist import WRIST_METHODS, pose_floats, takes_orientation, upper_chain
 
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
@@ -425,7 +425,12 @@ class Solver:
         self._stretches = stretch.stretches(chain, self.options)
         self._untwist = _untwist_plan(chain)
         self._aims_every_joint = aims_every_joint(chain)
-        #: Where this method meets an orientation goal by the wrist (:mod:`core.wrist`): the
+        wrist = (
+            method in WRIST_METHODS
+            and self.options.position_weight < 1.0
+            and not stretch.applies(chain, self.options)
+        )
+        #: This method meets an orientation goal by the wrist (:mod:`core.wrist`): the
         #: solver of the chain without its last joint, for :meth:`pose`'s float path, with
         #: this chain's tolerance (the batch path solves the wrists to the problem's).
         tolerance = self.options.tolerance
@@ -437,12 +442,12 @@ class Solver:
                     tolerance=1e-6 * chain.reach if tolerance is None else tolerance
                 ),
             )
-            if method in WRIST_METHODS
-            and chain.n_joints >= 2
-            and self.options.position_weight < 1.0
-            and not stretch.applies(chain, self.options)
+            if wrist and chain.n_joints >= 2 and takes_orientation(chain)
             else None
         )
+        #: ... or pursues the position alone (a last hinge: :func:`core.wrist.solve_oriented`),
+        #: which :meth:`pose` then takes on its float path.
+        self._position_only = wrist and not takes_orientation(chain)
 
     def solve_one(
         self, target: ArrayLike, pole: ArrayLike | None = None
@@ -488,6 +493,9 @@ class Solver:
         chain, opts, plan = self.chain, self.options, self._untwist
         if target_rotation is not None and self._upper is not None:
             return self._wrist_pose(target, pole, target_rotation)
+        if target_rotation is not None and self._position_only:
+            _quaternion_floats("target_rotation", target_rotation)  # (checked all the same)
+            target_rotation = None
         if target_rotation is not None or self._stretches:
             sol = _one(chain, self._impl, opts, target, pole, target_rotation)
             rotations, points = sol.rotations[0].tolist(), sol.positions[0].tolist()

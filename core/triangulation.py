@@ -116,7 +116,7 @@ from .triangulation_limits import hinge_placed, reach_within_limits
 from .triangulation_limits_single import spreads_within_limits
 from .triangulation_plan import _Plan, _plan, _scale, _spreads
 from .triangulation_single import _limited_single, _solve_single
-from .wrist import pursues_orientation, solve_with_wrist
+from .wrist import solve_oriented
 
 
 def _solve_batch(problem: Problem, plan: _Plan) -> tuple[FloatArray, FloatArray]:
@@ -137,7 +137,8 @@ def solve_triangulation(problem: Problem) -> Solution:
             ``options.bend_plane``, ``options.pole_angle``, the poles and the start pose.
             A goal with an orientation part is met orientation first: the last joint
             turned to it, the rest of the chain reaching for where that puts the last
-            joint (:mod:`core.wrist`).
+            joint (:mod:`core.wrist`; the position alone where the last joint cannot
+            take orientations, a hinge).
 
     Returns:
         A :class:`Solution` with ``iterations == 1`` for every target.
@@ -145,8 +146,8 @@ def solve_triangulation(problem: Problem) -> Solution:
     if problem.size == 0:
         n = problem.chain.n_joints
         return Solution(np.empty((0, n, 4)), np.empty((0, n + 1, 3)), np.empty(0, np.int64))
-    if pursues_orientation(problem):
-        return solve_with_wrist(solve_triangulation, problem)
+    if problem.target_rotations is not None:
+        return solve_oriented(solve_triangulation, problem)
     scale = _scale(problem.chain)
     if scale != 1.0:
         return _solve_scaled(problem, scale)

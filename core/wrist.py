@@ -22,6 +22,15 @@ last joint allows and the effector lies off the target by what the wrist misses.
 weight between the two goals (``position_weight``) is not traded: at ``1`` the goal is
 position only, below it the orientation comes first. A chain of one joint only turns.
 
+The rule needs a last joint that can swing its link both ways (:func:`takes_orientation`:
+free, or a ball joint whose X and Z are not locked; ranges and a locked twist are fine).
+A last hinge can take almost no orientation but its own plane's: the rule would turn it as
+near as its range allows and move the effector far off the target (a 2-bone leg with a
+knee hinge: 79° and a tenth of its length off, where CCD and the Jacobian methods meet both
+goals of reachable poses by twisting the hip). There these methods pursue the position
+alone (:func:`solve_oriented`), as they did before the rule, and say so through the
+result's orientation error; CCD and the Jacobian methods trade the two by the weight.
+
 Conventions (:mod:`core.chain`): quaternions wxyz, Hamilton product; joint ``i``'s world
 rotation ``W_i = W_{i−1} · rest_i · q_i`` in the chain's base frame, joint ``i + 1`` at
 ``p_i + W_i · offset_i``.
@@ -45,6 +54,7 @@ from . import rotations as rot
 from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qrotate
 from .kinematics import chain_floats, forward_kinematics, forward_kinematics_floats
+from .limits import JointLimits
 from .problem import Problem
 from .result import Solution
 from .untwist import untwist
@@ -56,10 +66,35 @@ WRIST_METHODS = frozenset({"triangulation", "fabrik"})
 _UPPER: weakref.WeakKeyDictionary[Chain, Chain] = weakref.WeakKeyDictionary()
 
 
+def swings_both_ways(limits: JointLimits) -> bool:
+    """Whether a joint with ``limits`` can swing its link both ways: free, or a ball joint
+    whose X and Z are not locked (ranges and a locked twist allowed)."""
+    return limits.hinge_axis is None and not limits.lock[0] and not limits.lock[2]
+
+
+def takes_orientation(chain: Chain) -> bool:
+    """Whether ``chain``'s last joint :func:`swings_both_ways`: the wrist rule applies
+    (module docstring)."""
+    return swings_both_ways(chain.limits[-1])
+
+
 def pursues_orientation(problem: Problem) -> bool:
     """Whether ``problem``'s goal has an orientation part (a target rotation weighted by
-    ``position_weight < 1``)."""
-    return problem.target_rotations is not None and problem.options.position_weight < 1.0
+    ``position_weight < 1``) that the wrist rule meets (:func:`takes_orientation`)."""
+    return (
+        problem.target_rotations is not None
+        and problem.options.position_weight < 1.0
+        and takes_orientation(problem.chain)
+    )
+
+
+def solve_oriented(method: Callable[[Problem], Solution], problem: Problem) -> Solution:
+    """A position-placing ``method``'s answer to ``problem``, whose goal has a target
+    rotation: by the wrist where :func:`pursues_orientation`, else the position goal alone
+    (the weight at ``1``, or a last joint that cannot take orientations)."""
+    if pursues_orientation(problem):
+        return solve_with_wrist(method, problem)
+    return method(replace(problem, target_rotations=None))
 
 
 def upper_chain(chain: Chain) -> Chain:
@@ -140,4 +175,13 @@ def pose_floats(
     return [[-c for c in q] if q[0] < 0.0 else list(q) for q in pose], positions
 
 
-__all__ = ["WRIST_METHODS", "pose_floats", "pursues_orientation", "solve_with_wrist", "upper_chain"]
+__all__ = [
+    "WRIST_METHODS",
+    "pose_floats",
+    "pursues_orientation",
+    "solve_oriented",
+    "solve_with_wrist",
+    "swings_both_ways",
+    "takes_orientation",
+    "upper_chain",
+]

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 import bpy
 
+from ..core.wrist import WRIST_METHODS, swings_both_ways
 from . import chain_spec, handlers
 from .bake_report import stored_report
 from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
+from .rig import bone_limits
 from .shown import shown_status
 
 if TYPE_CHECKING:
@@ -123,17 +125,29 @@ def _status(
     enabled: bool,
     influence: float,
 ) -> None:
+    for text, icon, alert in status_lines(context, obj, tip, enabled, influence):
+        _paragraph(layout, context, text, icon, alert)
+
+
+def _paragraph(
+    layout: bpy.types.UILayout,
+    context: bpy.types.Context,
+    text: str,
+    icon: IconItems,
+    alert: bool,
+) -> None:
+    """``text`` as labels wrapped to the region's width (:func:`wrapped`), the icon on the
+    first."""
     region, prefs = context.region, context.preferences
     width = region.width if region is not None else 300
     scale = prefs.system.ui_scale if prefs is not None else 1.0
-    for text, icon, alert in status_lines(context, obj, tip, enabled, influence):
-        lines = wrapped(text, width, scale)
-        col = layout.column(align=True)
-        col.alert = alert
-        if len(lines) > 1:
-            col.scale_y = 0.8  # (a paragraph: its lines closer than rows of settings)
-        for k, line in enumerate(lines):
-            col.label(text=line, icon=icon if k == 0 else "BLANK1")
+    lines = wrapped(text, width, scale)
+    col = layout.column(align=True)
+    col.alert = alert
+    if len(lines) > 1:
+        col.scale_y = 0.8  # (a paragraph: its lines closer than rows of settings)
+    for k, line in enumerate(lines):
+        col.label(text=line, icon=icon if k == 0 else "BLANK1")
 
 
 def _goal(
@@ -222,12 +236,31 @@ class REACH_IK_PT_bone(bpy.types.Panel):
         sub = row.row()
         sub.active = s.use_rotation
         sub.prop(s, "orient_weight", text="Weight", slider=True)
+        if s.use_rotation and not _wrist_meets_rotation(pb, s):
+            _paragraph(layout, context, ROTATION_NEEDS_WEIGHING, "INFO", False)
         layout.label(text="Limits: IK panel", icon="CON_KINEMATIC")
         row = layout.row(align=True)
         row.operator("reach_ik.apply_to_fk", text="To FK", icon="KEYINGSET")
         op = row.operator("reach_ik.remove", text="Remove", icon="X")
         if op is not None:
             op.tip = pb.name
+
+
+#: Shown under *Rotation* where the chain's solver leaves it to the position (a last hinge).
+ROTATION_NEEDS_WEIGHING = (
+    "The last bone is a hinge: this solver reaches for the position only. "
+    "CCD and the Jacobian solvers weigh Rotation against it."
+)
+
+
+def _wrist_meets_rotation(pb: ChainBone, s: ReachIKBoneSettings) -> bool:
+    """Whether the chain's solver meets *Rotation*: CCD and the Jacobian solvers always
+    (weighed against the position), triangulation and FABRIK where the chain's last bone
+    can swing both ways (``core.wrist``: a last hinge leaves them the position alone)."""
+    if s.solver not in WRIST_METHODS:
+        return True
+    last = pb if s.use_tail else pb.parent
+    return last is None or swings_both_ways(bone_limits(last))
 
 
 class REACH_IK_PT_bone_advanced(bpy.types.Panel):

@@ -61,6 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import bpy
 import numpy as np
 from mathutils import Matrix
 
@@ -68,7 +69,7 @@ from ..core import Chain, ChainError, JointLimits, ReachIKError
 from ..core import rotations as rot
 from . import affine
 from .affine import Rows, Value, Vec
-from .blender_types import ArmatureObject, ChainBone
+from .blender_types import ArmatureObject
 
 
 class RigError(ReachIKError):
@@ -114,7 +115,7 @@ def matrix(m: Matrix) -> np.ndarray:
     return np.array(m, dtype=np.float64)
 
 
-def bone_limits(pose_bone: ChainBone) -> JointLimits:
+def bone_limits(pose_bone: bpy.types.PoseBone) -> JointLimits:
     """Joint limits and stiffness from a pose bone's IK settings (table above)."""
     lock = (bool(pose_bone.lock_ik_x), bool(pose_bone.lock_ik_y), bool(pose_bone.lock_ik_z))
     ranges = tuple(

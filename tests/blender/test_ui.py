@@ -335,3 +335,33 @@ def test_bake_option_marks_the_baked_range(metarig: Any, addon: Any) -> None:
         ("RIK pop forearm.L", 5),
         ("RIK pop forearm.L", 8),
     ]
+
+
+def test_rotation_on_a_hinged_last_bone_names_the_solvers_that_weigh_it(
+    metarig: Any, addon: Any
+) -> None:
+    """Triangulation and FABRIK meet *Rotation* by the wrist (``core.wrist``), which a last
+    bone that is a hinge cannot take: the panel then says the chain reaches for the position
+    alone and which solvers weigh the rotation (wrapped to the panel's width)."""
+    panels = importlib.import_module(f"{EXTENSION}.ik_addon.panels")
+    obj = metarig
+    _arm_chain(obj)
+    pb = obj.pose.bones["forearm.L"]
+    s = pb.reach_ik
+    s.use_rotation = True
+    for solver, locked, meets in (
+        ("triangulation", False, True),
+        ("triangulation", True, False),
+        ("fabrik", True, False),
+        ("ccd", True, True),
+        ("jacobian_dls", True, True),
+    ):
+        s.solver = solver
+        pb.lock_ik_y = pb.lock_ik_z = locked  # (a hinge about X, a Blender elbow)
+        assert panels._wrist_meets_rotation(pb, s) == meets, (solver, locked)
+    s.use_tail = False  # (the chain then ends at the upper arm, which swings both ways)
+    s.solver = "triangulation"
+    assert panels._wrist_meets_rotation(pb, s)
+    lines = panels.wrapped(panels.ROTATION_NEEDS_WEIGHING, 249, 1.0)
+    assert len(lines) >= 3
+    assert " ".join(lines) == panels.ROTATION_NEEDS_WEIGHING

@@ -77,12 +77,13 @@ def test_goals_a_pose_meets_are_met_in_position_and_orientation(
 def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: str) -> None:
     """The rule itself, written out: the chain without its last joint takes
     :meth:`Solver.pose` of the wrist ``t − R·offset`` (position only, untwisted), and the
-    last joint the turn ``(W · rest)⁻¹ · R`` projected onto its limits — here a hinge whose
-    range refuses most goals, so the effector misses by what the projection leaves."""
+    last joint the turn ``(W · rest)⁻¹ · R`` projected onto its limits — here a wrist
+    limited in X and Z (Blender's ellipse) that refuses many goals, so the effector misses
+    by what the projection leaves."""
     rng = np.random.default_rng(7)
-    hinge = JointLimits(lock=(False, True, True), ranges=((0.0, 1.0), None, None))
+    hand = JointLimits(ranges=((-0.4, 0.3), None, (-0.3, 0.2)))
     chain = _free_chain(rng, 3)
-    chain = chain.with_limits([FREE, FREE, hinge])
+    chain = chain.with_limits([FREE, FREE, hand])
     targets, goals = _goals(chain.with_limits([FREE] * 3), rng, 30)
     res = solve(chain, targets, method=method, target_rotation=goals, options=ORIENTED)
     upper = Solver(upper_chain(chain), method)
@@ -93,8 +94,8 @@ def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: s
         np.testing.assert_allclose(res.rotations[k, :2], expected.rotations, atol=1e-9)
         world = forward_kinematics(upper_chain(chain), np.array(expected.rotations))[1][-1]
         turn = rot.multiply(rot.conjugate(rot.multiply(world, chain.rest_rotations[-1])), goals[k])
-        np.testing.assert_allclose(res.rotations[k, 2], hinge.project(turn), atol=1e-9)
-        refused += not bool(hinge.allows(turn, 1e-9))
+        np.testing.assert_allclose(res.rotations[k, 2], hand.project(turn), atol=1e-9)
+        refused += not bool(hand.allows(turn, 1e-9))
     assert refused >= 10  # (the projection was tested where it moves the turn)
 
 
@@ -160,3 +161,31 @@ def test_a_goal_rotation_not_a_quaternion_is_refused(method: str) -> None:
         solver.pose(target, target_rotation=q).rotations,
         atol=1e-12,
     )
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_last_hinge_pursues_the_position_alone_and_says_so(method: str) -> None:
+    """A last joint that cannot take orientations (a knee-like hinge ending a 2-bone leg, or
+    a ball joint with Z locked) leaves the goal to the position: the position-only answer
+    bit for bit (one target, floats and arrays), the orientation's miss reported
+    (``angle_error``, not ``converged``). The wrist rule there put the leg 79° and a tenth
+    of its length off (CCD and DLS meet these goals)."""
+    knee = JointLimits(lock=(False, True, True), ranges=((0.0, math.radians(150)), None, None))
+    no_z = JointLimits(lock=(False, False, True))
+    for last in (knee, no_z):
+        chain = Chain.from_offsets([[0.0, 0.0, 0.5], [0.0, -0.05, 0.5]], limits=[FREE, last])
+        rng = np.random.default_rng(1)
+        targets, goals = _goals(chain, rng, 20)
+        oriented = solve(chain, targets, method=method, target_rotation=goals, options=ORIENTED)
+        alone = solve(chain, targets, method=method)
+        np.testing.assert_array_equal(oriented.rotations, alone.rotations)
+        assert oriented.angle_error is not None
+        missed = oriented.angle_error > ORIENTED.angle_tolerance
+        assert np.count_nonzero(missed) >= 15
+        assert not np.any(oriented.converged[missed])
+        solver, plain = Solver(chain, method, ORIENTED), Solver(chain, method)
+        for k in range(5):
+            one = solver.pose(targets[k], target_rotation=goals[k])
+            assert one == plain.pose(targets[k])
+        with pytest.raises(SolveInputError, match="finite"):
+            solver.pose(targets[0], target_rotation=[1.0, math.inf, 0.0, 0.0])
