@@ -127,6 +127,8 @@ from .kinematics import forward_kinematics
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
+from .triangulation import solve_triangulation
+from .wrist import seeded_by_wrist, seeds_from_wrist
 
 
 def _start_pose(chain: Chain, q: FloatArray) -> FloatArray:
@@ -164,8 +166,17 @@ def solve_ccd(problem: Problem) -> Solution:
     Returns:
         A :class:`Solution`; ``iterations (N,)`` counts CCD sweeps (0 when the start pose
         already meets the goal), including the iterations of coarse sweeps. Positions are
-        the forward kinematics of the returned rotations.
+        the forward kinematics of the returned rotations. A goal with an orientation part
+        that triangulation's wrist rule meets takes that pose with 0 iterations
+        (:func:`core.wrist.seeded_by_wrist`).
     """
+    if seeds_from_wrist(problem, problem.options.ccd_start):
+        return seeded_by_wrist(problem, solve_triangulation, _solve_ccd)
+    return _solve_ccd(problem)
+
+
+def _solve_ccd(problem: Problem) -> Solution:
+    """:func:`solve_ccd` without the wrist's seed."""
     if problem.size == 1:
         return ccd_single.solve_one_target(problem)
     return solve_batch(problem)

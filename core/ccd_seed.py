@@ -60,7 +60,8 @@ def seed(problem: Problem) -> tuple[FloatArray, FloatArray] | None:
     problem's pole, bend plane and start pose) on the chain without its limits, carried
     onto the limited chain by :func:`retarget` (one target at a time, in
     floats); ``None`` for ``"initial"`` and for goals with an orientation part
-    (triangulation pursues positions only, so its pose would meet them only by chance)."""
+    (triangulation's pass pursues positions only, so its pose would meet them only by
+    chance; its wrist rule, which pursues both, comes before: :func:`core.ccd.solve_ccd`)."""
     opts = problem.options
     if opts.ccd_start != "triangulation" or (
         problem.target_rotations is not None and opts.position_weight < 1.0

@@ -96,7 +96,9 @@ from .kinematics import forward_kinematics
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
+from .triangulation import solve_triangulation
 from .triangulation_fallback import triangulation_where_closer
+from .wrist import seeded_by_wrist, seeds_from_wrist
 
 #: Chains longer than this are solved at unit reach (:func:`_at_unit_reach`).
 _LARGE = 1e8
@@ -119,6 +121,15 @@ def solve_jacobian_dls(problem: Problem) -> Solution:
 
 
 def _dispatch(problem: Problem, rule: RuleName) -> Solution:
+    """A goal with an orientation part that triangulation's wrist rule meets takes that
+    pose with 0 iterations (:func:`core.wrist.seeded_by_wrist`); the rest
+    :func:`_own_solve`."""
+    if seeds_from_wrist(problem, problem.options.jacobian_start):
+        return seeded_by_wrist(problem, solve_triangulation, lambda p: _own_solve(p, rule))
+    return _own_solve(problem, rule)
+
+
+def _own_solve(problem: Problem, rule: RuleName) -> Solution:
     """One target without restarts: the float path (:mod:`core.jacobian_single`), the same
     iteration as :func:`_batched` without numpy's per-call cost; otherwise the batch."""
     if problem.chain.reach > _LARGE:
@@ -186,7 +197,7 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
         initial=problem.initial[rows],
         options=problem.options.replace(jacobian_start="initial"),
     )
-    other = _dispatch(again, rule)
+    other = _own_solve(again, rule)
     other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
     return _take_rows(sol, rows, other_error < error[rows], other)
 
@@ -242,7 +253,7 @@ def _at_unit_reach(problem: Problem, rule: RuleName) -> Solution:
         tolerance=problem.tolerance / reach,
         options=problem.options.replace(damping=problem.options.damping / reach),
     )
-    sol = _dispatch(scaled, rule)
+    sol = _own_solve(scaled, rule)
     sigma = sol.min_singular_value
     return replace(
         sol,

@@ -26,8 +26,10 @@
   runs from the given start (:func:`core.jacobian._second_attempt`). The seed
   depends only on the problem's inputs (target, pole, start pose, options), so the answer
   stays a function of the frame's inputs. Orientation and pose goals, chains with
-  stiffness and a posture bias start from the given pose: triangulation pursues none of
-  them, and a start at its pose would leave them no effect.
+  stiffness and a posture bias start from the given pose: triangulation's pass pursues
+  none of them, and a start at its pose would leave them no effect. (Before any start, an
+  orientation goal that triangulation's wrist rule meets in both parts takes that pose
+  with 0 updates: :func:`core.wrist.seeded_by_wrist`.)
 
 :func:`start_rotations` is the start for a batch, :func:`start_one` the same start for one
 target in floats (triangulation's float passes where they answer; tests pin it to

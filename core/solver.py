@@ -42,7 +42,7 @@ from .solve import (
 from .triangulation_limits import ends_in_hinge
 from .triangulation_plan import _plan
 from .untwist import _untwist_plan, _untwisted, aims_every_joint, untwist
-from .wrist import WRIST_METHODS, pose_floats, takes_orientation, upper_chain
+from .wrist import WRIST_METHODS, pose_floats, seeds_chain, takes_orientation, upper_chain
 
 
 def _point(name: str, value: ArrayLike, width: int) -> FloatArray:
@@ -425,28 +425,34 @@ class Solver:
         self._stretches = stretch.stretches(chain, self.options)
         self._untwist = _untwist_plan(chain)
         self._aims_every_joint = aims_every_joint(chain)
-        wrist = (
-            method in WRIST_METHODS
-            and self.options.position_weight < 1.0
-            and not stretch.applies(chain, self.options)
+        oriented = self.options.position_weight < 1.0 and not stretch.applies(chain, self.options)
+        wrist = oriented and method in WRIST_METHODS
+        start = self.options.ccd_start if method == "ccd" else self.options.jacobian_start
+        #: CCD and the Jacobian methods take the wrist pose where it meets both goals
+        #: (:func:`core.wrist.seeded_by_wrist`): :meth:`pose` tries it first.
+        self._seeds = (
+            oriented
+            and not wrist
+            and chain.n_joints >= 2
+            and seeds_chain(chain, self.options, start)
         )
-        #: This method meets an orientation goal by the wrist (:mod:`core.wrist`): the
-        #: solver of the chain without its last joint, for :meth:`pose`'s float path, with
-        #: this chain's tolerance (the batch path solves the wrists to the problem's).
+        #: The solver of the chain without its last joint, for :meth:`pose`'s float path of
+        #: the wrist rule (this method's; triangulation's for a seed), with this chain's
+        #: tolerance (the batch path solves the wrists to the problem's).
         tolerance = self.options.tolerance
         self._upper = (
             Solver(
                 upper_chain(chain),
-                method,
+                method if wrist else "triangulation",
                 self.options.replace(
                     tolerance=1e-6 * chain.reach if tolerance is None else tolerance
                 ),
             )
-            if wrist and chain.n_joints >= 2 and takes_orientation(chain)
+            if (wrist and chain.n_joints >= 2 and takes_orientation(chain)) or self._seeds
             else None
         )
-        #: ... or pursues the position alone (a last hinge: :func:`core.wrist.solve_oriented`),
-        #: which :meth:`pose` then takes on its float path.
+        #: This method pursues the position alone (a last hinge:
+        #: :func:`core.wrist.solve_oriented`), which :meth:`pose` then takes on its float path.
         self._position_only = wrist and not takes_orientation(chain)
 
     def solve_one(
@@ -492,7 +498,9 @@ class Solver:
         """
         chain, opts, plan = self.chain, self.options, self._untwist
         if target_rotation is not None and self._upper is not None:
-            return self._wrist_pose(target, pole, target_rotation)
+            wrist = self._wrist_pose(target, pole, target_rotation)
+            if wrist is not None:
+                return wrist
         if target_rotation is not None and self._position_only:
             _quaternion_floats("target_rotation", target_rotation)  # (checked all the same)
             target_rotation = None
@@ -509,19 +517,29 @@ class Solver:
         rotations, points = self.solve_one(target, pole)
         return Pose(_untwisted(plan, rotations, points), points, None)
 
-    def _wrist_pose(self, target: ArrayLike, pole: ArrayLike | None, goal: ArrayLike) -> Pose:
-        """:meth:`pose` of an orientation goal met by the wrist (:func:`core.wrist.pose_floats`:
-        the same numbers as :func:`core.wrist.solve_with_wrist`, to rounding)."""
+    def _wrist_pose(
+        self, target: ArrayLike, pole: ArrayLike | None, goal: ArrayLike
+    ) -> Pose | None:
+        """:meth:`pose` of an orientation goal by the wrist (:func:`core.wrist.pose_floats`:
+        the same numbers as :func:`core.wrist.solve_with_wrist`, to rounding); for CCD and
+        the Jacobian methods, where it meets both goals (else ``None``: their own solve)."""
         assert self._upper is not None
         t, p = _single_inputs(self.chain, target, pole)
         upper = self._upper.pose
-        rotations, points = pose_floats(
+        rotations, points, angle = pose_floats(
             self.chain,
             lambda at, p_: upper(at, p_)[:2],
             t,
             _quaternion_floats("target_rotation", goal),
             p,
         )
+        if self._seeds:
+            tolerance = self._upper.options.tolerance
+            assert tolerance is not None  # (set when made)
+            if not (
+                math.dist(points[-1], t) <= tolerance and angle <= self.options.angle_tolerance
+            ):
+                return None
         return Pose(rotations, [list(v) for v in points], None)
 
     def poses(

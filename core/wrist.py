@@ -31,6 +31,13 @@ goals of reachable poses by twisting the hip). There these methods pursue the po
 alone (:func:`solve_oriented`), as they did before the rule, and say so through the
 result's orientation error; CCD and the Jacobian methods trade the two by the weight.
 
+CCD and the Jacobian methods trade the two goals by the weight; where the wrist rule meets
+both (to the position tolerance and ``angle_tolerance``) every weight's objective is zero
+there, so those methods take its pose as their answer with 0 iterations, as they take
+triangulation's pose where it meets a position goal, and iterate as before elsewhere
+(:func:`seeded_by_wrist`; with their start option ``"triangulation"``, no stiffness and no
+posture bias, which the rule ignores).
+
 Conventions (:mod:`core.chain`): quaternions wxyz, Hamilton product; joint ``i``'s world
 rotation ``W_i = W_{i−1} · rest_i · q_i`` in the chain's base frame, joint ``i + 1`` at
 ``p_i + W_i · offset_i``.
@@ -44,6 +51,7 @@ per-call cost would be most of the solve).
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
@@ -55,6 +63,7 @@ from .chain import Chain
 from .components import Quat, Vec, qconj, qmul, qrotate
 from .kinematics import chain_floats, forward_kinematics, forward_kinematics_floats
 from .limits import JointLimits
+from .options import SolveOptions
 from .problem import Problem
 from .result import Solution
 from .untwist import untwist
@@ -152,6 +161,63 @@ def solve_with_wrist(method: Callable[[Problem], Solution], problem: Problem) ->
     return Solution(rotations, positions, iterations, effector_rotation=frames[:, -1])
 
 
+def seeds_from_wrist(problem: Problem, start: str) -> bool:
+    """Whether CCD or a Jacobian method whose start option is ``start`` takes the wrist
+    pose where it meets both goals (:func:`seeded_by_wrist`): ``"triangulation"``, a goal
+    the rule meets (:func:`pursues_orientation`), no stiffness and no posture bias."""
+    return pursues_orientation(problem) and seeds_chain(problem.chain, problem.options, start)
+
+
+def seeds_chain(chain: Chain, options: SolveOptions, start: str) -> bool:
+    """:func:`seeds_from_wrist` for any goal with a weighted orientation on ``chain``."""
+    return (
+        start == "triangulation"
+        and takes_orientation(chain)
+        and options.posture_weight == 0.0
+        and not any(any(lim.stiffness) for lim in chain.limits)
+    )
+
+
+def seeded_by_wrist(
+    problem: Problem,
+    reach: Callable[[Problem], Solution],
+    iterate: Callable[[Problem], Solution],
+) -> Solution:
+    """``iterate``'s answer (CCD, a Jacobian method) to ``problem``, whose goal has an
+    orientation part the wrist rule meets (:func:`pursues_orientation`): the wrist pose of
+    ``reach`` (triangulation) with 0 iterations for the targets where it meets both goals,
+    ``iterate``'s own solve of the others (module docstring)."""
+    seed = solve_with_wrist(reach, problem)
+    goal = problem.target_rotations
+    assert goal is not None  # (pursues_orientation)
+    assert seed.effector_rotation is not None  # (solve_with_wrist gives it)
+    error = np.linalg.norm(seed.positions[:, -1] - problem.targets, axis=-1)
+    angle = rot.angle(rot.multiply(rot.conjugate(goal), seed.effector_rotation))
+    met = (error <= problem.tolerance) & (angle <= problem.options.angle_tolerance)
+    rest = np.flatnonzero(~met)
+    iterations = np.zeros(problem.size, dtype=np.int64)
+    if not rest.size:
+        return Solution(seed.rotations, seed.positions, iterations, seed.effector_rotation)
+    other = iterate(problem.rows(rest))
+    rotations, positions = seed.rotations.copy(), seed.positions.copy()
+    rotations[rest], positions[rest], iterations[rest] = (
+        other.rotations,
+        other.positions,
+        other.iterations,
+    )
+    effector = seed.effector_rotation.copy()
+    effector[rest] = (
+        forward_kinematics(problem.chain, other.rotations)[1][:, -1]
+        if other.effector_rotation is None
+        else other.effector_rotation
+    )
+    sigma = None
+    if other.min_singular_value is not None:  # (no Jacobian seen where the seed met: ∞)
+        sigma = np.full(problem.size, np.inf)
+        sigma[rest] = other.min_singular_value
+    return Solution(rotations, positions, iterations, effector, sigma)
+
+
 #: The chain without its last joint reaching for a point (and pole): its rotations (``n − 1``
 #: × 4 floats) and joint positions; :meth:`core.Solver.pose` of that chain.
 Reach = Callable[[Vec, Vec | None], tuple[list[list[float]], list[list[float]]]]
@@ -159,11 +225,12 @@ Reach = Callable[[Vec, Vec | None], tuple[list[list[float]], list[list[float]]]]
 
 def pose_floats(
     chain: Chain, reach: Reach, target: Vec, goal: Quat, pole: Vec | None
-) -> tuple[list[list[float]], list[Vec]]:
+) -> tuple[list[list[float]], list[Vec], float]:
     """:func:`solve_with_wrist` for one target in plain floats: ``target`` (3 floats) and the
     unit ``goal`` orientation (4 floats, wxyz) in the base frame, ``pole`` or ``None``;
     ``reach`` solves the chain without its last joint (``n ≥ 2``). Returns the ``n``
-    rotations (lists of 4 floats, ``w ≥ 0``) and the ``n + 1`` joint positions."""
+    rotations (lists of 4 floats, ``w ≥ 0``), the ``n + 1`` joint positions and the angle
+    (radians) from the goal to the last joint's frame (:func:`core.rotations.angle`)."""
     rests, offsets = chain_floats(chain)
     dx, dy, dz = qrotate(goal, offsets[-1])
     rotations, _ = reach((target[0] - dx, target[1] - dy, target[2] - dz), pole)
@@ -171,14 +238,19 @@ def pose_floats(
     world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
     last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))
     pose = [*upper, last]
-    positions = forward_kinematics_floats(chain, pose)[0]
-    return [[-c for c in q] if q[0] < 0.0 else list(q) for q in pose], positions
+    positions, frames = forward_kinematics_floats(chain, pose)
+    w, x, y, z = qmul(qconj(goal), frames[-1])
+    angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+    return [[-c for c in q] if q[0] < 0.0 else list(q) for q in pose], positions, angle
 
 
 __all__ = [
     "WRIST_METHODS",
     "pose_floats",
     "pursues_orientation",
+    "seeded_by_wrist",
+    "seeds_chain",
+    "seeds_from_wrist",
     "solve_oriented",
     "solve_with_wrist",
     "swings_both_ways",

@@ -189,3 +189,36 @@ def test_a_last_hinge_pursues_the_position_alone_and_says_so(method: str) -> Non
             assert one == plain.pose(targets[k])
         with pytest.raises(SolveInputError, match="finite"):
             solver.pose(targets[0], target_rotation=[1.0, math.inf, 0.0, 0.0])
+
+
+SEEDED = ["ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"]
+
+
+@pytest.mark.parametrize("method", SEEDED)
+def test_the_weighing_methods_take_the_wrist_pose_where_it_meets_both_goals(method: str) -> None:
+    """CCD and the Jacobian methods answer a goal the wrist rule meets in both parts with
+    that pose and 0 iterations (every weight's objective is zero there); the targets it
+    misses (here: wrists pushed out of reach) get their own solve, the same as solving
+    those targets alone; with their start option ``"initial"`` (the papers' protocol)
+    they iterate from the start pose as before."""
+    rng = np.random.default_rng(13 + len(method))
+    chain = _free_chain(rng, 3)
+    targets, goals = _goals(chain, rng, 12)
+    targets[8:] *= 1.6  # (beyond reach: neither the wrist nor anything meets these)
+    options = SolveOptions(position_weight=0.5, max_iterations=30)
+    res = solve(chain, targets, method=method, target_rotation=goals, options=options)
+    wrist = solve(chain, targets, method="triangulation", target_rotation=goals, options=options)
+    np.testing.assert_array_equal(res.rotations[:8], wrist.rotations[:8])
+    assert np.all(res.iterations[:8] == 0)
+    assert np.all(res.converged[:8])
+    alone = solve(chain, targets[8:], method=method, target_rotation=goals[8:], options=options)
+    np.testing.assert_allclose(res.rotations[8:], alone.rotations, atol=1e-12)
+    np.testing.assert_array_equal(res.iterations[8:], alone.iterations)
+    solver = Solver(chain, method, options)
+    for k in (0, 9):
+        one = solver.pose(targets[k], target_rotation=goals[k])
+        batch = solve(chain, targets[k], method=method, target_rotation=goals[k], options=options)
+        np.testing.assert_allclose(one.rotations, batch.rotations, atol=1e-9)
+    protocol = options.replace(ccd_start="initial", jacobian_start="initial")
+    paper = solve(chain, targets[:8], method=method, target_rotation=goals[:8], options=protocol)
+    assert np.all(paper.iterations > 0)
