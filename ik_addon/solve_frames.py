@@ -27,6 +27,7 @@ from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
 from ..core.components import qslerp
 from ..core.kinematics import forward_kinematics_floats
+from ..core.matrix9 import quaternion_of
 from . import affine
 from .affine import Rows, Value, Vec
 from .chain_spec import Advanced, _check_solver, _Fixed, _options
@@ -137,12 +138,15 @@ def _stacked(v: Vec, count: int) -> np.ndarray:
 
 def _goal_in_base(base: Rows, goal: Rows) -> np.ndarray:
     """The goal rotation relative to the base frame's axes, wxyz ``(4,)`` or ``(F, 4)``:
-    ``Bᵀ G`` of both with unit columns."""
+    ``Bᵀ G`` of both with unit columns (one frame in floats: :func:`core.matrix9.quaternion_of`,
+    the twin of :func:`core.rotations.from_matrix` that ``F`` frames take)."""
     b, g = affine.unit_axes(base), affine.unit_axes(goal)
     relative = [
         [b[0][r] * g[0][c] + b[1][r] * g[1][c] + b[2][r] * g[2][c] for c in range(3)]
         for r in range(3)
     ]
+    if isinstance(relative[0][0], float):  # one frame: from_matrix's float twin
+        return np.array(quaternion_of(tuple(x for row in relative for x in row)))
     m = np.array(np.broadcast_arrays(*(x for row in relative for x in row)), dtype=np.float64)
     return rot.from_matrix(np.moveaxis(m, 0, -1).reshape(*m.shape[1:], 3, 3))
 

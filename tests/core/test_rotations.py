@@ -170,6 +170,23 @@ def test_from_matrix_tolerates_slightly_non_orthogonal_input() -> None:
     _same_rotation(out, q, atol=1e-8)
 
 
+def test_the_float_twin_of_from_matrix_gives_its_numbers() -> None:
+    """:func:`core.matrix9.quaternion_of` (one row-major matrix in floats, what live solving
+    reads a goal orientation with) against :func:`rot.from_matrix` (what a bake reads ``F``
+    frames with): the same quaternions to 1e-15 on rotations of every branch, slightly
+    non-orthogonal ones and mirrored ones (a goal read on an armature mirrored by a negative
+    scale: not rotations, but both must read them alike)."""
+    from core.matrix9 import quaternion_of
+
+    rng = np.random.default_rng(8)
+    m = rot.to_matrix(_unit(rng.normal(size=(400, 4))))
+    m[100:200] += rng.normal(scale=1e-9, size=(100, 3, 3))
+    m[200:300, :, 0] *= -1.0  # (a mirrored first axis)
+    m[300:] = np.diag([1.0, -1.0, -1.0]) + rng.normal(scale=1e-3, size=(100, 3, 3))
+    ours = np.array([quaternion_of(tuple(row.ravel().tolist())) for row in m])
+    np.testing.assert_allclose(ours, rot.from_matrix(m), rtol=0.0, atol=1e-15)
+
+
 # ---------------------------------------------------------------------- axis-angle, rotvec
 @FAST
 @given(data=st.data())
