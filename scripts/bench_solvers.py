@@ -49,6 +49,13 @@ temporary Blender user folder, as a user's *Install from Disk* does, then:
    largest single solve of each column, and the share reached. No bar: the search of a
    target it cannot meet restarts (:func:`core.triangulation_limits.reach_within_limits`),
    and this part shows what that costs against Blender's IK.
+4. **Orientation goals** — *Rotation* on both (Blender's IK constraint and the Reach IK
+   chain, its weight at the default 0.5), targets and goal orientations of the last bone
+   from forward kinematics of random admissible poses (both goals reachable by
+   construction), on the chains whose last joint swings both ways (:data:`ORIENTED`; a
+   last hinge takes Reach IK's triangulation and FABRIK to the position alone,
+   ``core/wrist.py``), 40 targets × 2 rounds of the same interleaved timing. Reached: the
+   position as above and the last bone's orientation within :data:`REACHED_DEG`. No bar.
 
 Writes ``bench_solvers.json``, ``.md`` and ``.png`` (ratios to Blender's IK) to ``--out``.
 """
@@ -166,9 +173,13 @@ def add_reach_chain(scene: Any, obj: Any, target: Any, bones: int, method: str) 
 
 
 #: Where part 1's targets lie (forward kinematics of admissible poses) and part 3's.
-SPREADS = ("admissible", "within_reach")
+SPREADS = ("admissible", "within_reach", "oriented")
 #: Part 3's targets: distance from the root as a share of the chain's length.
 WITHIN_REACH = (0.2, 0.95)
+#: Part 4's chains (bones, limits): those whose last joint swings both ways.
+ORIENTED = ((2, "free"), (3, "free"), (3, "hinge"), (3, "ball"), (5, "free"), (5, "hinge"))
+#: Part 4: a goal orientation counts as reached within this angle (degrees).
+REACHED_DEG = 0.1
 
 
 def targets_for(
@@ -177,16 +188,27 @@ def targets_for(
     """``(count, 3)`` base-frame targets: forward kinematics of random admissible poses, or
     (``spread="within_reach"``) random directions at :data:`WITHIN_REACH` of the chain's
     length."""
+    return goals_for(chain, core, count, rng, spread)[0]
+
+
+def goals_for(
+    chain: Any, core: Any, count: int, rng: np.random.Generator, spread: str = "admissible"
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`targets_for`'s targets ``(count, 3)`` and the last joint's frame ``(count, 4)``
+    (wxyz, base frame) in the poses they come from (identities for ``"within_reach"``)."""
     if spread not in SPREADS:
         raise ValueError(f"spread {spread!r}: need one of {', '.join(SPREADS)}")
     if spread == "within_reach":
         d = rng.normal(size=(count, 3))
         d /= np.linalg.norm(d, axis=-1, keepdims=True)
-        return d * rng.uniform(*WITHIN_REACH, size=(count, 1)) * chain.reach
+        return d * rng.uniform(*WITHIN_REACH, size=(count, 1)) * chain.reach, np.tile(
+            [1.0, 0.0, 0.0, 0.0], (count, 1)
+        )
     q = core.rotations.normalize(rng.normal(size=(count, chain.n_joints, 4)))
     for i, lim in enumerate(chain.limits):
         q[:, i] = lim.project(q[:, i])
-    return core.forward_kinematics(chain, q)[0][:, -1]
+    positions, frames = core.forward_kinematics(chain, q)
+    return positions[:, -1], frames[:, -1]
 
 
 def _median_us(values: list[float]) -> float:
@@ -212,7 +234,7 @@ def bench_chain(
     rig_module: Any = importlib.import_module(f"{EXTENSION}.ik_addon.rig")
     affine: Any = importlib.import_module(f"{EXTENSION}.ik_addon.affine")
     core: Any = importlib.import_module(f"{EXTENSION}.core")
-    from mathutils import Matrix, Vector
+    from mathutils import Matrix, Quaternion, Vector
 
     bpy.ops.wm.read_homefile(use_empty=True)
     scene_re = bpy.context.scene  # (the operator needs the context's scene)
@@ -226,6 +248,9 @@ def bench_chain(
     con = rig_bl.pose.bones[tip].constraints.new("IK")
     con.target, con.chain_count = target_bl, bones
     add_reach_chain(scene_re, rig_re, target_re, bones, methods[0])
+    oriented = spread == "oriented"
+    con.use_rotation = rig_re.pose.bones[tip].reach_ik.use_rotation = oriented
+    options = core.SolveOptions(position_weight=0.5 if oriented else 1.0)
     layer_bl, layer_re = scene_bl.view_layers[0], scene_re.view_layers[0]
     layer_re.update()
     dg = layer_re.depsgraph
@@ -245,8 +270,20 @@ def bench_chain(
     # Targets of their own for every method, round (the warm-up too) and core column: no
     # solve sees inputs another has seen (the core memoises its costliest one-target
     # answers on their exact inputs).
-    shape = (len(methods), 2, rounds + 1, count, 3)
-    local = targets_for(chain, core, math.prod(shape[:-1]), rng, spread).reshape(shape)
+    shape = (len(methods), 2, rounds + 1, count)
+    local, frames = goals_for(chain, core, math.prod(shape), rng, spread)
+    local, frames = local.reshape((*shape, 3)), frames.reshape((*shape, 4))
+
+    def world(t: np.ndarray, q: np.ndarray) -> Any:
+        """The target's world matrix for base-frame target ``t`` and frame ``q``."""
+        return base @ Matrix.Translation(t.tolist()) @ Quaternion(q.tolist()).to_matrix().to_4x4()
+
+    def missed_deg(rotations: Any, q: np.ndarray) -> float:
+        """The angle (degrees) from the last joint's frame in pose ``rotations`` to ``q``."""
+        w = core.forward_kinematics(chain, np.asarray(rotations, dtype=float))[1][-1]
+        turn = core.rotations.multiply(core.rotations.conjugate(q), w)
+        return math.degrees(float(core.rotations.angle(turn)))
+
     rows = []
     clock = time.perf_counter
     for m, method in enumerate(methods):
@@ -254,14 +291,20 @@ def bench_chain(
         live_state.live.invalidate()
         times: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
         errors: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
+        angles: dict[str, list[float]] = {"blender": [], "live": [], "core_pose": []}
         for r in range(rounds + 1):  # round 0 warms up
-            for t_live, t_local in zip(local[m, 0, r], local[m, 1, r], strict=True):
+            for k, (t_live, t_local) in enumerate(zip(local[m, 0, r], local[m, 1, r], strict=True)):
                 t_world = base @ Vector(t_live.tolist())
+                if oriented:
+                    target_bl.matrix_world = target_re.matrix_world = world(
+                        t_live, frames[m, 0, r, k]
+                    )
                 target_bl.location = t_world
                 t0 = clock()
                 layer_bl.update()
                 took_bl = clock() - t0
                 tail = rig_bl.matrix_world @ rig_bl.pose.bones[tip].tail
+                tip_turn = (rig_bl.matrix_world @ rig_bl.pose.bones[tip].matrix).to_quaternion()
                 target_re.location = t_world
                 live_state.live.busy = True  # (the update evaluates; the timed call solves)
                 try:
@@ -272,7 +315,8 @@ def bench_chain(
                 report = ev.solve_chains(rig_re, dg)
                 took_live = clock() - t0
                 t0 = clock()
-                pose = core.Solver(chain, method).pose(t_local)
+                goal = frames[m, 1, r, k] if oriented else None
+                pose = core.Solver(chain, method, options).pose(t_local, target_rotation=goal)
                 took_one = clock() - t0
                 if r == 0:
                     continue
@@ -285,6 +329,17 @@ def bench_chain(
                     errors["core_pose"].append(
                         float(np.linalg.norm(np.array(pose.points[-1]) - t_local))
                     )
+                    if oriented:
+                        turn = world(t_live, frames[m, 0, r, k]).to_quaternion()
+                        angles["blender"].append(
+                            math.degrees(turn.rotation_difference(tip_turn).angle)
+                        )
+                        angles["live"].append(
+                            missed_deg(report.poses[0].rotations, frames[m, 0, r, k])
+                            if report.poses
+                            else 180.0
+                        )
+                        angles["core_pose"].append(missed_deg(pose.rotations, frames[m, 1, r, k]))
         med = {k: _median_us(v) for k, v in times.items()}
         row = {
             "bones": bones,
@@ -300,11 +355,19 @@ def bench_chain(
             ),
             "ratio_core_pose_vs_blender": med["core_pose"] / med["blender"],
             "reached_pct": {
-                k: 100.0 * float(np.mean(np.asarray(v) <= REACHED * chain.reach))
+                k: 100.0
+                * float(
+                    np.mean(
+                        (np.asarray(v) <= REACHED * chain.reach)
+                        & (np.asarray(angles[k] or 0.0) <= REACHED_DEG)
+                    )
+                )
                 for k, v in errors.items()
             },
             "median_error": {k: float(np.median(v)) for k, v in errors.items()},
         }
+        if oriented:
+            row["median_angle_deg"] = {k: float(np.median(v)) for k, v in angles.items()}
         rows.append(row)
         print(
             f"{bones} {limits} {method}: live {med['live']:.0f} µs, "
@@ -397,6 +460,25 @@ def markdown(report: dict[str, Any]) -> str:
         )
     lines += [
         "",
+        f"### Orientation goals: *Rotation* on both ({report['oriented_targets']} targets × 2 "
+        "rounds; reached: position as above and the last bone within "
+        f"{REACHED_DEG:g}°)",
+        "",
+        "| bones | limits | method | Blender IK µs | live µs | core pose µs | live / Blender "
+        "| reached % (Blender / live / core pose) | median angle ° (Blender / live) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["oriented"]:
+        med, reached, angle = row["median_us"], row["reached_pct"], row["median_angle_deg"]
+        lines.append(
+            f"| {row['bones']} | {row['limits']} | {row['method']} "
+            f"| {med['blender']:.0f} | {med['live']:.0f} | {med['core_pose']:.0f} "
+            f"| {row['ratio_live_vs_blender']:.2f}× "
+            f"| {reached['blender']:.0f} / {reached['live']:.0f} / {reached['core_pose']:.0f} "
+            f"| {angle['blender']:.1e} / {angle['live']:.1e} |"
+        )
+    lines += [
+        "",
         f"Bars: every method ≤ {BAR_BLENDER:g}× Blender's IK on {BARRED_BONES[0]}- and "
         f"{BARRED_BONES[1]}-bone chains (triangulation ≤ {BAR_TRIANGULATION:g}×). Reached: "
         f"within {REACHED:g} × the chain's length.",
@@ -470,6 +552,10 @@ def main(argv: list[str] | None = None) -> int:
     within = []
     for bones in BARRED_BONES:
         within += bench_chain(bones, "ball", methods, within_count, 1, args.seed, "within_reach")
+    oriented_count = 6 if args.quick else 40
+    oriented = []
+    for bones, limits in ORIENTED:
+        oriented += bench_chain(bones, limits, methods, oriented_count, 2, args.seed, "oriented")
     batch_methods = [m for m in ("triangulation", "ccd", "jacobian_dls") if m in methods]
     report = {
         "blender": blender_module().app.version_string,
@@ -478,6 +564,8 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "within_reach_targets": within_count,
         "within_reach": within,
+        "oriented_targets": oriented_count,
+        "oriented": oriented,
         "batched": bench_batched(batch_methods, 2007),
     }
     bench_report.publish(args.out, "bench_solvers", report, markdown(report), figure(report))
