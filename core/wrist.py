@@ -13,12 +13,16 @@ met the way an animator's IK hand control meets it, the orientation first:
    removed as :class:`core.Solver` removes it from a position-only pose
    (:func:`core.untwist.untwist`);
 3. the last joint takes the turn that gives its frame ``R``:
-   ``q_{n−1} = (W_{n−2} · rest_{n−1})⁻¹ · R``, kept within its limits
+   ``q_{n−1} = (W_{n−2} · rest_{n−1})⁻¹ · R``; where its limits refuse that turn, the
+   chain without it first swivels about the root–wrist line (which keeps the wrist) by the
+   least angle at which they allow it (:func:`swivel`; the root's limits permitting), and
+   where no swivel does, the turn is kept within them
    (:meth:`core.limits.JointLimits.project`).
 
-Where the wrist is within reach and the last joint's limits allow the turn, both goals are
-met exactly (to the method's tolerance); elsewhere the orientation is kept as near as the
-last joint allows and the effector lies off the target by what the wrist misses. The
+Where the wrist is within reach and the last joint can take the turn (with the swivel),
+both goals are met exactly (to the method's tolerance); elsewhere the orientation is kept
+as near as the last joint allows and the effector lies off the target by what the wrist
+misses. The
 weight between the two goals (``position_weight``) is not traded: at ``1`` the goal is
 position only, below it the orientation comes first. A chain of one joint only turns.
 
@@ -152,6 +156,11 @@ def solve_with_wrist(method: Callable[[Problem], Solution], problem: Problem) ->
             )
         )
         upper_rotations = untwist(upper, reached.rotations, reached.positions)
+        if _swivels(chain):
+            for k, (pose, at, turn) in enumerate(
+                zip(upper_rotations.tolist(), wrist.tolist(), goal.tolist(), strict=True)
+            ):
+                upper_rotations[k, 0] = swivel(chain, [tuple(q) for q in pose], at, turn)[0]
         world = forward_kinematics(upper, upper_rotations)[1][:, -1]
         parent = rot.multiply(world, chain.rest_rotations[-1])
         iterations = reached.iterations
@@ -218,6 +227,75 @@ def seeded_by_wrist(
     return Solution(rotations, positions, iterations, effector, sigma)
 
 
+#: The swivel's samples over a full turn, and its bisection steps toward the least angle.
+_SWIVELS = 48
+_BISECTIONS = 52
+
+
+def _swivels(chain: Chain) -> bool:
+    """Whether :func:`swivel` can turn anything: a last ball joint with limits, and a root
+    that is free or a ball joint (a hinge root cannot turn about the root–wrist line)."""
+    last, root = chain.limits[-1], chain.limits[0]
+    return (
+        chain.n_joints >= 2
+        and not last.is_free
+        and last.kind == "ball"
+        and (root.is_free or root.kind == "ball")
+    )
+
+
+def swivel(chain: Chain, upper: list[Quat], wrist: Vec, goal: Quat) -> list[Quat]:
+    """The chain without its last joint (rotations ``upper``, ``n − 1`` quaternions) turned
+    about the line from the root to the ``wrist`` by the least angle at which the last
+    joint's limits allow the turn the ``goal`` asks of it, and the root's limits the root's
+    new rotation; ``upper`` itself where no turn is needed or none allows it.
+
+    Turning the whole pose about that line keeps every joint's rotation but the root's and
+    moves no point of the line, the wrist included (nor the distance of the chain's end from
+    it). Where the last joint refuses the turn at the pose as solved (its limits'
+    :meth:`~core.limits.JointLimits.beyond_floats` above zero), :data:`_SWIVELS` angles over
+    a full turn are tried outward from it, both ways, and the boundary between the last
+    refused and the first allowed one is bisected (:data:`_BISECTIONS` steps, to rounding):
+    the swivel grows from zero as a goal leaves what the pose allows, so the pose follows it
+    without a jump while one side stays the nearer."""
+    rests, _ = chain_floats(chain)
+    last, root = chain.limits[-1], chain.limits[0]
+    frame = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
+    end = qmul(frame, rests[-1])
+    rest0 = rests[0]
+    base = qmul(rest0, upper[0])  # (W_0: the root's frame; its parent is the base frame)
+    norm = math.sqrt(wrist[0] * wrist[0] + wrist[1] * wrist[1] + wrist[2] * wrist[2])
+    if not norm > 0.0:
+        return upper
+    axis = (wrist[0] / norm, wrist[1] / norm, wrist[2] / norm)
+
+    def turned(psi: float) -> tuple[Quat, bool]:
+        s = math.sin(0.5 * psi)
+        spin = (math.cos(0.5 * psi), s * axis[0], s * axis[1], s * axis[2])
+        q0 = qmul(qconj(rest0), qmul(spin, base))
+        allowed = last.beyond_floats(qmul(qconj(qmul(spin, end)), goal)) <= 0.0 and (
+            root.is_free or root.beyond_floats(q0) <= 0.0
+        )
+        return q0, allowed
+
+    if turned(0.0)[1]:
+        return upper
+    step = 2.0 * math.pi / _SWIVELS
+    for k in range(1, _SWIVELS // 2 + 1):
+        for sign in (1.0, -1.0):
+            if not turned(sign * k * step)[1]:
+                continue
+            out, inside = sign * (k - 1) * step, sign * k * step
+            for _ in range(_BISECTIONS):
+                middle = 0.5 * (out + inside)
+                if turned(middle)[1]:
+                    inside = middle
+                else:
+                    out = middle
+            return [turned(inside)[0], *upper[1:]]
+    return upper
+
+
 #: The chain without its last joint reaching for a point (and pole): its rotations (``n − 1``
 #: × 4 floats) and joint positions; :meth:`core.Solver.pose` of that chain.
 Reach = Callable[[Vec, Vec | None], tuple[list[list[float]], list[list[float]]]]
@@ -233,8 +311,11 @@ def pose_floats(
     (radians) from the goal to the last joint's frame (:func:`core.rotations.angle`)."""
     rests, offsets = chain_floats(chain)
     dx, dy, dz = qrotate(goal, offsets[-1])
-    rotations, _ = reach((target[0] - dx, target[1] - dy, target[2] - dz), pole)
+    wrist = (target[0] - dx, target[1] - dy, target[2] - dz)
+    rotations, _ = reach(wrist, pole)
     upper: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rotations]
+    if _swivels(chain):
+        upper = swivel(chain, upper, wrist, goal)
     world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
     last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))
     pose = [*upper, last]
@@ -254,6 +335,7 @@ __all__ = [
     "solve_oriented",
     "solve_with_wrist",
     "swings_both_ways",
+    "swivel",
     "takes_orientation",
     "upper_chain",
 ]
