@@ -228,6 +228,43 @@ def animated_target_is_reached() -> None:
 
 
 @check
+def rotation_turns_the_hand_with_the_automatic_solver() -> None:
+    """*Rotation* with the solver *Add Reach IK* chooses (FABRIK for 3 bones): the hand
+    takes the target's orientation and its tail the target's place (a goal some pose of
+    the arm meets), on the armature as built and mirrored by a negative scale."""
+    mathutils = importlib.import_module("mathutils")
+    for mirrored in (False, True):
+        obj, target = arm_with_chain()
+        if mirrored:
+            obj.scale = (-obj.scale[0], obj.scale[1], obj.scale[2])
+        settings = obj.pose.bones["hand"].reach_ik
+        settings.enabled = False
+        rng = np.random.default_rng(12)
+        for name in ARM:
+            axis = rng.normal(size=3)
+            axis /= np.linalg.norm(axis)
+            obj.pose.bones[name].rotation_quaternion = (math.cos(0.4), *(math.sin(0.4) * axis))
+        bpy.context.view_layer.update()
+        goal = evaluated_world(obj, "hand")
+        target.matrix_world = mathutils.Matrix(goal.tolist())
+        target.location = tail(obj, "hand")
+        for name in ARM:
+            obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        settings.use_rotation = True
+        settings.enabled = True
+        bpy.context.scene.frame_set(1)
+        got = evaluated_world(obj, "hand")
+        a = goal[:3, :3] / np.linalg.norm(goal[:3, :3], axis=0)
+        b = got[:3, :3] / np.linalg.norm(got[:3, :3], axis=0)
+        angle = math.degrees(math.acos(min(1.0, (float(np.trace(a.T @ b)) - 1.0) / 2.0)))
+        miss = float(np.linalg.norm(tail(obj, "hand") - np.array(target.location)))
+        length = 1.5 * sum(obj.data.bones[n].length for n in ARM)
+        assert settings.solver == "fabrik", settings.solver
+        assert angle <= 0.1, f"mirrored={mirrored}: the hand {angle:.3f}° off the target"
+        assert miss <= 1e-4 * length, f"mirrored={mirrored}: the tail {miss:.2e} m off"
+
+
+@check
 def scrubbing_is_deterministic() -> None:
     obj, target = arm_with_chain()
     frames = list(range(1, 61, 6))
