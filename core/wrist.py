@@ -15,8 +15,9 @@ met the way an animator's IK hand control meets it, the orientation first:
 3. the last joint takes the turn that gives its frame ``R``:
    ``q_{n−1} = (W_{n−2} · rest_{n−1})⁻¹ · R``; where its limits refuse that turn, the
    chain without it first swivels about the root–wrist line (which keeps the wrist) by the
-   least angle at which they allow it (:func:`swivel`; the root's limits permitting), and
-   where no swivel does, the turn is kept within them
+   least angle at which they allow it (:func:`swivel`; the root's limits permitting; not
+   with a pole, which sets that line's plane itself), and where no swivel does, the turn
+   is kept within them
    (:meth:`core.limits.JointLimits.project`).
 
 Where the wrist is within reach and the last joint can take the turn (with the swivel),
@@ -156,7 +157,7 @@ def solve_with_wrist(method: Callable[[Problem], Solution], problem: Problem) ->
             )
         )
         upper_rotations = untwist(upper, reached.rotations, reached.positions)
-        if _swivels(chain):
+        if _swivels(chain) and problem.poles is None:
             for k, (pose, at, turn) in enumerate(
                 zip(upper_rotations.tolist(), wrist.tolist(), goal.tolist(), strict=True)
             ):
@@ -314,7 +315,7 @@ def pose_floats(
     wrist = (target[0] - dx, target[1] - dy, target[2] - dz)
     rotations, _ = reach(wrist, pole)
     upper: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rotations]
-    if _swivels(chain):
+    if _swivels(chain) and pole is None:
         upper = swivel(chain, upper, wrist, goal)
     world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
     last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))

@@ -274,3 +274,25 @@ def test_a_limited_wrist_swivels_the_arm_to_goals_a_pose_meets(method: str) -> N
     assert np.all(res.angle_error <= 1e-9)
     for i, lim in enumerate(chain.limits):
         assert np.all(lim.violation(res.rotations[:, i]) <= 1e-9)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_pole_keeps_its_plane_where_the_wrist_refuses(method: str) -> None:
+    """With a pole the arm keeps the pole's bend plane: no swivel (the chain without its
+    last joint as it reaches the wrist with that pole), the last joint's turn projected
+    onto its limits — on one target and a batch alike."""
+    chain = shoulder_chain(3)
+    targets, goals = _goals(chain, np.random.default_rng(4), 30)
+    pole = np.array([0.0, -1.0, 0.3])
+    res = solve(chain, targets, method=method, target_rotation=goals, pole=pole, options=ORIENTED)
+    upper = Solver(upper_chain(chain), method, ORIENTED.replace(tolerance=1e-6 * chain.reach))
+    solver = Solver(chain, method, ORIENTED)
+    refused = 0
+    for k in range(len(targets)):
+        wrist = targets[k] - rot.rotate(goals[k], chain.offsets[-1])
+        expected = np.array(upper.pose(wrist, pole).rotations)
+        np.testing.assert_allclose(res.rotations[k, :2], expected, atol=1e-9)
+        one = solver.pose(targets[k], pole=pole, target_rotation=goals[k])
+        np.testing.assert_allclose(one.rotations, res.rotations[k], atol=1e-9)
+        refused += bool(res.angle_error is not None and res.angle_error[k] > 1e-6)
+    assert refused >= 5  # (where a swivel would have turned the arm away from the pole)
