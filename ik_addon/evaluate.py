@@ -120,6 +120,9 @@ class Solved(NamedTuple):
     target_world: Vector
     effector_world: Vector
     scales: list[float] | None = None
+    #: The target's world matrix (rows, columns scaled) whose rotation the last bone was to
+    #: take (*Rotation*), else ``None``.
+    goal_world: affine.Rows | None = None
 
 
 @dataclass
@@ -363,6 +366,7 @@ def solve_chains(
                 Vector(cast("list[float]", target_world)),
                 Vector(cast("list[float]", sol.effectors)),
                 scales,
+                goal_rot,
             )
         )
         inputs[item.tip] = seen

@@ -59,6 +59,7 @@ from bpy.app.handlers import persistent
 from mathutils import Vector
 
 from . import chain_spec, constraints, evaluate, stored
+from .affine import Rows
 from .blender_types import ArmatureObject, is_armature
 from .live_state import live
 
@@ -74,6 +75,9 @@ class ChainStatus(NamedTuple):
     bones: tuple[str, ...] = ()
     target: Vector | None = None
     effector: Vector | None = None
+    #: The target's world matrix (rows) whose rotation the last bone was to take, or
+    #: ``None`` without *Rotation*.
+    goal: Rows | None = None
 
 
 #: ``(armature object name, tip bone name)`` → the chain's last live solve.
@@ -114,7 +118,7 @@ def solve_object(
         del status[key_]
     for s in report.solved:
         status[(name, s.tip)] = ChainStatus(
-            s.error, s.reachable, "", s.bone_names, s.target_world, s.effector_world
+            s.error, s.reachable, "", s.bone_names, s.target_world, s.effector_world, s.goal_world
         )
     for tip, message in report.problems.items():
         status[(name, tip)] = ChainStatus(None, False, message)

@@ -26,7 +26,7 @@ from . import chain_spec, handlers
 from .bake_report import stored_report
 from .blender_types import ArmatureObject, ChainBone, get_item, is_armature
 from .rig import bone_limits
-from .shown import shown_status
+from .shown import TURN_MISS_DEG, shown_status
 
 if TYPE_CHECKING:
     from bpy.stub_internal.rna_enums import IconItems
@@ -94,12 +94,15 @@ def status_lines(
     error = format_length(shown.error)
     if shown.warning:
         return [(f"Shown {error} off", "ERROR", True), (shown.warning, "BLANK1", True)]
+    turned = ""
+    if shown.turned is not None and shown.turned > TURN_MISS_DEG:
+        turned = f", turned {shown.turned:.1f}° off"
     if not shown.reachable:
-        return [(f"Out of reach: {error}", "INFO", False)]
+        return [(f"Out of reach: {error}{turned}", "INFO", False)]
     if influence < 1.0:
-        return [(f"{error} off (influence)", "INFO", False)]
-    if shown.missed:
-        return [(f"Missed by {error}", "INFO", False)]
+        return [(f"{error} off (influence){turned}", "INFO", False)]
+    if shown.missed or turned:
+        return [(f"Missed by {error}{turned}", "INFO", False)]
     return [(f"Error {error}", "CHECKMARK", False)]
 
 

@@ -15,12 +15,14 @@ It costs a few property reads per chain, so the panels call it when they draw.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import bpy
 from mathutils import Vector
 
-from . import constraints, handlers
+from . import affine, constraints, handlers
+from .affine import Rows
 from .blender_types import ArmatureObject, get_item
 
 #: A chain within reach (at full influence) whose shown effector is further than this
@@ -31,6 +33,10 @@ MISS = 1e-4
 #: Drift between the shown and the solved effector below this fraction of the chain's
 #: length is rounding (the evaluated pose is single precision), never a warning.
 ROUNDING = 1e-5
+
+#: With *Rotation*, the shown last bone turned more than this (degrees) from the target's
+#: orientation did not take it (the status says by how much).
+TURN_MISS_DEG = 0.1
 
 
 class Shown(NamedTuple):
@@ -43,6 +49,8 @@ class Shown(NamedTuple):
         missed: within reach and at full influence, yet further than :data:`MISS` of the
             chain's length (or its tolerance) from the target.
         warning: why the shown pose is not the solved one ("" when it is).
+        turned: with *Rotation*, the angle (degrees) from the target's orientation to the
+            shown last bone's, else ``None``.
     """
 
     error: float
@@ -50,6 +58,7 @@ class Shown(NamedTuple):
     reachable: bool
     missed: bool
     warning: str
+    turned: float | None = None
 
 
 def shown_effector(obj_eval: ArmatureObject, bones: tuple[str, ...]) -> Vector:
@@ -85,7 +94,26 @@ def shown_status(obj: ArmatureObject, tip: str, depsgraph: bpy.types.Depsgraph) 
     warning = cause(obj, st.bones) if drift > drift_tolerance else ""
     full = obj.pose.bones[tip].reach_ik.influence >= 1.0
     missed = st.reachable and full and error > miss_tolerance
-    return Shown(error, drift, st.reachable, missed, warning)
+    turned = None
+    if st.goal is not None:
+        shown = obj_eval.matrix_world @ obj_eval.pose.bones[st.bones[-1]].matrix
+        turned = turn_between(st.goal, affine.rows_of(shown))
+    return Shown(error, drift, st.reachable, missed, warning, turned)
+
+
+def turn_between(a: Rows, b: Rows) -> float:
+    """The angle (degrees) from the orientation of ``a`` to that of ``b`` (the top rows of
+    affine matrices; columns of any length, mirrored alike or not): the rotation ``Aᵀ B`` of
+    their unit columns, from its trace ``Σ_c â_c · b̂_c``."""
+    trace = 0.0
+    for c in range(3):
+        u = [float(a[r][c]) for r in range(3)]
+        v = [float(b[r][c]) for r in range(3)]
+        nu, nv = math.sqrt(sum(x * x for x in u)), math.sqrt(sum(x * x for x in v))
+        if nu > 0.0 and nv > 0.0:
+            trace += sum(x * y for x, y in zip(u, v, strict=True)) / (nu * nv)
+    cos = 0.5 * (trace - 1.0)
+    return math.degrees(math.acos(min(1.0, max(-1.0, cos))))
 
 
 def cause(obj: ArmatureObject, bones: tuple[str, ...]) -> str:

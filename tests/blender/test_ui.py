@@ -365,3 +365,62 @@ def test_rotation_on_a_hinged_last_bone_names_the_solvers_that_weigh_it(
     lines = panels.wrapped(panels.ROTATION_NEEDS_WEIGHING, 249, 1.0)
     assert len(lines) >= 3
     assert " ".join(lines) == panels.ROTATION_NEEDS_WEIGHING
+
+
+def test_status_says_how_far_the_shown_bone_is_turned_from_the_goal(
+    metarig: Any, addon: Any
+) -> None:
+    """With *Rotation*, the status compares the shown last bone's orientation with the
+    target's (Blender's evaluated matrices): a goal some pose meets shows no turn; the same
+    goal on a chain whose last bone is a hinge (triangulation reaches for the position
+    alone there) shows the reached position and how far the bone is turned from it."""
+    from mathutils import Matrix
+
+    bpy = blender_module()
+    shown = importlib.import_module(f"{EXTENSION}.ik_addon.shown")
+    panels = importlib.import_module(f"{EXTENSION}.ik_addon.panels")
+    obj = metarig
+    target = _arm_chain(obj)
+    pb = obj.pose.bones["forearm.L"]
+    s = pb.reach_ik
+    s.enabled = False
+    for name, angle in (("upper_arm.L", 0.5), ("forearm.L", 0.7)):
+        bone = obj.pose.bones[name]
+        bone.rotation_mode = "QUATERNION"
+        bone.rotation_quaternion = (
+            math.cos(angle / 2),
+            math.sin(angle / 2) * 0.6,
+            0.0,
+            math.sin(angle / 2) * 0.8,
+        )
+    _update()
+    goal = np.array(obj.matrix_world) @ np.array(pb.matrix)
+    target.matrix_world = Matrix(goal.tolist())
+    target.location = tail_world(obj, "forearm.L")
+    for name in ("upper_arm.L", "forearm.L"):
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    s.use_rotation = True
+    s.enabled = True
+    bpy.context.scene.frame_set(1)
+    st = shown.shown_status(obj, "forearm.L", _update())
+    assert st is not None
+    assert st.turned is not None
+    assert st.turned <= 0.01
+    [(text, icon, _alert)] = panels.status_lines(bpy.context, obj, "forearm.L", True, 1.0)
+    assert icon == "CHECKMARK"
+    assert "turned" not in text
+
+    pb.lock_ik_y = pb.lock_ik_z = True  # (the forearm a hinge: the goal a pose cannot meet)
+    st = shown.shown_status(obj, "forearm.L", _update())  # (an edit: solved again)
+    assert st is not None
+    assert st.error < 1e-5  # (the position, alone, is met)
+    assert st.turned is not None
+    assert st.turned > 1.0
+    got = np.array(obj.matrix_world) @ np.array(pb.matrix)
+    a, b = goal[:3, :3], got[:3, :3]
+    a, b = a / np.linalg.norm(a, axis=0), b / np.linalg.norm(b, axis=0)
+    expected = math.degrees(math.acos(np.clip((np.trace(a.T @ b) - 1.0) / 2.0, -1.0, 1.0)))
+    assert st.turned == pytest.approx(expected, abs=1e-3)
+    [(text, icon, _alert)] = panels.status_lines(bpy.context, obj, "forearm.L", True, 1.0)
+    assert icon == "INFO"
+    assert f"turned {st.turned:.1f}° off" in text
