@@ -101,8 +101,10 @@ def status_lines(
         return [(f"Out of reach: {error}{turned}", "INFO", False)]
     if influence < 1.0:
         return [(f"{error} off (influence){turned}", "INFO", False)]
-    if shown.missed or turned:
+    if shown.missed:
         return [(f"Missed by {error}{turned}", "INFO", False)]
+    if turned:
+        return [(f"Error {error}{turned}", "INFO", False)]
     return [(f"Error {error}", "CHECKMARK", False)]
 
 

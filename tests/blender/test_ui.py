@@ -423,4 +423,5 @@ def test_status_says_how_far_the_shown_bone_is_turned_from_the_goal(
     assert st.turned == pytest.approx(expected, abs=1e-3)
     [(text, icon, _alert)] = panels.status_lines(bpy.context, obj, "forearm.L", True, 1.0)
     assert icon == "INFO"
-    assert f"turned {st.turned:.1f}° off" in text
+    assert text.startswith("Error ")
+    assert text.endswith(f", turned {st.turned:.1f}° off")
