@@ -490,6 +490,7 @@ def bake(
             r.rotations,
             r.targets,
             r.chain_length_world,
+            turns=r.turns,
         )
         for r in solved
     ]

@@ -86,6 +86,7 @@ class _Solved:
     disabled: int = 0
     near_full_reach: np.ndarray | None = None  # (F,) bool, see NEAR_FULL_REACH
     scales: np.ndarray | None = None  # (F, n) bone scale factors of a stretching chain
+    turns: np.ndarray | None = None  # (F,) radians from the goal orientation (Rotation)
 
 
 def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
@@ -123,6 +124,7 @@ def _solve_batched(s: _Samples, world: np.ndarray) -> _Solved:
         disabled=int(np.count_nonzero(enabled <= 0.5)),
         near_full_reach=np.abs(solved.distances / rig.chain.reach - 1.0) < NEAR_FULL_REACH,
         scales=None if solved.scales is None else np.asarray(solved.scales),
+        turns=None if solved.turns is None else np.asarray(solved.turns),
     )
 
 
@@ -298,6 +300,7 @@ def _solve_frame_by_frame(
             acc.setdefault("errors", []).append(pose.error)
             acc.setdefault("reachable", []).append(pose.reachable)
             acc.setdefault("targets", []).append(pose.target_world)
+            acc.setdefault("turns", []).append(pose.turn)
         if i % step == 0:
             _report_progress(progress, SAMPLED * (i + 1) / count)
     solved = []
@@ -317,6 +320,7 @@ def _solve_frame_by_frame(
                 reachable=np.array(acc["reachable"]),
                 targets=np.array(acc["targets"]),
                 scales=None if any(x is None for x in acc["scales"]) else np.array(acc["scales"]),
+                turns=None if any(x is None for x in acc["turns"]) else np.array(acc["turns"]),
             )
         )
     return solved
@@ -379,6 +383,9 @@ def _join_blocks(parts: list[list[_Solved]], warnings: list[str]) -> list[_Solve
                 scales=None
                 if any(r.scales is None for r in pieces)
                 else np.concatenate([r.scales for r in pieces if r.scales is not None]),
+                turns=None
+                if any(r.turns is None for r in pieces)
+                else np.concatenate([r.turns for r in pieces if r.turns is not None]),
             )
         )
     return joined

@@ -103,6 +103,8 @@ class ChainPose:
     target_world: tuple[float, ...]
     effector_world: tuple[float, ...]
     scales: np.ndarray | None = None
+    #: With *Rotation*, the angle (radians) from the goal orientation to the last bone's.
+    turn: float | None = None
 
 
 class Solved(NamedTuple):
@@ -123,6 +125,8 @@ class Solved(NamedTuple):
     #: The target's world matrix (rows, columns scaled) whose rotation the last bone was to
     #: take (*Rotation*), else ``None``.
     goal_world: affine.Rows | None = None
+    #: With *Rotation*, the angle (radians) from that goal to the solved last bone's.
+    turn: float | None = None
 
 
 @dataclass
@@ -152,6 +156,7 @@ class SolveReport:
                 target_world=s.target_world.to_tuple(),
                 effector_world=s.effector_world.to_tuple(),
                 scales=None if s.scales is None else np.array(s.scales, dtype=np.float64),
+                turn=s.turn,
             )
             for s in self.solved
         ]
@@ -367,6 +372,7 @@ def solve_chains(
                 Vector(cast("list[float]", sol.effectors)),
                 scales,
                 goal_rot,
+                cast("float | None", sol.turns),
             )
         )
         inputs[item.tip] = seen

@@ -12,6 +12,8 @@ Conventions:
   rotation), root → tip.
 * ``targets`` ``(F, 3)``: the target's world position, metres.
 * ``chain_length``: the chain's length in world metres (sum of its bones).
+* ``turns`` ``(F,)``: with *Rotation*, the angle (radians) from the goal orientation to the
+  chain's last bone in the baked pose.
 
 A *pop* is a frame where some joint turns more than ``pop_angle_deg`` (20°) per frame while
 the target moves less than ``pop_target_fraction`` (1 %) of the chain length per frame: the
@@ -60,6 +62,9 @@ class ChainQuality:
         max_joint_change_frame: the frame it turned at (the later frame of the pair).
         pops: how many frames were flagged as pops.
         pop_frames: the first of those frames (at most ``MAX_LISTED_FRAMES``).
+        turn_max_deg: with *Rotation*, the largest angle from the goal orientation to the
+            last bone's, degrees (else ``None``).
+        turn_max_frame: the frame where it occurs.
     """
 
     chain: str
@@ -76,6 +81,8 @@ class ChainQuality:
     max_joint_change_frame: int | None
     pops: int
     pop_frames: tuple[int, ...]
+    turn_max_deg: float | None = None
+    turn_max_frame: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict (lists for tuples, plain ints and floats)."""
@@ -96,6 +103,8 @@ class ChainQuality:
             line += f"; {self.out_of_reach} frames out of reach"
         if self.pops:
             line += f"; {self.pops} pops (first at frame {self.pop_frames[0]})"
+        if self.turn_max_deg is not None:
+            line += f"; last bone up to {self.turn_max_deg:.3g}° off the target's rotation"
         return line
 
 
@@ -120,8 +129,10 @@ def chain_quality(
     *,
     pop_angle_deg: float = POP_ANGLE_DEG,
     pop_target_fraction: float = POP_TARGET_FRACTION,
+    turns: FloatArray | None = None,
 ) -> ChainQuality:
-    """Measure one baked chain (arrays as in the module docstring)."""
+    """Measure one baked chain (arrays as in the module docstring; ``turns`` ``(F,)``, with
+    *Rotation*, the angle in radians from the goal orientation to the last bone's)."""
     frames = np.asarray(frames, dtype=np.float64)
     errors = np.asarray(errors, dtype=np.float64)
     reachable = np.asarray(reachable, dtype=bool)
@@ -135,6 +146,10 @@ def chain_quality(
         )
     if q.shape != (count, len(bones), 4):
         raise ValueError(f"rotations must have shape ({count}, {len(bones)}, 4), got {q.shape}")
+    if turns is not None:
+        turns = np.asarray(turns, dtype=np.float64)
+        if turns.shape != (count,):
+            raise ValueError(f"turns must have {count} rows like frames, got {turns.shape}")
     if count == 0:
         return ChainQuality(
             chain, tuple(bones), solver, 0, 0.0, None, 0.0, 0, (), 0.0, None, None, 0, ()
@@ -172,4 +187,6 @@ def chain_quality(
         max_joint_change_frame=max_frame,
         pops=int(pops.sum()),
         pop_frames=_listed(later, pops),
+        turn_max_deg=None if turns is None else math.degrees(float(np.max(turns))),
+        turn_max_frame=None if turns is None else _frame(frames[int(np.argmax(turns))]),
     )

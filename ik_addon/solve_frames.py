@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
-from ..core.components import qslerp
+from ..core.components import qconj, qmul, qslerp
 from ..core.kinematics import forward_kinematics_floats
 from ..core.matrix9 import quaternion_of
 from . import affine
@@ -88,6 +88,8 @@ class FrameSolution(NamedTuple):
         scales: ``(F, n)`` (``n`` floats) each bone's own scale factor (:func:`bone_scales`,
             blended by influence) when the chain stretches (:func:`stretches`), else
             ``None``.
+        turns: ``(F,)`` (a float) with *Rotation*, the angle (radians) from the goal
+            orientation to the last bone's in that pose, else ``None``.
     """
 
     rotations: np.ndarray | list[list[float]]
@@ -96,6 +98,7 @@ class FrameSolution(NamedTuple):
     effectors: np.ndarray | Vec
     distances: Value
     scales: np.ndarray | list[float] | None = None
+    turns: Value | None = None
 
 
 def stretches(chain: Chain, use_stretch: bool) -> bool:
@@ -328,6 +331,7 @@ def _frame_by_frame(rig: RigChain, fixed: _Fixed, frame: FrameInputs, count: int
     5-bone chain of ball joints, 0.8.1), so the bake takes the live path itself."""
     solved = [solve_chain_frames(rig, fixed, _at(frame, f)) for f in range(count)]
     scales = [s.scales for s in solved]
+    turns = [s.turns for s in solved]
     return FrameSolution(
         rotations=np.array([s.rotations for s in solved], dtype=np.float64),
         errors=np.array([s.errors for s in solved], dtype=np.float64),
@@ -335,6 +339,7 @@ def _frame_by_frame(rig: RigChain, fixed: _Fixed, frame: FrameInputs, count: int
         effectors=np.array([s.effectors for s in solved], dtype=np.float64),
         distances=np.array([s.distances for s in solved], dtype=np.float64),
         scales=None if scales[0] is None else np.array(scales, dtype=np.float64),
+        turns=None if turns[0] is None else np.array(turns, dtype=np.float64),
     )
 
 
@@ -409,6 +414,11 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
     if count is None:
         pose, effector_b, links = _solve_one(chain, fixed, frame, target_b, pole_b, goal, weight)
         effector = affine.transform(base, effector_b)
+        turn = None
+        if goal is not None:
+            last = forward_kinematics_floats(chain, [(q[0], q[1], q[2], q[3]) for q in pose])[1][-1]
+            w, x, y, z = qmul(qconj(tuple(goal.tolist())), last)
+            turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
         return FrameSolution(
             pose,
             affine.distance(effector, frame.target),
@@ -416,6 +426,7 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
             effector,
             distance,
             None if links is None else bone_scales(np.array(links)).tolist(),
+            turn,
         )
     ik, effectors_b, stretch = _solve_groups(
         chain,
@@ -427,6 +438,10 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
         weight,
     )
     effectors = affine.transform(base, list(effectors_b.T))
+    turns = None
+    if goal is not None:
+        last = forward_kinematics(chain, ik)[1][:, -1]
+        turns = rot.angle(rot.multiply(rot.conjugate(goal), last))
     return FrameSolution(
         rotations=ik,
         errors=affine.distance(effectors, frame.target),
@@ -434,4 +449,5 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
         effectors=_stacked(effectors, count),
         distances=distance,
         scales=None if stretch is None else bone_scales(stretch),
+        turns=turns,
     )

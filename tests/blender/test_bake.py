@@ -208,6 +208,12 @@ def test_baked_keys_replay_the_live_pose_without_the_addon(
         methods[name] = result.method
         assert len(result.chains) == len(addon.chain_spec.chain_tips(bpy.data.objects[name]))
         assert not [w for w in result.warnings if "skipped" in w], result.warnings
+        for quality in result.chains:  # (the arm's hand turns to its target: Rotation)
+            if name == "Arm":
+                assert quality.turn_max_deg is not None
+                assert quality.turn_max_deg <= 1e-6, quality.summary()
+            else:
+                assert quality.turn_max_deg is None
     assert methods["Human"] == "batched"
     assert methods["PaperU"] == "batched, from F-curves"
     assert methods["Nested"] == "frame by frame"
@@ -760,3 +766,33 @@ def test_frame_by_frame_reads_each_frames_own_inputs(clean_scene: Any, addon: An
         alone = solve_frames.solve_chain_frames(rig, fixed, one)
         assert together.rotations[f].tolist() == alone.rotations
     assert len({tuple(np.round(r, 9).ravel()) for r in together.rotations}) == frames
+
+
+def test_the_report_says_how_far_the_last_bone_is_turned_from_the_goal(
+    clean_scene: Any, addon: Any
+) -> None:
+    """With *Rotation* on a chain whose last bone is a hinge (triangulation then reaches for
+    the position alone), the bake's quality report gives the largest angle between the
+    goal's orientation and the last bone's, the same as live solving's at that frame."""
+    bpy = blender_module()
+    arm = build_arm()
+    hand = arm.pose.bones["hand"]
+    hand.lock_ik_y = hand.lock_ik_z = True
+    target = add_empty("arm_target", head_world(arm, "upper"))
+    _animate_circle(target, head_world(arm, "upper") + np.array([0.1, 0.2, -0.2]), 0.2, 12)
+    for f, angles in ((1, (0.3, -0.2, 0.5)), (12, (-0.4, 0.6, 0.1))):
+        target.rotation_euler = angles
+        target.keyframe_insert("rotation_euler", frame=f)
+    from reach_ik_tools import demo_scene
+
+    demo_scene.set_chain(arm, "hand", 3, target, solver="triangulation")
+    hand.reach_ik.use_rotation = True
+    result = addon.bake.bake(arm, addon.bake.BakeOptions(1, 12, reduce=False, after="KEEP"))
+    [quality] = result.chains
+    assert quality.turn_max_deg is not None
+    assert quality.turn_max_deg > 1.0
+    assert quality.error_max <= 1e-4  # (the position, alone, is met)
+    bpy.context.scene.frame_set(quality.turn_max_frame)
+    [live] = addon.evaluate.solve_chains(arm, bpy.context.evaluated_depsgraph_get()).poses
+    assert live.turn is not None
+    assert math.degrees(live.turn) == pytest.approx(quality.turn_max_deg, abs=1e-6)

@@ -199,6 +199,28 @@ def test_quality_report_counts_errors_reach_turns_and_pops(addon: Any) -> None:
         "tip", ("root", "tip"), "ccd", frames * 2, errors, reachable, q, targets, 1.0
     )
     assert stepped.max_joint_change_deg == pytest.approx(12.5), "per frame, not per key"
+    assert report.turn_max_deg is None  # (no Rotation)
+    turns = np.zeros(frames.size)
+    turns[7] = math.radians(3.0)
+    turned = addon.quality.chain_quality(
+        "tip", ("root", "tip"), "ccd", frames, errors, reachable, q, targets, 1.0, turns=turns
+    )
+    assert turned.turn_max_deg == pytest.approx(3.0)
+    assert turned.turn_max_frame == int(frames[7])
+    assert "3° off the target's rotation" in turned.summary()
+    with pytest.raises(ValueError, match="turns must have"):
+        addon.quality.chain_quality(
+            "tip",
+            ("root", "tip"),
+            "ccd",
+            frames,
+            errors,
+            reachable,
+            q,
+            targets,
+            1.0,
+            turns=turns[:-1],
+        )
 
 
 # ---------------------------------------------------------------------------- batched steps
