@@ -418,6 +418,9 @@ class REACH_IK_PT_bake_report(bpy.types.Panel):
                     text=f"    {report['max_joint_change_bone']}, "
                     f"frame {report['max_joint_change_frame']}"
                 )
+            turn = report.get("turn_max_deg")  # (with Rotation; reports before 0.9.0 lack it)
+            if turn is not None:
+                col.label(text=f"Turned up to {turn:.3g}°, frame {report['turn_max_frame']}")
             if report["pops"]:
                 row = col.row()
                 row.alert = True

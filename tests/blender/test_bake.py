@@ -792,6 +792,9 @@ def test_the_report_says_how_far_the_last_bone_is_turned_from_the_goal(
     assert quality.turn_max_deg is not None
     assert quality.turn_max_deg > 1.0
     assert quality.error_max <= 1e-4  # (the position, alone, is met)
+    stored = addon.bake_report.stored_report(hand)
+    assert stored is not None
+    assert stored["turn_max_deg"] == quality.turn_max_deg  # (what the report panel shows)
     bpy.context.scene.frame_set(quality.turn_max_frame)
     [live] = addon.evaluate.solve_chains(arm, bpy.context.evaluated_depsgraph_get()).poses
     assert live.turn is not None
