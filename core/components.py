@@ -95,6 +95,12 @@ def qconj(q: Quat) -> Quat:
     return (q[0], -q[1], -q[2], -q[3])
 
 
+def qangle(q: Quat) -> float:
+    """The rotation angle in ``[0, π]`` of one unit quaternion, ``2·atan2(|u|, |w|)``, as
+    :func:`core.rotations.angle`."""
+    return 2.0 * math.atan2(math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), abs(q[0]))
+
+
 def qrotate(q: Quat, v: Vec) -> Vec:
     """``v + w·t + u × t`` with ``t = 2 u × v``, as :func:`core.rotations.rotate`
     (written out: the float paths call it in their innermost loops)."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bend_plane_single import orient_one, turned_points
-from .components import vdot
+from .components import qangle, vdot
 from .jacobian_iteration import _CLAMPED, _CREEP_GAIN, _CREEP_WINDOW, _RETRIES, _STATIONARY
 from .jacobian_seed import seeded
 from .jacobian_single_linalg import (
@@ -44,7 +44,6 @@ from .jacobian_single_linalg import (
 from .jacobian_single_pose import (
     Quat,
     Vec,
-    _angle,
     _axes,
     _difference,
     _euler_columns,
@@ -157,7 +156,7 @@ class _Stepper:
                     a[0] * b[2] + a[1] * b[3] - a[2] * b[0] - a[3] * b[1],
                     a[0] * b[3] - a[1] * b[2] + a[2] * b[1] - a[3] * b[0],
                 )
-                clamped[i] = _angle(rel) > _CLAMPED
+                clamped[i] = qangle(rel) > _CLAMPED
         if not any(clamped):
             return projected
         m = self.m

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chain import Chain
-from .components import qmul, qrotate
+from .components import qangle, qmul, qrotate
 from .jacobian_iteration import _NUDGE, _STALL
 from .limits import JointLimits
 from .parameterization import EULER_ORDER, DofLayout  # the batched layout, for weights
@@ -31,11 +31,6 @@ _UNIT = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 
 # ---------------------------------------------------------------------- quaternion floats
-def _angle(q: Quat) -> float:
-    """:func:`core.rotations.angle`."""
-    return 2.0 * math.atan2(math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), abs(q[0]))
-
-
 def _log(q: Quat) -> Vec:
     """:func:`core.rotations.log` (``w >= 0`` first)."""
     w, x, y, z = q
@@ -358,7 +353,7 @@ class _Goal:
         e = state.worlds[-1]
         gw, gx, gy, gz = g
         rel = qmul((gw, -gx, -gy, -gz), e)
-        converged = converged and _angle(rel) <= self.angle_tolerance
+        converged = converged and qangle(rel) <= self.angle_tolerance
         r = qmul(g, (e[0], -e[1], -e[2], -e[3]))
         if self.kind == "orientation":
             lx, ly, lz = _log(r)

@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import rotations as rot
-from .components import Num, Vec, qmul_conj, qrotate
+from .components import Num, Vec, qangle, qmul_conj, qrotate
 from .errors import ChainError
 from .rotations import FloatArray
 from .swing_region import SwingRegion
@@ -694,8 +694,7 @@ class JointLimits:
 
     def violation_floats(self, q: tuple[float, float, float, float]) -> float:
         """:meth:`violation` for one rotation in plain floats (wxyz; tested against it)."""
-        w, x, y, z = qmul_conj(self.project_floats(q), q)
-        return 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+        return qangle(qmul_conj(self.project_floats(q), q))
 
 
 FREE = JointLimits()

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chain import Chain
-from .components import Quat, Vec, qmul_conj, qrotate
+from .components import Quat, Vec, qangle, qmul_conj, qrotate
 from .kinematics import forward_kinematics_floats
 from .limits import JointLimits
 from .rotations import SMALL_ANGLE
@@ -517,11 +517,9 @@ def _step(
 
 def _cost(start: Pose, q: Pose) -> float:
     """``Σ`` joint angles from the start pose (the paper's eq. 3)."""
-    from .jacobian_single_pose import _angle  # (as in refine)
-
     total = 0.0
     for s, q_i in zip(start, q, strict=True):
-        total += _angle(qmul_conj(s, q_i))
+        total += qangle(qmul_conj(s, q_i))
     return total
 
 

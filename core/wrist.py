@@ -65,7 +65,7 @@ import numpy as np
 
 from . import rotations as rot
 from .chain import Chain
-from .components import Quat, Vec, qconj, qmul, qrotate
+from .components import Quat, Vec, qangle, qconj, qmul, qrotate
 from .kinematics import chain_floats, forward_kinematics, forward_kinematics_floats
 from .limits import JointLimits
 from .options import SolveOptions
@@ -321,8 +321,7 @@ def pose_floats(
     last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))
     pose = [*upper, last]
     positions, frames = forward_kinematics_floats(chain, pose)
-    w, x, y, z = qmul(qconj(goal), frames[-1])
-    angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+    angle = qangle(qmul(qconj(goal), frames[-1]))
     return [[-c for c in q] if q[0] < 0.0 else list(q) for q in pose], positions, angle
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import Chain, ReachIKError, Solver, forward_kinematics
 from ..core import rotations as rot
-from ..core.components import qconj, qmul, qslerp
+from ..core.components import qangle, qconj, qmul, qslerp
 from ..core.kinematics import forward_kinematics_floats
 from ..core.matrix9 import quaternion_of
 from . import affine
@@ -417,8 +417,7 @@ def solve_chain_frames(rig: RigChain, fixed: _Fixed, frame: FrameInputs) -> Fram
         turn = None
         if goal is not None:
             last = forward_kinematics_floats(chain, [(q[0], q[1], q[2], q[3]) for q in pose])[1][-1]
-            w, x, y, z = qmul(qconj(tuple(goal.tolist())), last)
-            turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+            turn = qangle(qmul(qconj(tuple(goal.tolist())), last))
         return FrameSolution(
             pose,
             affine.distance(effector, frame.target),

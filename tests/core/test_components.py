@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core import rotations as rot
-from core.components import qconj, qmatrix, qmul, qrotate, qslerp, qunrotate
+from core.components import qangle, qconj, qmatrix, qmul, qrotate, qslerp, qunrotate
 
 
 @pytest.fixture
@@ -35,6 +35,16 @@ def test_qrotate_and_qmul_match_the_batched_functions(cases):
     for (q, v), (p, _) in zip(cases, cases[1:] + cases[:1], strict=True):
         np.testing.assert_allclose(qrotate(q, v), rot.rotate(np.array(q), np.array(v)), atol=1e-12)
         np.testing.assert_allclose(qmul(p, q), rot.multiply(np.array(p), np.array(q)), atol=1e-15)
+
+
+def test_qangle_is_the_batched_angle_and_the_matrix_trace(cases):
+    """:func:`qangle` against :func:`core.rotations.angle`, and against the rotation
+    matrix's trace (``1 + 2 cos θ``) away from small angles, both signs of ``w``."""
+    for q, _ in cases:
+        assert qangle(q) == pytest.approx(float(rot.angle(np.array(q))), abs=1e-15)
+        assert qangle(tuple(-c for c in q)) == qangle(q)
+        trace = float(np.trace(np.array(qmatrix(q)).reshape(3, 3)))
+        assert qangle(q) == pytest.approx(np.arccos(np.clip((trace - 1.0) / 2.0, -1, 1)), abs=1e-6)
 
 
 def test_qslerp_is_the_batched_slerp_and_turns_evenly() -> None:
