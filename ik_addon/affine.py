@@ -145,6 +145,16 @@ def inverse(a: Rows) -> list[list[Value]]:
 
 def unit_axes(a: Rows) -> list[list[Value]]:
     """The 3×3 linear part of ``a`` with each column scaled to unit length (a rotation when
-    ``a`` has no shear)."""
+    ``a`` has no shear).
+
+    Raises:
+        ZeroScaleError: an axis has (nearly) zero length (no direction to keep).
+    """
     norms = [length([a[0][c], a[1][c], a[2][c]]) for c in range(3)]
+    for n in norms:
+        if not (n > 1e-12 if isinstance(n, float) else np.all(n > 1e-12)):
+            raise ZeroScaleError(
+                "an orientation is read from a matrix with zero scale on an axis: give the "
+                "Rotation target (or the armature) a scale above zero on X, Y and Z"
+            )
     return [[a[r][c] / norms[c] for c in range(3)] for r in range(3)]

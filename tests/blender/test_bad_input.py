@@ -84,6 +84,32 @@ def test_deleted_target(clean_scene: Any, addon: Any) -> None:
     assert s.has_chain, "the chain's settings stay, waiting for a new target"
 
 
+def test_a_rotation_target_of_zero_scale_is_refused_by_name(clean_scene: Any, addon: Any) -> None:
+    """*Rotation* reads the target's axes; one squashed to zero scale has no direction on
+    that axis. Live solving and the bake say so in the chain's status and the bake's error
+    (until 0.9.0 live solving failed with a bare ZeroDivisionError and the bake raised it),
+    and the FK pose shows, finite."""
+    bpy = blender_module()
+    obj = build_arm()
+    select_only(obj, ["hand"], "hand")
+    bpy.ops.reach_ik.add(chain_length=3, new_target=True)
+    s = obj.pose.bones["hand"].reach_ik
+    s.use_rotation = True
+    s.target.location = head_world(obj, "upper") + np.array([0.1, 0.3, 0.0])
+    s.target.scale = (0.0, 1.0, 1.0)
+    bpy.context.scene.frame_set(2)
+    status = addon.handlers.status[(obj.name, "hand")]
+    assert status.error is None
+    assert "zero scale" in status.message
+    assert "Rotation target" in status.message
+    assert _quats(obj) == [(1.0, 0.0, 0.0, 0.0)] * 3
+    with pytest.raises(addon.bake.BakeError, match="zero scale on an axis"):
+        addon.bake.bake(obj, addon.bake.BakeOptions(1, 3))
+    s.target.scale = (1.0, 1.0, 1.0)
+    bpy.context.scene.frame_set(3)
+    assert addon.handlers.status[(obj.name, "hand")].error is not None
+
+
 def test_target_bone_inside_the_chain(clean_scene: Any, addon: Any) -> None:
     bpy = blender_module()
     obj = build_arm()
