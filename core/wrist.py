@@ -17,15 +17,14 @@ met the way an animator's IK hand control meets it, the orientation first:
    chain without it first swivels about the root–wrist line (which keeps the wrist) by the
    least angle at which they allow it (:func:`swivel`; the root's limits permitting; not
    with a pole, which sets that line's plane itself), and where no swivel does, the turn
-   is kept within them
-   (:meth:`core.limits.JointLimits.project`).
+   is kept within them (:meth:`core.limits.JointLimits.project`).
 
 Where the wrist is within reach and the last joint can take the turn (with the swivel),
 both goals are met exactly (to the method's tolerance); elsewhere the orientation is kept
 as near as the last joint allows and the effector lies off the target by what the wrist
-misses. The
-weight between the two goals (``position_weight``) is not traded: at ``1`` the goal is
-position only, below it the orientation comes first. A chain of one joint only turns.
+misses. The weight between the two goals (``position_weight``) is not traded: at ``1`` the
+goal is position only, below it the orientation comes first. A chain of one joint only
+turns.
 
 The rule needs a last joint that can swing its link both ways (:func:`takes_orientation`:
 free, or a ball joint whose X and Z are not locked; ranges and a locked twist are fine).
@@ -34,7 +33,7 @@ near as its range allows and move the effector far off the target (a 2-bone leg 
 knee hinge: 79° and a tenth of its length off, where CCD and the Jacobian methods meet both
 goals of reachable poses by twisting the hip). There these methods pursue the position
 alone (:func:`solve_oriented`), as they did before the rule, and say so through the
-result's orientation error; CCD and the Jacobian methods trade the two by the weight.
+result's orientation error.
 
 CCD and the Jacobian methods trade the two goals by the weight; where the wrist rule meets
 both (to the position tolerance and ``angle_tolerance``) every weight's objective is zero
