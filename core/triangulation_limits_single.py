@@ -46,6 +46,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -104,6 +105,13 @@ class _Hinge:
     base: float
     squares: tuple[float, float]
     last_length: float
+    #: The last link turned by the hinge angle ``φ``, in the frame of the joint before it:
+    #: ``d(φ) = A + B cos φ + C sin φ`` (Rodrigues' formula about ``unit``, then the
+    #: hinge's rest rotation), as ``(A, B, C)``.
+    turned: tuple[Vec, Vec, Vec]
+    #: :func:`_bend`'s two arguments of ``atan2`` as such sums: the components of ``A``,
+    #: ``B`` and ``C`` along ``rest_axis × link`` and along ``link``.
+    bend_terms: tuple[float, float, float, float, float, float]
 
 
 @functools.lru_cache(maxsize=64)
@@ -126,7 +134,17 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
     rest = qrotate(rests[-1], offsets[-1])
     bent = abs(vdot(vcross(link, rest), rest_axis)) / math.sqrt(vdot(rest, rest)) > 1e-9
     norm = math.sqrt(vdot(axis, axis))
+    unit = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
     square_j, square_h = vdot(offsets[-2], offsets[-2]), vdot(offsets[-1], offsets[-1])
+    o = offsets[-1]
+    along = vdot(unit, o)
+    fixed = (unit[0] * along, unit[1] * along, unit[2] * along)
+    turned = (
+        qrotate(rests[-1], fixed),
+        qrotate(rests[-1], (o[0] - fixed[0], o[1] - fixed[1], o[2] - fixed[2])),
+        qrotate(rests[-1], vcross(unit, o)),
+    )
+    across = vcross(rest_axis, link)
     facts = _Hinge(
         axis,
         float(lo),
@@ -141,24 +159,26 @@ def _hinge_facts(chain: Chain) -> _Hinge | None:
         bent,
         0.0,
         0.0,
-        (axis[0] / norm, axis[1] / norm, axis[2] / norm),
+        unit,
         math.hypot(b_, c_),
         math.atan2(c_, b_),
         (square_j, square_h),
         math.sqrt(square_h),
+        turned,
+        (*(vdot(t, across) for t in turned), *(vdot(t, link) for t in turned)),
     )
-    return replace(facts, rest_bend=_bend(chain, facts, 0.0), lean=_rest_lean(chain))
+    return replace(facts, rest_bend=_bend(facts, 1.0, 0.0), lean=_rest_lean(chain))
 
 
-def _bend(chain: Chain, f: _Hinge, phi: float) -> float:
-    """:func:`core.triangulation_limits._bend_about_hinge` at one angle ``phi``."""
+def _bend(f: _Hinge, cos_phi: float, sin_phi: float) -> float:
+    """:func:`core.triangulation_limits._bend_about_hinge` at one hinge angle ``φ``
+    (given as its cosine and sine): ``atan2((link × d)·axis, d·link)`` of the turned link
+    ``d(φ)``, each argument a sum of ``1, cos φ, sin φ`` (:attr:`_Hinge.bend_terms`; ``d``
+    need not be of unit length for the angle)."""
     if not f.bent:
         return 0.0
-    rests, offsets = chain_floats(chain)
-    d = qrotate(qmul(rests[-1], _turn(f.unit, phi)), offsets[-1])
-    n = math.sqrt(vdot(d, d))
-    d = (d[0] / n, d[1] / n, d[2] / n)
-    return math.atan2(vdot(vcross(f.link, d), f.rest_axis), vdot(d, f.link))
+    k0, k1, k2, l0, l1, l2 = f.bend_terms
+    return math.atan2(k0 + k1 * cos_phi + k2 * sin_phi, l0 + l1 * cos_phi + l2 * sin_phi)
 
 
 def _axis_angle(axis: Vec, phi: float) -> Quat:
@@ -193,9 +213,9 @@ def _hinge_last(
     whatever it is (the call with the pass's pose then gives that pose back)."""
     n = chain.n_joints
     j = n - 2
-    lim_j, last = chain.limits[j], chain.limits[-1]
+    lim_j = chain.limits[j]
     rests, offsets = chain_floats(chain)
-    o_j, o_h = offsets[j], offsets[-1]
+    o_j = offsets[j]
     if rots is None:
         assert n == 2  # (the joints before the last two are the pass's)
     pose: list[Quat] = [_IDENTITY] * n if rots is None else [(q[0], q[1], q[2], q[3]) for q in rots]
@@ -234,10 +254,21 @@ def _hinge_last(
         phi = (base + sign * spread + math.pi) % (2.0 * math.pi) - math.pi
         if not (f.lo - slack <= phi <= f.hi + slack):
             continue
-        qh = last.project_floats(_turn(f.unit, min(max(phi, f.lo), f.hi)))
-        v = qrotate(qmul(rests[-1], qh), o_h)
-        aim = qbetween((o_j[0] + v[0], o_j[1] + v[1], o_j[2] + v[2]), c)
-        bend = _bend(chain, f, phi)
+        cos_phi, sin_phi = math.cos(phi), math.sin(phi)
+        bend = _bend(f, cos_phi, sin_phi)
+        held = min(max(phi, f.lo), f.hi)
+        qh = _turn(f.unit, held)  # (about the hinge's axis, within its range: admissible)
+        if held != phi:
+            cos_phi, sin_phi = math.cos(held), math.sin(held)
+        (ax, ay, az), (bx, by, bz), (tx, ty, tz) = f.turned  # the last link, d(held)
+        aim = qbetween(
+            (
+                o_j[0] + ax + bx * cos_phi + tx * sin_phi,
+                o_j[1] + ay + by * cos_phi + ty * sin_phi,
+                o_j[2] + az + bz * cos_phi + tz * sin_phi,
+            ),
+            c,
+        )
         bend_sign = (
             (1.0 if bend > 0.0 else -1.0) if bend != 0.0 else (1.0 if f.rest_bend >= 0.0 else -1.0)
         )
@@ -507,14 +538,32 @@ def solve_one(
     placed). ``init``, ``pole`` as for the pass
     (:func:`core.triangulation_single._single_pass`); ``tolerance`` is the problem's.
 
-    Memoised on its exact inputs (the last 32): a method seeded from this answer asks it
-    again as its fallback where it misses (:mod:`core.triangulation_fallback`), and the
-    search of an unreachable target is the costliest part of a solve. A start pose of
-    every joint at rest bit for bit is the same input as none (both start from rest, with
-    the same numbers): a seeded method passes one, its fallback none."""
+    The answers past the closed form are memoised on their exact inputs (the last
+    :data:`_KEPT`): a method seeded from this answer asks it again as its fallback where it
+    misses (:mod:`core.triangulation_fallback`), and the search of an unreachable target is
+    the costliest part of a solve. A start pose of every joint at rest bit for bit is the
+    same input as none (both start from rest, with the same numbers): a seeded method
+    passes one, its fallback none."""
     key = None if init is None or all(map(_at_rest, init)) else tuple(tuple(q) for q in init)
-    out = _solved(chain, target, key, options, pole, tolerance)
-    return None if out is None else ([list(q) for q in out[0]], list(out[1]))
+    inputs = (chain, target, key, options, pole, tolerance)
+    kept = _searched.get(inputs, _UNSEEN)
+    if kept is not _UNSEEN:
+        if kept is None:
+            return None
+        rots, points = cast("tuple[tuple[Quat, ...], tuple[Vec, ...]]", kept)
+        return [list(q) for q in rots], list(points)
+    plan = _plan(chain)
+    start = None if key is None else init
+    out = _closed_form(plan, chain, target, start, options, pole, tolerance)
+    if out is not None and out[1]:
+        return out[0]  # (met: made again in microseconds where asked again)
+    answer = None if out is None else _search(plan, chain, target, start, tolerance, out)
+    if len(_searched) >= _KEPT:
+        del _searched[next(iter(_searched))]
+    _searched[inputs] = (
+        None if answer is None else (tuple(map(tuple, answer[0])), tuple(map(tuple, answer[1])))
+    )
+    return answer
 
 
 def _at_rest(q: list[float]) -> bool:
@@ -522,37 +571,24 @@ def _at_rest(q: list[float]) -> bool:
     return q == [1.0, 0.0, 0.0, 0.0] and all(math.copysign(1.0, c) > 0.0 for c in q)
 
 
-@functools.lru_cache(maxsize=32)
-def _solved(
-    chain: Chain,
-    target: Vec,
-    init: tuple[tuple[float, ...], ...] | None,
-    options: SolveOptions,
-    pole: Vec | None,
-    tolerance: float,
-) -> tuple[tuple[tuple[float, ...], ...], tuple[Vec, ...]] | None:
-    """:func:`solve_one`'s answer, kept as tuples."""
-    start = None if init is None else [list(q) for q in init]
-    out = _solve(_plan(chain), chain, target, start, options, pole, tolerance)
-    return None if out is None else (tuple(tuple(q) for q in out[0]), tuple(out[1]))
+#: How many of :func:`solve_one`'s answers past the closed form :data:`_searched` keeps.
+_KEPT = 32
+#: :func:`solve_one`'s answers past the closed form (as tuples), by their inputs, oldest
+#: first.
+_searched: dict[tuple[Any, ...], tuple[tuple[tuple[float, ...], ...], tuple[Vec, ...]] | None] = {}
+_UNSEEN = object()
 
 
-def _solve(
+def _search(
     plan: _Plan,
     chain: Chain,
     target: Vec,
     init: list[list[float]] | None,
-    options: SolveOptions,
-    pole: Vec | None,
     tolerance: float,
+    out: tuple[Pose, bool, Vec | None],
 ) -> Pose | None:
-    """:func:`solve_one` itself."""
-    out = _closed_form(plan, chain, target, init, options, pole, tolerance)
-    if out is None:
-        return None
-    (rots, pos), met, want = out
-    if met:
-        return rots, pos
+    """:func:`solve_one` past a closed form ``out`` (:func:`_closed_form`) that misses."""
+    (rots, pos), _, want = out
     n = plan.n
     start: list[Quat] = (
         [(1.0, 0.0, 0.0, 0.0)] * n if init is None else [(q[0], q[1], q[2], q[3]) for q in init]

@@ -144,7 +144,7 @@ def _searched(monkeypatch: pytest.MonkeyPatch, chain: Chain, targets: np.ndarray
     with monkeypatch.context() as m:
         m.setattr(triangulation_limits, "closest", lambda chain, targets: None)
         m.setattr(triangulation_limits_single, "closest_floats", lambda chain, target: None)
-        triangulation_limits_single._solved.cache_clear()
+        triangulation_limits_single._searched.clear()
         return solve(chain, targets, method="triangulation")
 
 
@@ -160,7 +160,7 @@ def test_the_limb_is_never_farther_than_the_search_it_replaces(
     for chain in [shoulder_chain(2)] + [_limb(rng) for _ in range(5)]:
         targets = _directions(rng, chain, 30, (0.1, 1.3))
         before = _searched(monkeypatch, chain, targets)
-        triangulation_limits_single._solved.cache_clear()
+        triangulation_limits_single._searched.clear()
         now = solve(chain, targets, method="triangulation")
         solver = Solver(chain, "triangulation", SolveOptions())
         tol = 1e-6 * chain.reach
@@ -201,7 +201,7 @@ def test_where_the_closest_pose_applies_nothing_is_searched(
             closest = lc.closest_floats(chain, target)
             if closest is None or math.dist(closest[1][-1], target) <= 1e-6 * chain.reach:
                 continue
-            triangulation_limits_single._solved.cache_clear()
+            triangulation_limits_single._searched.clear()
             pose = solver.pose(target)
             error = math.dist(pose.points[-1], target)
             assert error == pytest.approx(math.dist(closest[1][-1], target), abs=1e-6 * chain.reach)
@@ -270,12 +270,12 @@ def test_the_other_methods_skip_their_iteration_for_the_closest_pose(
             closest is None or math.dist(closest[1][-1], target) <= 1e-6 * chain.reach
         ):
             continue
-        triangulation_limits_single._solved.cache_clear()
+        triangulation_limits_single._searched.clear()
         with monkeypatch.context() as m:
             m.setattr(solver_module, "_one", _refused)
             m.setattr(solver_module.fabrik, "solve_floats", _refused)
             fast = solver.pose(target)
-        triangulation_limits_single._solved.cache_clear()
+        triangulation_limits_single._searched.clear()
         with monkeypatch.context() as m:
             m.setattr(solver_module, "_closest", lambda *args: False)
             iterated = solver.pose(target)
@@ -313,9 +313,9 @@ def test_fabrik_takes_the_closed_form_of_a_limb_it_would_take(
             solver = Solver(chain, "fabrik", options)
             for t in targets:
                 target = (float(t[0]), float(t[1]), float(t[2]))
-                triangulation_limits_single._solved.cache_clear()
+                triangulation_limits_single._searched.clear()
                 fast = solver.pose(target, pole)
-                triangulation_limits_single._solved.cache_clear()
+                triangulation_limits_single._searched.clear()
                 with monkeypatch.context() as m:
                     m.setattr(solver_module.limb_closest, "applies", lambda chain: False)
                     own = solver.pose(target, pole)
@@ -368,7 +368,7 @@ def test_a_target_the_elbow_cannot_come_to_gets_the_elbow_at_its_extent(
         least = least_distance - distance if extent == "fold" else distance - greatest_distance
         assert least > 1e-6 * chain.reach  # (beyond what the elbow allows)
         target = (float(t[0]), float(t[1]), float(t[2]))
-        triangulation_limits_single._solved.cache_clear()
+        triangulation_limits_single._searched.clear()
         with monkeypatch.context() as m:
             m.setattr(triangulation_limits_single, "search", _refused)
             try:

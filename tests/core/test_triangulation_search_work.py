@@ -81,7 +81,7 @@ def test_a_missed_target_takes_fewer_steps_and_the_same_pose(
     def solve_all() -> tuple[list[Any], list[int]]:
         poses, steps = [], []
         for target in targets:
-            tls._solved.cache_clear()  # (each solve searches: no memo between the two runs)
+            tls._searched.clear()  # (each solve searches: no memo between the two runs)
             with mock.patch.object(trs, "_step", wraps=trs._step) as step:
                 poses.append(solver.pose(tuple(target.tolist())))
             steps.append(step.call_count)
@@ -154,12 +154,12 @@ def test_a_seeded_method_searches_a_missed_target_once(monkeypatch: pytest.Monke
     chain = shoulder_chain(2)
     solver = Solver(chain, "jacobian_dls", SolveOptions(distribution="even"))
     target = (0.0, 0.6 * chain.reach, -0.5 * chain.reach)  # behind the shoulder's limits
-    tls._solved.cache_clear()
+    tls._searched.clear()
     with mock.patch.object(tls, "search", wraps=tls.search) as search:
         pose = solver.pose(target)
     assert np.linalg.norm(np.array(pose.points[-1]) - target) > 1e-3 * chain.reach
     assert search.call_count == 1
-    tls._solved.cache_clear()
+    tls._searched.clear()
     assert solver.pose(target).rotations == pose.rotations
 
 
@@ -182,7 +182,7 @@ def test_restart_poses_are_the_reference_draws_projected_in_floats() -> None:
     restarted = 0
     for target in targets:
         rounds.clear()
-        tls._solved.cache_clear()
+        tls._searched.clear()
         with (
             mock.patch.object(trs, "keep_best", kept),
             mock.patch.object(JointLimits, "project", side_effect=AssertionError("numpy")),
