@@ -56,7 +56,7 @@ from .chain import Chain
 from .components import Quat, Vec, qbetween, qconj, qmul, qrotate, qunrotate, vcross, vdot
 from .kinematics import chain_floats, forward_kinematics_floats
 from .limb_closest import closest_floats
-from .limits import JointLimits, _swing_components_floats
+from .limits import JointLimits
 from .options import SolveOptions
 from .problem import Problem
 from .regula_falsi import illinois_one
@@ -311,6 +311,8 @@ def _spin(aim: Quat, turned: Quat, psi: float) -> Quat:
 
 #: :data:`core.triangulation_limits.SPINS`' samples, as the reference spaces them.
 _SAMPLES = np.linspace(-np.pi, np.pi, SPINS, endpoint=False).tolist()
+#: The cosine and sine of half of each sample (:func:`_spin`'s at that spin, the same bits).
+_HALVES = [(math.cos(0.5 * psi), math.sin(0.5 * psi)) for psi in _SAMPLES]
 #: Slack on :meth:`core.swing_region.SwingRegion.outside_by_one` before it rules out a
 #: sample: far above the rounding of the swing and the membership test's 1e-12.
 _OUTSIDE_SLACK = 1e-9
@@ -323,21 +325,21 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
     rules out, :func:`_ruled_out`), then the same edge toward ``psi`` (over at most the
     samples' spacing, :func:`core.triangulation_limits.spin_edge` in floats); ``None``
     where no sample is allowed."""
-    count = len(_SAMPLES)
-    step = 2.0 * math.pi / count
-    down = int((psi + math.pi) // step) % count
-    up = (down + 1) % count
-
-    def gap(k: int) -> float:
-        return (psi - _SAMPLES[k] + pi) % tau - pi
-
+    samples = _SAMPLES
+    count = len(samples)
     pi, tau = math.pi, 2.0 * math.pi
+    step = tau / count
+    down = int((psi + pi) // step) % count
+    up = (down + 1) % count
     test = _spin_test(lim, aim, turned, step)
     walked = 0  # samples tested or ruled out, of both sides
     while walked < count:
-        downward = abs(gap(down)) <= abs(gap(up))
-        k = down if downward else up
-        passed = test(_SAMPLES[k])
+        # the nearer of the two sides' next samples (down on a tie), by its gap from psi
+        below = (psi - samples[down] + pi) % tau - pi
+        above = (psi - samples[up] + pi) % tau - pi
+        downward = abs(below) <= abs(above)
+        k, width = (down, below) if downward else (up, above)
+        passed = test(k)
         if passed < 0:
             break
         walked += passed
@@ -347,16 +349,34 @@ def _allowed_spin(lim: JointLimits, aim: Quat, turned: Quat, psi: float) -> Quat
             up = (up + passed) % count
     else:
         return None
-    start, width = _SAMPLES[k], gap(k)
-    return spin_edge(lim, aim, turned, start, math.copysign(min(abs(width), step), width))
+    return spin_edge(lim, aim, turned, samples[k], math.copysign(min(abs(width), step), width))
 
 
 def spin_edge(lim: JointLimits, aim: Quat, turned: Quat, start: float, width: float) -> Quat:
     """:func:`core.triangulation_limits.spin_edge` in floats, its rotation: the spin at the
     edge of what ``lim`` allows from the allowed spin ``start`` toward ``start + width``."""
+    if _swing_alone(lim):
+        region = lim.swing_region
+        a0, a1, a2, a3 = aim
+        t0, t1, t2, t3 = turned
+        sqrt, cos, sin = math.sqrt, math.cos, math.sin
 
-    def beyond(u: float) -> float:
-        return lim.beyond_floats(_spin(aim, turned, start + (1.0 - u) * width))
+        def beyond(u: float) -> float:
+            # lim.beyond_floats(_spin(aim, turned, start + (1 − u)·width)) written out: the
+            # same operations (a free twist adds nothing to the swing's margin).
+            half = 0.5 * (start + (1.0 - u) * width)
+            c, s = cos(half), sin(half)
+            w, x, y, z = c * a0 + s * t0, c * a1 + s * t1, c * a2 + s * t2, c * a3 + s * t3
+            if w < 0.0:
+                w, x, y, z = -w, -x, -y, -z
+            tn = sqrt(w * w + y * y)
+            tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+            return region.beyond_one(x * tw + z * ty, z * tw - x * ty)
+
+    else:
+
+        def beyond(u: float) -> float:
+            return lim.beyond_floats(_spin(aim, turned, start + (1.0 - u) * width))
 
     u = illinois_one(
         beyond, 0.0, 1.0, beyond(0.0), beyond(1.0), SPIN_STEPS, SPIN_WIDTH, "hi", SPIN_FALSI
@@ -364,30 +384,45 @@ def spin_edge(lim: JointLimits, aim: Quat, turned: Quat, start: float, width: fl
     return _spin(aim, turned, start + (1.0 - u) * width)
 
 
-def _spin_test(lim: JointLimits, aim: Quat, turned: Quat, step: float) -> Callable[[float], int]:
-    """The walk's test of :func:`_allowed_spin` for the spins ``ψ`` of ``aim`` about the target
-    direction (:func:`_spin`): ``-1`` where ``lim`` allows the spin (to 1e-12, as
-    :meth:`~core.limits.JointLimits.allows_floats`), else how many samples ``step`` apart from
-    it, it included, are refused. A ball joint with a free twist is tested on its swing alone
-    (the split of ``allows_floats``, so the same answers), and rules out the samples nearer than
-    :func:`_ruled_out`; other joints rule out only the spin itself."""
-    if lim.kind != "ball" or lim.lock[1] or lim.ranges[1] is not None:
+def _swing_alone(lim: JointLimits) -> bool:
+    """A ball joint with a free twist: what it allows is decided by its swing alone."""
+    return lim.kind == "ball" and not lim.lock[1] and lim.ranges[1] is None
 
-        def allows(psi: float) -> int:
-            return -1 if lim.allows_floats(_spin(aim, turned, psi), 1e-12) else 1
+
+def _spin_test(lim: JointLimits, aim: Quat, turned: Quat, step: float) -> Callable[[int], int]:
+    """The walk's test of :func:`_allowed_spin` for the spin ``ψ`` of ``aim`` about the
+    target direction (:func:`_spin`) at sample ``k`` of :data:`_SAMPLES`: ``-1`` where
+    ``lim`` allows it (to 1e-12, as :meth:`~core.limits.JointLimits.allows_floats`), else
+    how many samples ``step`` apart from it, it included, are refused. A ball joint with a
+    free twist is tested on its swing alone (the split of ``allows_floats``, so the same
+    answers), and rules out the samples nearer than :func:`_ruled_out`; other joints rule
+    out only the spin itself."""
+    if not _swing_alone(lim):
+
+        def allows(k: int) -> int:
+            return -1 if lim.allows_floats(_spin(aim, turned, _SAMPLES[k]), 1e-12) else 1
 
         return allows
     region = lim.swing_region
+    contains, outside_by = region.contains_one, region.outside_by_one
     # how fast the spin turns the bone's axis d = aim·Y: |ĉ × d|, ĉ = turned·aim*
     c = qmul(turned, qconj(aim))[1:]
     turns = vcross(c, qrotate(aim, (0.0, 1.0, 0.0)))
     speed = math.sqrt(vdot(turns, turns)) * (1.0 + 1e-9) + 1e-12
+    halves, sqrt = _HALVES, math.sqrt
+    a0, a1, a2, a3 = aim
+    t0, t1, t2, t3 = turned
 
-    def swing_test(psi: float) -> int:
-        sx, sz, tn = _swing_components_floats(_spin(aim, turned, psi))
-        if region.contains_one(sx, sz, 1e-12):
+    def swing_test(k: int) -> int:
+        # _swing_components_floats(_spin(aim, turned, _SAMPLES[k])) written out
+        c, s = halves[k]
+        w, x, y, z = c * a0 + s * t0, c * a1 + s * t1, c * a2 + s * t2, c * a3 + s * t3
+        tn = sqrt(w * w + y * y)
+        tw, ty = (w / tn, y / tn) if tn > 0.0 else (1.0, 0.0)
+        sx, sz = x * tw + z * ty, z * tw - x * ty
+        if contains(sx, sz, 1e-12):
             return -1
-        return 1 + _ruled_out(region.outside_by_one(sx, sz), tn, speed, step)
+        return 1 + _ruled_out(outside_by(sx, sz), tn, speed, step)
 
     return swing_test
 
