@@ -29,6 +29,7 @@ from .options import SolveOptions
 from .problem import Problem
 from .result import IKResult, Solution
 from .rotations import FloatArray
+from .wrist import pursues_orientation
 
 Method = Callable[[Problem], Solution]
 
@@ -229,7 +230,12 @@ def _run(impl: Method, problem: Problem, distance: FloatArray) -> Solution:
     stretch.check(chain, opts)
     targets = problem.targets  # far targets pulled in (FAR): a chain stretches that far at most
     aims, scales = stretch.plan(
-        chain, targets, np.minimum(distance, FAR * chain.reach), opts, problem.initial
+        chain,
+        targets,
+        np.minimum(distance, FAR * chain.reach),
+        opts,
+        problem.initial,
+        problem.target_rotations if pursues_orientation(problem) else None,
     )
     if scales is None:
         return impl(dataclasses.replace(problem, targets=aims))

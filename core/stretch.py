@@ -2,7 +2,8 @@
 """Stretch and soft reach: where a chain aims and how long its links become, per target.
 
 Both are decided before a method runs, from the target's distance ``d`` to the root alone
-(no history), and every method then solves an ordinary problem:
+(no history; with an orientation goal, from the wrist: below), and every method then solves
+an ordinary problem:
 
 **Soft reach** ``s`` (:attr:`~core.options.SolveOptions.soft_reach`, ``0 < s < R``, ``R``
 the chain's reach): within ``d0 = R − s`` the target is used as is; beyond, the chain aims
@@ -43,6 +44,24 @@ start pose, within reach too (:mod:`core.blender_stretch`); the method then solv
 chain with those lengths (beyond reach it ends where Blender's iteration stopped, a
 fraction of a millimetre short, rather than on the target).
 
+**Orientation goals** (a target rotation the wrist rule meets,
+:func:`core.wrist.pursues_orientation`; stretch on, no soft reach; either rule): the last
+link is turned to the goal, so its joint, the wrist, must lie where the chain without it
+reaches — within its length (one link: at its length). Where it does not, the links change
+by the least weighted amount that brings it there: the last link by ``x``, the others by
+``g(x)``, the distance the wrist then lies beyond their reach (for one upper link, short of
+it too), shared by their weights; ``x`` minimises ``f(x) = x²/w_last + g(x)²/W_upper``
+with the weights ``w³`` of the shares above (a straight chain reaching for a point alone
+would take those shares). ``f`` is sampled over the ``x`` that can beat ``x = 0`` and its
+least sample refined by regula falsi on ``f′`` (:func:`wrist_scales`); the upper links
+then reach the wrist straight. The last link may **shorten**, as Blender's IK lets it: on
+an arm with *IK Stretch* 0.1 (Rigify's) on both bones, targets at 0.8–1.3 of its reach and
+the forearm turned to goals it cannot take at its rest length, Blender 5.0 gives the same
+lengths within 15 mm (median 5 mm) and meets both goals, as every method then does
+(``tests/blender/test_ik_stretch.py``; until 0.9.1 the links stretched as for the target
+alone and the effector missed by up to 0.9 m there). With *IK Stretch* 1 Blender's
+iteration shrinks that forearm to a millimetre; this rule keeps the same shares.
+
 The links' scale factors (``(N, n)``, 1 = rest length) are the solution's
 :attr:`~core.result.Solution.scales`; the joints' positions are those of the stretched
 chain (:meth:`~core.chain.Chain.scaled`).
@@ -51,13 +70,16 @@ chain (:meth:`~core.chain.Chain.scaled`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
+from . import rotations as rot
 from .blender_stretch import link_scales
 from .chain import Chain
 from .errors import SolveInputError
 from .options import SolveOptions
+from .regula_falsi import illinois
 from .rotations import FloatArray
 
 
@@ -108,12 +130,106 @@ def shares(chain: Chain) -> FloatArray:
     return cubes / cubes.sum()
 
 
+#: The shortest a link may become where it shortens for an orientation goal (a fraction of
+#: its rest length; Blender's IK keeps a stretching bone at least 0.001 of its chain's).
+_SHORTEST = 1e-3
+#: Samples of the last link's change that bracket its least change (:func:`_least_change`),
+#: and the regula falsi steps that then find it to rounding.
+_SAMPLES = 64
+_STEPS = 80
+
+
+def wrist_scales(chain: Chain, targets: FloatArray, goals: FloatArray) -> FloatArray:
+    """``(N, n)`` the links' scale factors for goals with an orientation the wrist rule
+    meets (module docstring, *Orientation goals*): 1 where the wrist lies within reach of
+    the chain without its last link, else the least weighted change of the links' lengths
+    that brings it there.
+
+    Args:
+        chain: the chain (two or more links).
+        targets: ``(N, 3)`` targets in the base frame.
+        goals: ``(N, 4)`` the last joint's goal orientations (wxyz, base frame).
+    """
+    weights = np.asarray(chain.stretch, dtype=np.float64) ** 3
+    lengths = chain.lengths
+    upper, w_upper, w_last = float(lengths[:-1].sum()), float(weights[:-1].sum()), weights[-1]
+    turned = rot.rotate(goals, chain.offsets[-1])  # the last link, turned to the goal
+    u = turned / lengths[-1]
+    wrist = targets - turned  # where the last link keeps its length
+    along = np.einsum("ij,ij->i", u, wrist)
+    one = chain.n_joints == 2  # one upper link: it reaches its own length's distance only
+
+    def distance(x: FloatArray) -> FloatArray:
+        """The wrist's distance from the root, the last link ``x (N,)`` or ``(N, K)``
+        longer."""
+        moved = wrist[:, None, :] - u[:, None, :] * x.reshape(size, -1)[..., None]
+        return np.linalg.norm(moved, axis=-1).reshape(x.shape)
+
+    def change(d: FloatArray) -> FloatArray:
+        """How much longer the upper links must be for a wrist at distance ``d``: its
+        distance beyond their reach (their length, for one link: shorter where nearer)."""
+        return d - upper if one else np.maximum(d - upper, 0.0)
+
+    size = len(targets)
+    x = np.zeros(size)
+    if w_upper == 0.0 and w_last > 0.0:  # only the last link changes: least, to reach
+        square = np.einsum("ij,ij->i", wrist, wrist) - upper * upper
+        room = along * along - square
+        x = np.where(room >= 0.0, along - np.sign(along) * np.sqrt(np.abs(room)), along)
+    elif w_last > 0.0:
+
+        def cost(x: FloatArray) -> FloatArray:  # f(x), the weighted squared change
+            return x * x / w_last + change(distance(x)) ** 2 / w_upper
+
+        def falling(x: FloatArray) -> FloatArray:  # −f′(x)/2: illinois' brackets fall
+            d = distance(x)
+            return change(d) * (along - x) / (np.maximum(d, 1e-300) * w_upper) - x / w_last
+
+        x = _least_change(cost, falling, change(distance(x)), w_upper, float(w_last))
+    x = np.maximum(x, (_SHORTEST - 1.0) * lengths[-1])
+    out = np.ones((size, chain.n_joints))
+    if w_upper > 0.0:
+        grow = change(distance(x))[:, None] * (weights[:-1] / w_upper / lengths[:-1])[None, :]
+        out[:, :-1] = np.maximum(out[:, :-1] + grow, _SHORTEST)
+    out[:, -1] += x / lengths[-1]
+    return out
+
+
+def _least_change(
+    cost: Callable[[FloatArray], FloatArray],
+    falling: Callable[[FloatArray], FloatArray],
+    rest: FloatArray,
+    w_upper: float,
+    w_last: float,
+) -> FloatArray:
+    """``(N,)`` the last link's change ``x`` of least ``cost`` ``f(x) = x²/w_last +
+    g(x)²/w_upper`` (``g`` what the upper links then change by, ``rest (N,)`` its value at
+    ``x = 0``; ``falling`` is ``−f′/2``). A better ``x`` than 0 has ``x²/w_last < f(0)``,
+    which bounds the search: ``f`` is sampled there (:data:`_SAMPLES`), and where the least
+    sample lies between two others the slope changes sign between them: regula falsi
+    finds the minimum to rounding."""
+    size = len(rest)
+    bound = np.abs(rest) * math.sqrt(w_last / w_upper)
+    grid = bound[:, None] * np.linspace(-1.0, 1.0, _SAMPLES + 1)[None, :]
+    least = np.argmin(cost(grid), axis=1)
+    rows = np.arange(size)
+    x = grid[rows, least]
+    inner = (least > 0) & (least < _SAMPLES) & (bound > 0.0)
+    if inner.any():
+        lo, hi = grid[rows, np.maximum(least - 1, 0)], grid[rows, np.minimum(least + 1, _SAMPLES)]
+        f_lo, f_hi = falling(lo), falling(hi)
+        found = illinois(falling, lo, hi, f_lo, f_hi, _STEPS)
+        x = np.where(inner & (f_lo > 0.0) & (f_hi < 0.0), found, x)
+    return x
+
+
 def plan(
     chain: Chain,
     targets: FloatArray,
     distance: FloatArray,
     options: SolveOptions,
     initial: FloatArray,
+    goals: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray | None]:
     """Where each target is aimed at and how the links stretch.
 
@@ -123,6 +239,10 @@ def plan(
         distance: ``(N,)`` their distances from the root.
         options: the settings (``stretch``, ``soft_reach``, ``stretch_rule``).
         initial: ``(N, n, 4)`` the start poses (read by ``stretch_rule`` ``"blender"``).
+        goals: ``(N, 4)`` orientation goals (wxyz) that the wrist rule meets
+            (:func:`core.wrist.pursues_orientation`), or ``None``: with stretch and
+            without soft reach, the links then change for the wrist (:func:`wrist_scales`),
+            whatever ``stretch_rule``.
 
     Returns:
         ``(aims, scales)``: ``aims (N, 3)`` the points to solve for (the targets where they
@@ -139,6 +259,8 @@ def plan(
         aims = targets.copy()
         aims[short] = targets[short] * (aimed[short] / distance[short])[:, None]
         return aims, None
+    if goals is not None and soft <= 0.0:
+        return targets, wrist_scales(chain, targets, goals)
     if options.stretch_rule == "blender":
         scales = np.array(
             [
@@ -154,4 +276,13 @@ def plan(
     return targets, scales
 
 
-__all__ = ["applies", "check", "plan", "shares", "soft_distance", "soft_float", "stretches"]
+__all__ = [
+    "applies",
+    "check",
+    "plan",
+    "shares",
+    "soft_distance",
+    "soft_float",
+    "stretches",
+    "wrist_scales",
+]

@@ -243,6 +243,77 @@ def test_closed_form_stretch_on_an_arm(clean_scene: Any, addon: Any) -> None:
     assert spread <= 1e-5
 
 
+def _forearm_goal_gaps(obj: Any, target: Any, points: list[np.ndarray], turns: list[Any]) -> Any:
+    """Per point (the target at it, turned by the Euler angles): how far the forearm's tail
+    misses it (m), the angle from the target's orientation to the forearm's (degrees, axes
+    unscaled) and the upper arm's and forearm's posed lengths, as Blender evaluates them."""
+    bpy = blender_module()
+    out = []
+    for p, turn in zip(points, turns, strict=True):
+        target.location, target.rotation_euler = p, turn
+        bpy.context.view_layer.update()
+        pose = _pose_of(obj, CHAIN)
+        fore = world_matrix(obj, "fore")[:3, :3]
+        goal = np.array(target.matrix_world)[:3, :3]
+        fore, goal = fore / np.linalg.norm(fore, axis=0), goal / np.linalg.norm(goal, axis=0)
+        cos = np.clip((np.trace(goal.T @ fore) - 1.0) / 2.0, -1.0, 1.0)
+        lengths = [np.linalg.norm(pose[n][3:6] - pose[n][:3]) for n in CHAIN]
+        out.append((np.linalg.norm(pose["fore"][3:6] - p), np.degrees(np.arccos(cos)), lengths))
+    return out
+
+
+@pytest.mark.parametrize("rule", ["blender", "closed_form"])
+def test_stretch_with_rotation_meets_both_goals_as_blenders_ik(
+    clean_scene: Any, addon: Any, rule: str
+) -> None:
+    """IK Stretch 0.1 on the arm, Blender's IK with *Stretch* and *Rotation* on the forearm,
+    targets at 0.8–1.3 of the reach in three directions, each turned so the forearm cannot
+    take it at its rest length: Blender meets both goals (about 0.1 mm, 0.01°) by
+    lengthening the upper arm and shortening the forearm. Converted, with either *Stretch
+    As* rule, every solver meets both (the target to 0.01 mm, the orientation as closely as
+    Blender's own) with bone lengths within 15 mm of Blender's (median 5 mm; core.stretch,
+    *Orientation goals*; until 0.9.1 the bones stretched for the target alone and the
+    forearm's tip missed by up to 0.9 m)."""
+    bpy = blender_module()
+    from mathutils import Euler
+
+    obj = build_arm()
+    for name in CHAIN:
+        obj.pose.bones[name].ik_stretch = 0.1
+    points = _targets(obj, (0.8, 1.05, 1.3))
+    turns = [Euler((0.3 * k, -0.2 * k, 0.5), "XYZ") for k in range(len(points))]
+    target = add_empty("Target", points[0])
+    con = obj.pose.bones["fore"].constraints.new("IK")
+    con.target, con.chain_count, con.iterations = target, 2, 500
+    con.use_stretch = con.use_rotation = True
+    blender = _forearm_goal_gaps(obj, target, points, turns)
+    assert max(miss for miss, _, _ in blender) <= 2e-4
+    assert max(angle for _, angle, _ in blender) <= 0.02
+    rest = [obj.data.bones[n].length * obj.scale[0] for n in CHAIN]
+    assert min(theirs[1] for _, _, theirs in blender) < 0.6 * rest[1]  # (Blender shortened it)
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    settings = obj.pose.bones["fore"].reach_ik
+    assert settings.use_rotation
+    assert settings.use_stretch
+    settings.stretch_rule = rule
+    for solver in ("triangulation", "fabrik", "ccd", "jacobian_dls"):
+        settings.solver = solver
+        ours = _forearm_goal_gaps(obj, target, points, turns)
+        gaps = [
+            max(abs(a - b) for a, b in zip(mine, theirs, strict=True))
+            for (_, _, mine), (_, _, theirs) in zip(ours, blender, strict=True)
+        ]
+        print(
+            f"\n{rule}, {solver}: miss {max(m for m, _, _ in ours) * 1e3:.4f} mm, "
+            f"turned {max(a for _, a, _ in ours):.4f}°, lengths against Blender's: "
+            f"median {np.median(gaps) * 1e3:.1f} mm, largest {max(gaps) * 1e3:.1f} mm"
+        )
+        assert max(miss for miss, _, _ in ours) <= 1e-5
+        for (_, angle, _), (_, theirs, _) in zip(ours, blender, strict=True):
+            assert angle <= theirs + 1e-3  # (both read from single-precision matrices)
+        assert max(gaps) <= 0.015
+
+
 def test_stretch_off_leaves_no_scale_and_soft_reach_eases(clean_scene: Any, addon: Any) -> None:
     """A chain with Stretch on shows its bones' scale through a Copy Scale constraint that
     Stretch off takes away; soft reach leaves a target just inside the reach short by the

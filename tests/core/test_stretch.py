@@ -17,7 +17,8 @@ import re
 import numpy as np
 import pytest
 
-from core import Chain, SolveOptions, solve
+from core import Chain, SolveOptions, forward_kinematics, solve
+from core import rotations as rot
 from core.errors import ChainError, ReachIKError, SolveInputError
 from core.solver import solve_floats, solve_one, solve_points
 from core.stretch import soft_distance, soft_float
@@ -197,6 +198,123 @@ def test_no_nan_at_the_root_or_far_away(target: list[float], options: dict) -> N
             # The closed form only lengthens; Blender's iteration may shorten a link.
             shortest = 0.0 if options.get("stretch_rule") == "blender" else 1.0
             assert np.all(result.scales >= shortest)
+            assert np.all(result.scales > 0.0)
+
+
+# ---------------------------------------------------------------------- orientation goals
+#: A 3-link chain for orientation goals: two upper links that reach an annulus, weights apart.
+WRISTED = Chain.from_lengths([0.3, 0.3, 0.15], direction=(0.2, 0.3, 1.0), stretch=[0.1, 0.3, 0.2])
+
+
+def _random_goals(rng: np.random.Generator, chain: Chain, size: int) -> tuple[np.ndarray, ...]:
+    directions = rng.normal(size=(size, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    targets = directions * chain.reach * rng.uniform(0.3, 2.0, size=(size, 1))
+    return targets, rot.normalize(rng.normal(size=(size, 4)))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("chain", [ARM, WRISTED], ids=["arm", "three"])
+@pytest.mark.parametrize("rule", ["closed_form", "blender"])
+def test_orientation_goals_with_stretch_are_met_by_every_method(
+    method: str, chain: Chain, rule: str
+) -> None:
+    """Random targets (0.3–2 × the reach) and goal orientations, most of which no pose of
+    the unstretched chain meets: with stretch every method meets both, checked by forward
+    kinematics of the returned rotations on the chain with the returned scales (the
+    position to the solve's tolerance: FABRIK's rounds stop there)."""
+    targets, goals = _random_goals(np.random.default_rng(11), chain, 16)
+    result = solve(
+        chain,
+        targets,
+        method=method,
+        target_rotation=goals,
+        position_weight=0.5,
+        stretch=True,
+        stretch_rule=rule,
+    )
+    assert result.scales is not None
+    assert np.any(result.scales < 1.0)  # (both ways, often)
+    assert np.any(result.scales > 1.5)
+    for k in range(len(targets)):
+        stretched = chain.scaled(result.scales[k])
+        positions, frames = forward_kinematics(stretched, result.rotations[k])
+        assert np.linalg.norm(positions[-1] - targets[k]) <= 1e-6 * chain.reach
+        turn = rot.multiply(rot.conjugate(goals[k]), frames[-1])
+        assert float(rot.angle(turn)) <= 1e-9
+
+
+@pytest.mark.parametrize("chain", [ARM, WRISTED], ids=["arm", "three"])
+def test_orientation_goals_take_the_least_weighted_change_of_length(chain: Chain) -> None:
+    """The lengths minimise ``Σ δ_i² / w_i³`` over the lengths that put the wrist within
+    reach of the upper links (core.stretch, *Orientation goals*): against a brute-force
+    scan of the last link's change ``x`` (the upper links then change by the least that
+    reaches the wrist, shared by their weights), on a grid of 20,001 values."""
+    targets, goals = _random_goals(np.random.default_rng(5), chain, 12)
+    scales = solve(chain, targets, target_rotation=goals, position_weight=0.5, stretch=True).scales
+    assert scales is not None
+    w3 = np.array(chain.stretch) ** 3
+    rest = chain.lengths
+    upper = rest[:-1].sum()
+    for k in range(len(targets)):
+        last = rot.rotate(goals[k], chain.offsets[-1])
+        u = last / rest[-1]
+        x = np.linspace(-0.999 * rest[-1], 3.0 * rest[-1], 20_001)  # (no shorter: 1e-3)
+        wrist = np.linalg.norm(targets[k] - last - u * x[:, None], axis=1)
+        need = wrist - upper if chain.n_joints == 2 else np.maximum(wrist - upper, 0.0)
+        cost = x * x / w3[-1] + need * need / w3[:-1].sum()
+        changes = scales[k] * rest - rest
+        ours = float(np.sum(changes * changes / w3))
+        assert ours <= cost.min() + 1e-9
+        assert ours >= cost.min() * (1.0 - 1e-3) - 1e-8  # (the grid's own resolution)
+        np.testing.assert_allclose(changes[:-1] / w3[:-1], changes[0] / w3[0], atol=1e-12)
+
+
+def test_orientation_goals_the_chain_meets_keep_the_lengths() -> None:
+    """Goals of poses the unstretched chain takes (forward kinematics of random poses):
+    nothing changes length."""
+    rng = np.random.default_rng(2)
+    poses = rot.normalize(rng.normal(size=(20, WRISTED.n_joints, 4)))
+    positions, frames = forward_kinematics(WRISTED, poses)
+    result = solve(
+        WRISTED,
+        positions[:, -1],
+        target_rotation=frames[:, -1],
+        position_weight=0.5,
+        stretch=True,
+    )
+    assert result.scales is not None
+    np.testing.assert_array_equal(result.scales, 1.0)
+    assert result.error.max() <= 1e-9 * WRISTED.reach
+
+
+def test_orientation_goals_with_soft_reach_keep_the_targets_rule() -> None:
+    """With soft reach the links stretch as for the target alone (core.stretch)."""
+    targets, goals = _random_goals(np.random.default_rng(3), ARM, 8)
+    oriented = solve(
+        ARM, targets, target_rotation=goals, position_weight=0.5, stretch=True, soft_reach=0.1
+    ).scales
+    alone = solve(ARM, targets, stretch=True, soft_reach=0.1).scales
+    assert oriented is not None
+    assert alone is not None
+    np.testing.assert_array_equal(oriented, alone)
+
+
+@pytest.mark.parametrize("target", [[0.0, 0.0, 0.0], [1e300, 0.0, 0.0], [0.0, -1e-300, 0.0]])
+def test_orientation_goals_with_stretch_at_the_root_or_far_away(target: list[float]) -> None:
+    for chain in (ARM, WRISTED):
+        for method in METHODS:
+            result = solve(
+                chain,
+                target,
+                method=method,
+                target_rotation=[0.5, 0.5, -0.5, 0.5],
+                position_weight=0.5,
+                stretch=True,
+            )
+            assert np.all(np.isfinite(result.rotations))
+            assert result.scales is not None
+            assert np.all(np.isfinite(result.scales))
             assert np.all(result.scales > 0.0)
 
 
