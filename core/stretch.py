@@ -79,7 +79,7 @@ from .blender_stretch import link_scales
 from .chain import Chain
 from .errors import SolveInputError
 from .options import SolveOptions
-from .regula_falsi import illinois
+from .regula_falsi import illinois_one
 from .rotations import FloatArray
 
 
@@ -181,9 +181,17 @@ def wrist_scales(chain: Chain, targets: FloatArray, goals: FloatArray) -> FloatA
         def cost(x: FloatArray) -> FloatArray:  # f(x), the weighted squared change
             return x * x / w_last + change(distance(x)) ** 2 / w_upper
 
-        def falling(x: FloatArray) -> FloatArray:  # −f′(x)/2: illinois' brackets fall
-            d = distance(x)
-            return change(d) * (along - x) / (np.maximum(d, 1e-300) * w_upper) - x / w_last
+        def falling(k: int) -> Callable[[float], float]:
+            """``−f′(x)/2`` of row ``k`` in floats (illinois' brackets fall)."""
+            (wx, wy, wz), (ux, uy, uz), a = wrist[k].tolist(), u[k].tolist(), float(along[k])
+            w_up, w_end = w_upper, float(w_last)
+
+            def slope(x: float) -> float:
+                d = math.sqrt((wx - ux * x) ** 2 + (wy - uy * x) ** 2 + (wz - uz * x) ** 2)
+                g = d - upper if one else max(d - upper, 0.0)
+                return g * (a - x) / (max(d, 1e-300) * w_up) - x / w_end
+
+            return slope
 
         x = _least_change(cost, falling, change(distance(x)), w_upper, float(w_last))
     x = np.maximum(x, (_SHORTEST - 1.0) * lengths[-1])
@@ -197,29 +205,28 @@ def wrist_scales(chain: Chain, targets: FloatArray, goals: FloatArray) -> FloatA
 
 def _least_change(
     cost: Callable[[FloatArray], FloatArray],
-    falling: Callable[[FloatArray], FloatArray],
+    falling: Callable[[int], Callable[[float], float]],
     rest: FloatArray,
     w_upper: float,
     w_last: float,
 ) -> FloatArray:
     """``(N,)`` the last link's change ``x`` of least ``cost`` ``f(x) = x²/w_last +
     g(x)²/w_upper`` (``g`` what the upper links then change by, ``rest (N,)`` its value at
-    ``x = 0``; ``falling`` is ``−f′/2``). A better ``x`` than 0 has ``x²/w_last < f(0)``,
-    which bounds the search: ``f`` is sampled there (:data:`_SAMPLES`), and where the least
-    sample lies between two others the slope changes sign between them: regula falsi
-    finds the minimum to rounding."""
-    size = len(rest)
+    ``x = 0``; ``falling(k)`` is row ``k``'s ``−f′/2``). A better ``x`` than 0 has
+    ``x²/w_last < f(0)``, which bounds the search: ``f`` is sampled there
+    (:data:`_SAMPLES`, every row at once), and where the least sample lies between two
+    others the slope changes sign between them: regula falsi finds the minimum to rounding
+    (row by row, in floats)."""
     bound = np.abs(rest) * math.sqrt(w_last / w_upper)
     grid = bound[:, None] * np.linspace(-1.0, 1.0, _SAMPLES + 1)[None, :]
     least = np.argmin(cost(grid), axis=1)
-    rows = np.arange(size)
-    x = grid[rows, least]
-    inner = (least > 0) & (least < _SAMPLES) & (bound > 0.0)
-    if inner.any():
-        lo, hi = grid[rows, np.maximum(least - 1, 0)], grid[rows, np.minimum(least + 1, _SAMPLES)]
-        f_lo, f_hi = falling(lo), falling(hi)
-        found = illinois(falling, lo, hi, f_lo, f_hi, _STEPS)
-        x = np.where(inner & (f_lo > 0.0) & (f_hi < 0.0), found, x)
+    x = grid[np.arange(len(rest)), least]
+    for k in np.flatnonzero((least > 0) & (least < _SAMPLES) & (bound > 0.0)).tolist():
+        slope = falling(k)
+        lo, hi = float(grid[k, least[k] - 1]), float(grid[k, least[k] + 1])
+        f_lo, f_hi = slope(lo), slope(hi)
+        if f_lo > 0.0 and f_hi < 0.0:
+            x[k] = illinois_one(slope, lo, hi, f_lo, f_hi, _STEPS)
     return x
 
 
