@@ -42,6 +42,8 @@ import numpy as np
 
 from . import rotations as rot
 from .chain import Chain
+from .components import Vec, mapply
+from .matrix9 import _I9, M9, _axis_turn, _m9, _mm
 from .rotations import FloatArray
 
 #: Blender's largest turn per step (radians) and its share of a damped step.
@@ -51,33 +53,36 @@ _STEP_SHARE = 0.8
 _MIN_LENGTH = 0.001
 
 
-def _rotation(vector: FloatArray) -> FloatArray:
-    """The 3×3 rotation by the rotation vector ``vector`` (Rodrigues)."""
-    angle = float(np.linalg.norm(vector))
+def _turn(vector: list[float]) -> M9:
+    """The rotation by the rotation vector ``vector`` (3 floats; Rodrigues)."""
+    x, y, z = vector
+    angle = math.sqrt(x * x + y * y + z * z)
     if angle < 1e-10:
-        return np.eye(3)
-    x, y, z = vector / angle
-    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+        return _I9
+    return _axis_turn((x / angle, y / angle, z / angle), angle)
 
 
-def _axis_rotation(angle: float, axis: int) -> FloatArray:
-    v = np.zeros(3)
-    v[axis] = angle
-    return _rotation(v)
+def _about(angle: float, axis: int) -> M9:
+    """The rotation by ``angle`` about coordinate ``axis`` (Rodrigues)."""
+    if abs(angle) < 1e-10:
+        return _I9
+    unit = [0.0, 0.0, 0.0]
+    unit[axis] = math.copysign(1.0, angle)
+    return _axis_turn((unit[0], unit[1], unit[2]), abs(angle))
 
 
 def link_scales(chain: Chain, target: FloatArray, start: FloatArray, iterations: int) -> FloatArray:
     """``(n,)`` each link's length over its rest length after Blender's iteration (module
     docstring) from the start pose ``start (n, 4)`` (wxyz) toward ``target (3,)`` (base
-    frame), at most ``iterations`` steps; 1 for links that do not stretch."""
+    frame), at most ``iterations`` steps; 1 for links that do not stretch. In plain floats
+    (3×3 matrices as 9-tuples, :mod:`core.matrix9`) but for the SVD of each step."""
     n = chain.n_joints
     reach = chain.reach
-    lengths = chain.lengths / reach
-    directions = chain.offsets / chain.lengths[:, None]
-    rests = rot.to_matrix(chain.rest_rotations)
-    bases = rot.to_matrix(np.asarray(start, dtype=np.float64))
-    goal = np.asarray(target, dtype=np.float64) / reach
+    lengths = (chain.lengths / reach).tolist()
+    directions = [tuple(d) for d in (chain.offsets / chain.lengths[:, None]).tolist()]
+    rests = [_m9(m) for m in rot.to_matrix(chain.rest_rotations)]
+    bases = [_m9(m) for m in rot.to_matrix(np.asarray(start, dtype=np.float64))]
+    gx, gy, gz = (np.asarray(target, dtype=np.float64) / reach).tolist()
     free = [[a for a in range(3) if not lim.lock[a]] for lim in chain.limits]
     hinge = [len(f) == 1 for f in free]
     angles = [0.0] * n
@@ -85,20 +90,19 @@ def link_scales(chain: Chain, target: FloatArray, start: FloatArray, iterations:
         if hinge[i]:  # the start pose's turn about the hinge axis
             a = free[i][0]
             b, c = (a + 1) % 3, (a + 2) % 3
-            angles[i] = math.atan2(bases[i][c, b], bases[i][b, b])
-            bases[i] = _axis_rotation(angles[i], a)
+            angles[i] = math.atan2(bases[i][3 * c + b], bases[i][3 * b + b])
+            bases[i] = _about(angles[i], a)
     stretchable = [w > 0.0 for w in chain.stretch]
     weights: list[float] = []
-    norm_weights: list[float] = []
+    scales: list[float] = []  # of each freedom's update in the convergence test
     for i, lim in enumerate(chain.limits):
         for a in free[i]:
             weights.append(1.0 - min(float(lim.stiffness[a]), 0.99))
-            norm_weights.append(1.0)
+            scales.append(1.0)
         if stretchable[i]:
             weights.append(1.0 - min(1.0 - chain.stretch[i] ** 2, 0.99))
-            norm_weights.append(100.0)
-    w = np.array(weights)
-    update_scale = np.array(norm_weights)
+            scales.append(100.0)
+    roots = [math.sqrt(w) for w in weights]
     stretch_ids: list[tuple[int, int]] = []  # (link, its stretch freedom's index)
     k = 0
     for i in range(n):
@@ -106,74 +110,74 @@ def link_scales(chain: Chain, target: FloatArray, start: FloatArray, iterations:
         if stretchable[i]:
             stretch_ids.append((i, k))
             k += 1
-    w_sqrt = np.sqrt(w)
     segments = sum(int(bool(f)) + int(s) or 1 for f, s in zip(free, stretchable, strict=True))
     clamp = 1.0 / (2.0 * segments)
-    translation = lengths.copy()
+    translation = list(lengths)
     for step in range(iterations):
-        frames: list[FloatArray] = []
-        heads: list[FloatArray] = []
-        world, point = np.eye(3), np.zeros(3)
+        frames: list[M9] = []
+        heads: list[Vec] = []
+        world, (px, py, pz) = _I9, (0.0, 0.0, 0.0)
         for i in range(n):
-            world = world @ rests[i] @ bases[i]
+            world = _mm(_mm(world, rests[i]), bases[i])
             frames.append(world)
-            heads.append(point)
-            point = point + world @ (directions[i] * translation[i])
-        effector = point
-        error = goal - effector
-        distance = float(np.linalg.norm(error))
+            heads.append((px, py, pz))
+            dx, dy, dz = mapply(world, directions[i])
+            t = translation[i]
+            px, py, pz = px + dx * t, py + dy * t, pz + dz * t
+        ex, ey, ez = gx - px, gy - py, gz - pz
+        distance = math.sqrt(ex * ex + ey * ey + ez * ez)
         if distance > clamp:
-            error = error * (clamp / distance)
-        jacobian = np.empty((3, w.size))
-        k = 0
+            ex, ey, ez = ex * (clamp / distance), ey * (clamp / distance), ez * (clamp / distance)
+        columns: list[Vec] = []  # the weighted Jacobian's, freedom by freedom
         for i in range(n):
-            x, y, z = heads[i] - effector
-            lever = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])  # lever × axis
-            turns = (lever @ frames[i])[:, free[i]]
-            jacobian[:, k : k + turns.shape[1]] = turns
-            k += turns.shape[1]
+            lx, ly, lz = heads[i][0] - px, heads[i][1] - py, heads[i][2] - pz
+            f = frames[i]
+            for a in free[i]:  # (head − effector) × the frame's axis a
+                ax, ay, az = f[a], f[3 + a], f[6 + a]
+                columns.append((ly * az - lz * ay, lz * ax - lx * az, lx * ay - ly * ax))
             if stretchable[i]:
-                jacobian[:, k] = frames[i] @ directions[i]
-                k += 1
-        jacobian *= w_sqrt
-        delta, norm = _locked_step(jacobian, error, w, w_sqrt, translation, stretch_ids)
+                columns.append(mapply(f, directions[i]))
+        columns = [(c[0] * r, c[1] * r, c[2] * r) for c, r in zip(columns, roots, strict=True)]
+        delta, norm = _locked_step(columns, (ex, ey, ez), weights, roots, translation, stretch_ids)
         k = 0
         for i in range(n):
             if hinge[i]:
                 angles[i] += delta[k]
-                bases[i] = _axis_rotation(angles[i], free[i][0])
+                bases[i] = _about(angles[i], free[i][0])
             elif free[i]:
-                turn = np.zeros(3)
-                turn[free[i]] = delta[k : k + len(free[i])]
-                bases[i] = bases[i] @ _rotation(turn)
+                turn = [0.0, 0.0, 0.0]
+                for j, a in enumerate(free[i]):
+                    turn[a] = delta[k + j]
+                bases[i] = _mm(bases[i], _turn(turn))
             k += len(free[i])
             if stretchable[i]:
                 translation[i] += delta[k]
                 k += 1
-        if step > 10 and max(norm, float(np.max(np.abs(delta) * update_scale))) < 1e-3:
+        moved = max(abs(d) * s for d, s in zip(delta, scales, strict=True))
+        if step > 10 and max(norm, moved) < 1e-3:
             break
-    return translation / lengths
+    return np.array(translation) / np.array(lengths)
 
 
 def _locked_step(
-    jacobian: FloatArray,
-    error: FloatArray,
-    w: FloatArray,
-    w_sqrt: FloatArray,
-    translation: FloatArray,
+    columns: list[Vec],
+    error: Vec,
+    w: list[float],
+    w_sqrt: list[float],
+    translation: list[float],
     stretch_ids: list[tuple[int, int]],
-) -> tuple[FloatArray, float]:
+) -> tuple[list[float], float]:
     """One update with the shortest-length limit: while a link would become shorter than
     :data:`_MIN_LENGTH`, the violating stretch freedom that moves least to its limit is
     held there (its column taken out, its move taken off the goal step) and the step is
     solved again. Returns the update (held freedoms at their limit moves) and the largest
     held move (the solver's convergence norm counts it)."""
-    jacobian = jacobian.copy()
-    error = error.copy()
+    columns = list(columns)
+    ex, ey, ez = error
     held: dict[int, float] = {}
     norm = 0.0
     while True:
-        delta = _damped_step(jacobian, error, w, w_sqrt)
+        delta = _damped_step(columns, (ex, ey, ez), w, w_sqrt)
         worst: tuple[float, int] | None = None
         for link, k in stretch_ids:
             if k in held or translation[link] + delta[k] >= _MIN_LENGTH:
@@ -186,8 +190,9 @@ def _locked_step(
         k = worst[1]
         link = next(i for i, j in stretch_ids if j == k)
         move = _MIN_LENGTH - translation[link]
-        error -= jacobian[:, k] * move
-        jacobian[:, k] = 0.0
+        cx, cy, cz = columns[k]
+        ex, ey, ez = ex - cx * move, ey - cy * move, ez - cz * move
+        columns[k] = (0.0, 0.0, 0.0)
         held[k] = move
         norm = max(norm, abs(move))
     for k, move in held.items():
@@ -196,24 +201,30 @@ def _locked_step(
 
 
 def _damped_step(
-    jacobian: FloatArray, error: FloatArray, w: FloatArray, w_sqrt: FloatArray
-) -> FloatArray:
-    """One selectively damped least-squares update of the freedoms (module docstring)."""
-    u, singular, vt = np.linalg.svd(jacobian, full_matrices=False)
-    keep = singular > 1e-10
-    u, singular, vt = u[:, keep], singular[keep], vt[keep]
-    column_norms = np.sqrt(np.einsum("ij,ij->j", jacobian, jacobian))
-    steps = vt * ((u.T @ error) / singular)[:, None]  # one row per singular value
-    n_norm = np.sqrt(np.einsum("ij,ij->j", u, u))
-    m_norm = (np.abs(vt) @ column_norms) / singular
-    gamma = _MAX_TURN * np.where(n_norm < m_norm, n_norm / m_norm, 1.0)
-    largest = np.max(np.abs(steps) * w_sqrt, axis=1)
-    damp = np.where(gamma < largest, gamma / np.where(largest > 0.0, largest, 1.0), 1.0)
-    delta = _STEP_SHARE * np.sum(np.minimum(damp[:, None] / w, 1.0) * steps, axis=0)
-    delta *= w
-    largest = float(np.max(np.abs(delta)))
+    columns: list[Vec], error: Vec, w: list[float], w_sqrt: list[float]
+) -> list[float]:
+    """One selectively damped least-squares update of the freedoms (module docstring), for
+    the weighted Jacobian given by its ``columns``."""
+    u, singular, vt = np.linalg.svd(np.array(columns).T, full_matrices=False)
+    ex, ey, ez = error
+    norms = [math.sqrt(cx * cx + cy * cy + cz * cz) for cx, cy, cz in columns]
+    delta = [0.0] * len(columns)
+    for (u0, u1, u2), sigma, row in zip(u.T.tolist(), singular.tolist(), vt.tolist(), strict=True):
+        if not sigma > 1e-10:
+            continue
+        along = (u0 * ex + u1 * ey + u2 * ez) / sigma
+        steps = [v * along for v in row]  # this singular value's step
+        n_norm = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+        m_norm = sum(abs(v) * c for v, c in zip(row, norms, strict=True)) / sigma
+        gamma = _MAX_TURN * (n_norm / m_norm if n_norm < m_norm else 1.0)
+        largest = max(abs(d) * r for d, r in zip(steps, w_sqrt, strict=True))
+        damp = gamma / largest if gamma < largest and largest > 0.0 else 1.0
+        for j, (d, wj) in enumerate(zip(steps, w, strict=True)):
+            delta[j] += min(damp / wj, 1.0) * d
+    delta = [_STEP_SHARE * d * wj for d, wj in zip(delta, w, strict=True)]
+    largest = max(abs(d) for d in delta)
     if largest > _MAX_TURN:
-        delta *= _MAX_TURN / (_MAX_TURN + largest)
+        delta = [d * (_MAX_TURN / (_MAX_TURN + largest)) for d in delta]
     return delta
 
 
