@@ -23,7 +23,9 @@ from numpy.typing import ArrayLike
 
 from . import fabrik, limb_closest, stretch, triangulation_limits_single, triangulation_single
 from .chain import Chain
+from .components import qrotate
 from .errors import SolveInputError
+from .kinematics import chain_floats
 from .options import SolveOptions
 from .result import IKResult, Solution
 from .rotations import FloatArray
@@ -454,6 +456,16 @@ class Solver:
         #: This method pursues the position alone (a last hinge:
         #: :func:`core.wrist.solve_oriented`), which :meth:`pose` then takes on its float path.
         self._position_only = wrist and not takes_orientation(chain)
+        #: With *Stretch* by the closed form and no soft reach, a goal the links meet at their
+        #: rest lengths (:meth:`_keeps_lengths`: :func:`core.stretch.plan` gives scales of 1)
+        #: is this solver's problem without stretch: :meth:`pose` asks that solver, in floats.
+        self._unstretched = (
+            Solver(chain, method, self.options.replace(stretch=False))
+            if self._stretches
+            and self.options.stretch_rule == "closed_form"
+            and self.options.soft_reach == 0.0
+            else None
+        )
 
     def solve_one(
         self, target: ArrayLike, pole: ArrayLike | None = None
@@ -497,6 +509,9 @@ class Solver:
             target_rotation: goal orientation ``(4,)`` wxyz, or ``None``.
         """
         chain, opts, plan = self.chain, self.options, self._untwist
+        if self._unstretched is not None and self._keeps_lengths(target, target_rotation):
+            rotations, points, _ = self._unstretched.pose(target, pole, target_rotation)
+            return Pose(rotations, points, [1.0] * chain.n_joints)
         if target_rotation is not None and self._upper is not None:
             wrist = self._wrist_pose(target, pole, target_rotation)
             if wrist is not None:
@@ -516,6 +531,24 @@ class Solver:
             return Pose(_untwisted(plan, None, points), points, None)
         rotations, points = self.solve_one(target, pole)
         return Pose(_untwisted(plan, rotations, points), points, None)
+
+    def _keeps_lengths(self, target: ArrayLike, goal: ArrayLike | None) -> bool:
+        """Whether :func:`core.stretch.plan` keeps every link at its rest length for this
+        goal (with a margin of 1e-12 at its bound): a target within the chain's length, or,
+        for an orientation goal the wrist rule meets (:func:`core.wrist.pursues_orientation`),
+        a wrist within reach of three or more links' upper ones (one upper link reaches its
+        own length's distance alone)."""
+        chain = self.chain
+        x, y, z = _floats3("target", target)
+        if goal is None or not (self.options.position_weight < 1.0 and takes_orientation(chain)):
+            return math.sqrt(x * x + y * y + z * z) < chain.reach * (1.0 - 1e-12)
+        if chain.n_joints < 3:
+            return False
+        wx, wy, wz = qrotate(
+            _quaternion_floats("target_rotation", goal), chain_floats(chain)[1][-1]
+        )
+        x, y, z = x - wx, y - wy, z - wz
+        return math.sqrt(x * x + y * y + z * z) < upper_chain(chain).reach * (1.0 - 1e-12)
 
     def _wrist_pose(
         self, target: ArrayLike, pole: ArrayLike | None, goal: ArrayLike

@@ -172,6 +172,45 @@ def test_pose_of_a_stretching_chain_reports_the_scales() -> None:
     np.testing.assert_allclose(lengths, chain.lengths * np.array(pose.scales), rtol=1e-12)
 
 
+@pytest.mark.parametrize("method", list(METHODS))
+def test_pose_with_stretch_of_goals_met_at_rest_lengths_is_the_batchs(method: str) -> None:
+    """With *Stretch* (closed form), goals whose links keep their lengths — targets within
+    the chain's length; orientation goals whose wrist lies within the upper links' reach —
+    are solved on the float path of the chain without stretch (no numpy problem is built:
+    :func:`core.solver._one` is not called), with the numbers of the batch path with
+    stretch (:meth:`Solver.poses`) and scales of 1."""
+    rng = np.random.default_rng(sum(map(ord, method)))
+    options = SolveOptions(max_iterations=60, stretch=True, position_weight=0.5)
+    for limited in (False, True):
+        chain = _random_chain(rng, limited)
+        while not limited and chain.n_joints < 3:  # (an orientation goal's wrist rule)
+            chain = _random_chain(rng, limited)
+        chain = Chain(
+            chain.offsets, chain.rest_rotations, chain.limits, stretch=[0.1] * chain.n_joints
+        )
+        solver = Solver(chain, method, options)
+        poses = rot.normalize(rng.normal(size=(6, chain.n_joints, 4)))
+        if limited:
+            poses = np.array(
+                [[lim.project(q) for lim, q in zip(chain.limits, p, strict=True)] for p in poses]
+            )
+        points, frames = forward_kinematics(chain, poses)
+        goals = None if limited else frames[:, -1]
+        batch = solver.poses(points[:, -1], target_rotation=goals)
+        with mock.patch("core.solver._one", side_effect=AssertionError("numpy path")):
+            for k in range(len(points)):
+                goal = None if goals is None else goals[k].tolist()
+                pose = solver.pose(points[k, -1].tolist(), target_rotation=goal)
+                assert pose.scales == [1.0] * chain.n_joints
+                signs = np.sign(np.sum(np.array(pose.rotations) * batch.rotations[k], axis=1))
+                np.testing.assert_allclose(
+                    np.array(pose.rotations) * signs[:, None], batch.rotations[k], atol=1e-9
+                )
+                np.testing.assert_allclose(pose.points, batch.positions[k], atol=1e-9 * chain.reach)
+        assert batch.scales is not None
+        np.testing.assert_array_equal(batch.scales, 1.0)
+
+
 @pytest.mark.parametrize("method", ["ccd", "jacobian_transpose", "jacobian_pinv", "jacobian_dls"])
 def test_a_seeded_method_answers_a_met_target_on_the_float_path(method: str) -> None:
     """On a limited chain, where triangulation within the limits meets the target, a method
