@@ -17,7 +17,8 @@ evaluated matrices, on a hand-built arm and on the Rigify human metarig:
   an unkeyed quaternion bone); live solving writes neither the rotation channels nor keys;
 * save and reload keep the chains, constraints and helpers;
 * the metarig's limbs with Blender IK constraints (poles, pole angles) convert to Reach IK
-  chains that bend like Blender's IK, and back;
+  chains that bend like Blender's IK, and back; an arm's IK with *Stretch* and *Rotation*
+  converts to a chain that meets both goals, as Blender's IK does;
 * bad input (no armature, chain too long, deleted target) gives a message, loses nothing
   (a chain that cannot be solved shows the FK pose exactly);
 * unregister removes every handler and class, register brings them back.
@@ -262,6 +263,45 @@ def rotation_turns_the_hand_with_the_automatic_solver() -> None:
         assert settings.solver == "fabrik", settings.solver
         assert angle <= 0.1, f"mirrored={mirrored}: the hand {angle:.3f}° off the target"
         assert miss <= 1e-4 * length, f"mirrored={mirrored}: the tail {miss:.2e} m off"
+
+
+@check
+def stretch_with_rotation_meets_both_goals() -> None:
+    """*Stretch* and *Rotation* on Blender's IK of a 2-bone arm (*IK Stretch* 0.1), the
+    forearm turned to a goal it cannot take at its rest length: converted, the chain meets
+    both goals as Blender's IK does (the forearm's tail on the target, its orientation as
+    close as Blender's own), by lengthening the upper arm and shortening the forearm."""
+    reset()
+    obj = build_arm()
+    for name in ("upper", "fore"):
+        obj.pose.bones[name].ik_stretch = 0.1
+    head = evaluated_world(obj, "upper")[:3, 3]
+    target = empty("Target", (head + np.array([0.5, 0.6, -0.2])).tolist())
+    target.rotation_euler = (0.3, -0.2, 0.5)
+    con = obj.pose.bones["fore"].constraints.new("IK")
+    con.target, con.chain_count, con.iterations = target, 2, 500
+    con.use_stretch = con.use_rotation = True
+
+    def gaps() -> tuple[float, float]:
+        bpy.context.view_layer.update()
+        got = evaluated_world(obj, "fore")
+        goal = np.array(target.matrix_world)
+        a = goal[:3, :3] / np.linalg.norm(goal[:3, :3], axis=0)
+        b = got[:3, :3] / np.linalg.norm(got[:3, :3], axis=0)
+        angle = math.degrees(math.acos(min(1.0, (float(np.trace(a.T @ b)) - 1.0) / 2.0)))
+        return float(np.linalg.norm(tail(obj, "fore") - goal[:3, 3])), angle
+
+    theirs = gaps()
+    assert theirs[0] <= 1e-3, f"Blender's IK missed by {theirs[0]:.2e} m"
+    assert bpy.ops.reach_ik.convert_constraints(direction="TO_REACH_IK") == {"FINISHED"}
+    settings = obj.pose.bones["fore"].reach_ik
+    assert settings.use_stretch
+    assert settings.use_rotation
+    for rule in ("blender", "closed_form"):
+        settings.stretch_rule = rule
+        miss, angle = gaps()
+        assert miss <= 1e-5, f"{rule}: the tail {miss:.2e} m off the target"
+        assert angle <= theirs[1] + 1e-3, f"{rule}: {angle:.4f}° off, Blender {theirs[1]:.4f}°"
 
 
 @check
