@@ -6,7 +6,7 @@ Run with the ``bpy`` module (``make bench``)::
     .venv/bin/python scripts/bench_natural.py [--zip dist/reach_ik-<version>.zip] [--out out/bench]
 
 It installs the extension zip (built with ``make extension`` when not given) the way a
-user's *Install from Disk* does, and builds fourteen rigs, each in a scene with three copies of
+user's *Install from Disk* does, and builds eighteen rigs, each in a scene with three copies of
 the armature: one with Blender's IK constraint (Standard solver, the chain's length, no
 pole), one with a Reach IK chain (the *Add Reach IK* operator), one without IK. The target
 follows the same smooth path for each (240 frames, keyed on every frame):
@@ -31,7 +31,16 @@ follows the same smooth path for each (240 frames, keyed on every frame):
   Z −40°…40°) and its elbow one-sided to 0°…150°; ``hind_leg_hip``, the hinged hind leg
   with its hip limited so; ``tail_limited`` and ``neck_limited``, every joint limited to
   ±30° in X and Z (much of the path is out of reach within the limits);
-  ``tail_hinged_limited``, the hinged tail with its other joints limited so.
+  ``tail_hinged_limited``, the hinged tail with its other joints limited so;
+* with *Rotation* on both IKs (the last bone turned to the target's orientation; Reach IK's
+  orientation weight at its default 0.5), an arm with a hand (upper arm, forearm, hand;
+  Rigify-style rolls): ``hand``, every joint free; ``hand_wrist``, the wrist limited in X
+  to −60°…60° and in Z to −25°…30°; ``hand_arm``, also the shoulder limited as above and
+  the elbow one-sided to 0°…150° — each with the target following the hand of the same
+  armature animated by FK within those limits (its place and orientation: goals a pose
+  meets on every frame); ``hand_turned``, the limited wrist, the hand on a loop at 50–90 %
+  of the reach and its rest orientation turned by a smooth wobble (up to 34°, 23° and 29°
+  about X, Y and Z).
 
 Blender's IK is read back from Blender's own evaluation (``scene.frame_set``, evaluated
 pose matrices), frame by frame. Every Reach IK method is solved through the add-on's own
@@ -40,7 +49,9 @@ takes and the live preview matches; the live pose Blender shows is read back on 
 frame per method and the largest difference reported as ``live_vs_batch_max_deg``).
 
 Per rig and solver: **reach** (share of frames whose target is within the straight
-chain's reach that the effector meets to 1e-3 × reach), the **largest joint change** in
+chain's reach that the effector meets to 1e-3 × reach, with *Rotation* the last bone also
+within 0.1° of the goal orientation; the largest angle from it is **turned off**), the
+**largest joint change** in
 one frame (any bone's local rotation, degrees), **pops** (frames where some joint turns
 more than 20°), **inversions** (frames where a joint bent at rest bends the other way, or
 the chain's bend faces away from the rest bend), the **sharpest bend** (largest angle
@@ -82,6 +93,9 @@ REACH_TOL = 1e-3
 #: Angles compared with Blender's IK to this many degrees (Blender evaluates in single
 #: precision: the same pose read back differs by a few hundredths of a degree).
 ANGLE_SLACK = 0.05
+#: With *Rotation*: a frame is reached where the last bone is also within this many degrees
+#: of the goal orientation.
+TURN_TOL_DEG = 0.1
 
 
 def _bpy() -> Any:
@@ -102,6 +116,8 @@ SHOULDER = Swing(
     (math.radians(BALL_X_DEG[0]), math.radians(BALL_X_DEG[1])),
     (math.radians(BALL_Z_DEG[0]), math.radians(BALL_Z_DEG[1])),
 )
+#: A wrist: X (flexion) in −60°…60°, Z (deviation) in −25°…30°.
+WRIST = Swing((math.radians(-60.0), math.radians(60.0)), (math.radians(-25.0), math.radians(30.0)))
 #: A tail's or neck's vertebra: X and Z in −30°…30°.
 VERTEBRA = Swing(
     (math.radians(-30.0), math.radians(30.0)), (math.radians(-30.0), math.radians(30.0))
@@ -120,6 +136,14 @@ class Rig:
     limits: tuple[tuple[float, float] | bool | Swing | None, ...]
     path: np.ndarray
     roll_up: bool = False
+    #: The last bone's goal orientations ``(FRAMES, 4)`` (wxyz, armature space): *Rotation*
+    #: on both IKs. Set by :func:`with_hand_path` for the rigs that ask for it (``hand``).
+    turns: np.ndarray | None = None
+    #: *Rotation* goals (:func:`with_hand_path`): ``"fk"``, the target follows the last
+    #: bone of the rig's own FK animation, its orientation too (goals a pose within the
+    #: limits meets on every frame); ``"turned"``, the target follows ``path`` and the last
+    #: bone's rest orientation turned by a smooth wobble; ``""``, position goals.
+    hand: str = ""
 
     @property
     def reach(self) -> float:
@@ -168,6 +192,10 @@ def rigs() -> list[Rig]:
     tail_path = _loop(tail_pts[0], np.array([0.0, 1.0, 0.0]), 1.0, 0.35, 0.95, 1.1)
     neck_pts = np.array([[0.0, 0.0, 1.5 + 0.08 * k] for k in range(8)])
     neck_path = _loop(neck_pts[0], np.array([0.0, 0.0, 1.0]), 0.56, 0.4, 0.95, 1.2)
+    hand_pts = np.vstack([arm_pts, [[0.86, 0.0, 1.39]]])  # the arm with a hand
+    hand_reach = float(np.sum(np.linalg.norm(np.diff(hand_pts, axis=0), axis=1)))
+    hand_path = _loop(hand_pts[0], np.array([1.0, 0.0, 0.0]), hand_reach, 0.5, 0.9, 0.7)
+    none_path = np.zeros((FRAMES, 3))  # (with_hand_path sets it)
     return [
         Rig("knee", knee_pts, (None, (0.0, math.radians(140.0))), knee_pts[0] * 0 + walk),
         Rig("hinge_arm", arm_pts, (None, True), arm_path, roll_up=True),
@@ -183,6 +211,17 @@ def rigs() -> list[Rig]:
         Rig("tail_limited", tail_pts, (VERTEBRA,) * 5, tail_path),
         Rig("neck_limited", neck_pts, (VERTEBRA,) * 7, neck_path),
         Rig("tail_hinged_limited", tail_pts, (VERTEBRA, True) * 2 + (VERTEBRA,), tail_path),
+        Rig("hand", hand_pts, (None, None, None), none_path, True, hand="fk"),
+        Rig("hand_wrist", hand_pts, (None, None, WRIST), none_path, True, hand="fk"),
+        Rig(
+            "hand_arm",
+            hand_pts,
+            (SHOULDER, (0.0, math.radians(150.0)), WRIST),
+            none_path,
+            True,
+            hand="fk",
+        ),
+        Rig("hand_turned", hand_pts, (None, None, WRIST), hand_path, True, hand="turned"),
     ]
 
 
@@ -238,17 +277,84 @@ def _rest_bend_sign(obj: Any, k: int) -> float:
     return float(np.sign(np.cross(p[:3, 1], m[:3, 1]) @ m[:3, 0]))
 
 
-def add_target(scene: Any, name: str, path: np.ndarray) -> Any:
+def add_target(scene: Any, name: str, path: np.ndarray, turns: np.ndarray | None = None) -> Any:
+    """An empty keyed on every frame at ``path`` (and turned to ``turns``, wxyz)."""
     bpy = _bpy()
     empty = bpy.data.objects.new(name, None)
     scene.collection.objects.link(empty)
+    empty.rotation_mode = "QUATERNION"
     empty.animation_data_create()
     action = bpy.data.actions.new(name)
     empty.animation_data.action = action
     for f, p in enumerate(path, start=1):
         empty.location = p.tolist()
         empty.keyframe_insert("location", frame=f)
+        if turns is not None:
+            empty.rotation_quaternion = turns[f - 1].tolist()
+            empty.keyframe_insert("rotation_quaternion", frame=f)
     return empty
+
+
+def _fk_turn(pb: Any, k: int, t: float) -> Any:
+    """The local rotation of bone ``k`` at phase ``t`` of :func:`with_hand_path`'s FK
+    animation: smooth, and within the bone's IK limits (six tenths of each range about its
+    middle; a hinge about X alone)."""
+    mathutils: Any = importlib.import_module("mathutils")
+
+    def swing(lo: float, hi: float, phase: float) -> float:
+        return 0.5 * (lo + hi) + 0.3 * (hi - lo) * math.sin(phase)
+
+    x_axis, y_axis, z_axis = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+    if pb.lock_ik_y and pb.lock_ik_z:
+        lo, hi = (pb.ik_min_x, pb.ik_max_x) if pb.use_ik_limit_x else (0.2, 1.2)
+        return mathutils.Quaternion(x_axis, swing(lo, hi, t + k))
+    if pb.use_ik_limit_x or pb.use_ik_limit_z:
+        ax = swing(pb.ik_min_x, pb.ik_max_x, t + 1.3 * k)
+        az = swing(pb.ik_min_z, pb.ik_max_z, 2.0 * t + 0.7 * k)
+        twist = mathutils.Quaternion(y_axis, 0.4 * math.sin(t + 0.5 * k))
+        return mathutils.Quaternion(x_axis, ax) @ mathutils.Quaternion(z_axis, az) @ twist
+    return (
+        mathutils.Quaternion(x_axis, 0.5 * math.sin(t + k))
+        @ mathutils.Quaternion(y_axis, 0.4 * math.sin(t + 0.5 * k))
+        @ mathutils.Quaternion(z_axis, 0.3 * math.sin(2.0 * t + k))
+    )
+
+
+def with_hand_path(scene: Any, rig: Rig) -> Rig:
+    """``rig`` with its *Rotation* goals (:attr:`Rig.hand`): for ``"fk"`` the target path
+    and goal orientations of its last bone as a copy of the armature animated by FK
+    (:func:`_fk_turn`) shows it, frame by frame (an animator's FK pose given to an IK hand
+    control); for ``"turned"`` the last bone's rest orientation turned by a smooth wobble
+    (up to 34° about X, 23° about Y, 29° about Z) along ``rig.path``."""
+    bpy = _bpy()
+    mathutils: Any = importlib.import_module("mathutils")
+    n = len(rig.points) - 1
+    obj = build_armature(scene, rig, f"{rig.name}_fk")
+    t = np.linspace(0.0, 2.0 * math.pi, FRAMES, endpoint=False)
+    path, turns = np.empty((FRAMES, 3)), np.empty((FRAMES, 4))
+    tip = obj.pose.bones[f"b{n - 1}"]
+    length = obj.data.bones[f"b{n - 1}"].length
+    rest = mathutils.Matrix(np.array(obj.data.bones[f"b{n - 1}"].matrix_local).tolist())
+    for f in range(FRAMES):
+        if rig.hand == "turned":  # the rest orientation turned by a wobble, in its own frame
+            wobble = mathutils.Euler(
+                (0.6 * math.sin(t[f]), 0.4 * math.sin(2.0 * t[f]), 0.5 * math.cos(t[f])), "XYZ"
+            )
+            turns[f] = np.array(rest.to_quaternion() @ wobble.to_quaternion())
+            continue
+        for k in range(n):
+            pb = obj.pose.bones[f"b{k}"]
+            pb.rotation_mode = "QUATERNION"
+            pb.rotation_quaternion = _fk_turn(pb, k, float(t[f]))
+        scene.view_layers[0].update()
+        m = np.array(tip.matrix, dtype=np.float64)
+        path[f] = (m @ np.array([0.0, length, 0.0, 1.0]))[:3]
+        axes = m[:3, :3] / np.linalg.norm(m[:3, :3], axis=0)
+        turns[f] = np.array(mathutils.Matrix(axes.tolist()).to_quaternion())
+    bpy.data.objects.remove(obj)
+    if rig.hand == "turned":
+        path = rig.path
+    return dataclasses.replace(rig, path=path, turns=turns)
 
 
 def add_reach(scene: Any, obj: Any, target: Any, tip: str, n: int, solver: str) -> None:
@@ -325,8 +431,21 @@ def measure(
     inversions = 0
     sharpest = 0.0
     prev = None
+    to_matrix = importlib.import_module(EXTENSION + ".core").rotations.to_matrix
+    goals = None if rig.turns is None else to_matrix(rig.turns)
+    turned = 0.0
     for f, (quats, mats, eff) in enumerate(frames):
-        if reachable[f] and np.linalg.norm(eff - rig.path[f]) <= REACH_TOL * rig.reach:
+        off = 0.0  # the last bone's orientation from the goal's, degrees
+        if goals is not None:
+            axes = mats[-1][:3, :3] / np.linalg.norm(mats[-1][:3, :3], axis=0)
+            cos = 0.5 * (float(np.trace(goals[f].T @ axes)) - 1.0)
+            off = math.degrees(math.acos(min(1.0, max(-1.0, cos))))
+            turned = max(turned, off)
+        if (
+            reachable[f]
+            and np.linalg.norm(eff - rig.path[f]) <= REACH_TOL * rig.reach
+            and off <= TURN_TOL_DEG
+        ):
             reached += 1
         bends = _signed_bends(mats)
         sharpest = max(sharpest, float(np.max(np.abs(bends))))
@@ -348,6 +467,7 @@ def measure(
         "pops": int(np.count_nonzero(ch > POP_DEG)),
         "inversions": inversions,
         "sharpest_bend_deg": sharpest,
+        "turned_max_deg": None if goals is None else turned,
     }
 
 
@@ -378,6 +498,7 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
     chain_spec = importlib.import_module(EXTENSION + ".ik_addon.chain_spec")
     solve_frames = importlib.import_module(EXTENSION + ".ik_addon.solve_frames")
     rig_module = importlib.import_module(EXTENSION + ".ik_addon.rig")
+    core = importlib.import_module(EXTENSION + ".core")
     results: dict[str, Any] = {}
     clock = time.perf_counter
     for rig in rigs():
@@ -386,16 +507,20 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         bpy.ops.wm.read_homefile(use_empty=True)
         scene = bpy.context.scene
         scene.frame_start, scene.frame_end = 1, FRAMES
+        if rig.hand:
+            rig = with_hand_path(scene, rig)
         objs = {}
         for kind in ("none", "blender_ik", "reach_ik"):
             obj = build_armature(scene, rig, f"{rig.name}_{kind}")
-            target = add_target(scene, f"{rig.name}_{kind}_target", rig.path)
+            target = add_target(scene, f"{rig.name}_{kind}_target", rig.path, rig.turns)
             if kind == "blender_ik":
                 con = obj.pose.bones[tip].constraints.new("IK")
                 con.target = target
                 con.chain_count = n
+                con.use_rotation = rig.turns is not None
             elif kind == "reach_ik":
                 add_reach(scene, obj, target, tip, n, methods[0])
+                obj.pose.bones[tip].reach_ik.use_rotation = rig.turns is not None
             objs[kind] = obj
         rest = read_frame(scene, objs["none"], n)
         # Blender's IK: the scene holds all three rigs; mute the others while timing one.
@@ -425,17 +550,22 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         base = affine.to_array(rig_module.base_rows(model, eye, None, origin), None)
         bases = np.repeat(base[None], FRAMES, axis=0)
         ones, zeros = np.ones(FRAMES), np.zeros(FRAMES)
+        goals = None  # the goal orientations as the target's world matrices
+        if rig.turns is not None:
+            goals = np.repeat(np.eye(4)[None], FRAMES, axis=0)
+            goals[:, :3, :3] = core.rotations.to_matrix(rig.turns)
+        weight = 0.5  # (the add-on's default orientation weight)
         batch = solve_frames.FrameInputs(
             affine.rows_of(np.repeat(np.eye(4)[None], FRAMES, axis=0)),
             None,
             origin,
             affine.vec_of(rig.path),
             None,
-            None,
+            None if goals is None else affine.rows_of(goals),
             None,
             ones,
             zeros,
-            zeros,
+            weight * ones,
             frame_count=FRAMES,
         )
         check: dict[str, float] = {}
@@ -447,8 +577,9 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
             for f in range(timed_frames):
                 k = (f * FRAMES) // timed_frames
                 t0 = clock()
+                goal = None if goals is None else affine.rows_of(goals[k])
                 one = solve_frames.FrameInputs(
-                    eye, None, origin, rig.path[k].tolist(), None, None, None, 1.0, 0.0, 0.0
+                    eye, None, origin, rig.path[k].tolist(), None, goal, None, 1.0, 0.0, weight
                 )
                 solve_frames.solve_chain_frames(model, fixed, one)
                 samples.append(clock() - t0)
@@ -485,6 +616,10 @@ def verdict(results: dict[str, Any]) -> dict[str, Any]:
                 and row["inversions"] <= ref["inversions"]
                 and row["sharpest_bend_deg"] <= ref["sharpest_bend_deg"] + ANGLE_SLACK
                 and row["reach"] >= ref["reach"]
+                and (
+                    row["turned_max_deg"] is None
+                    or row["turned_max_deg"] <= ref["turned_max_deg"] + ANGLE_SLACK
+                )
             )
             for kind, row in rig["rows"].items()
             if kind != "blender_ik"
@@ -495,17 +630,22 @@ def verdict(results: dict[str, Any]) -> dict[str, Any]:
 def markdown(results: dict[str, Any], ok: dict[str, Any]) -> str:
     lines = [
         "| rig | solver | reach | max change (°/frame) | median change | pops > 20° | "
-        "inversions | sharpest bend (°) | cost (ms/frame) | live vs batch (°) | ≥ Blender IK |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "inversions | sharpest bend (°) | turned off (°, max) | cost (ms/frame) | "
+        "live vs batch (°) | ≥ Blender IK |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for name, rig in results.items():
         for kind, row in rig["rows"].items():
             mark = "ref" if kind == "blender_ik" else ("yes" if ok[name][kind] else "**no**")
             live = rig["live_vs_batch_max_deg"].get(kind)
+            off = row["turned_max_deg"]
+            turned = "–" if off is None else f"{off:.2f}"
             lines.append(
                 f"| {name} ({rig['bones']}) | {kind} | {100 * row['reach']:.1f} % | "
                 f"{row['max_change_deg']:.1f} | {row['median_change_deg']:.2f} | {row['pops']} | "
-                f"{row['inversions']} | {row['sharpest_bend_deg']:.1f} | {row['cost_ms']:.3f} | "
+                f"{row['inversions']} | {row['sharpest_bend_deg']:.1f} | "
+                f"{turned} | "
+                f"{row['cost_ms']:.3f} | "
                 f"{'–' if live is None else f'{live:.3f}'} | {mark} |"
             )
     return "\n".join(lines) + "\n"
