@@ -176,6 +176,7 @@ def wrist_scales(chain: Chain, targets: FloatArray, goals: FloatArray) -> FloatA
         square = np.einsum("ij,ij->i", wrist, wrist) - upper * upper
         room = along * along - square
         x = np.where(room >= 0.0, along - np.sign(along) * np.sqrt(np.abs(room)), along)
+        x = np.where(change(distance(np.zeros(size))) != 0.0, x, 0.0)
     elif w_last > 0.0:
 
         def cost(x: FloatArray) -> FloatArray:  # f(x), the weighted squared change

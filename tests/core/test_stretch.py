@@ -270,14 +270,16 @@ def test_orientation_goals_take_the_least_weighted_change_of_length(chain: Chain
         np.testing.assert_allclose(changes[:-1] / w3[:-1], changes[0] / w3[0], atol=1e-12)
 
 
-def test_orientation_goals_the_chain_meets_keep_the_lengths() -> None:
+@pytest.mark.parametrize("weights", [[0.1, 0.3, 0.2], [0.0, 0.0, 0.5]], ids=["all", "last"])
+def test_orientation_goals_the_chain_meets_keep_the_lengths(weights: list[float]) -> None:
     """Goals of poses the unstretched chain takes (forward kinematics of random poses):
-    nothing changes length."""
+    nothing changes length — also where only the last link may stretch."""
+    chain = Chain(WRISTED.offsets, WRISTED.rest_rotations, WRISTED.limits, stretch=weights)
     rng = np.random.default_rng(2)
-    poses = rot.normalize(rng.normal(size=(20, WRISTED.n_joints, 4)))
-    positions, frames = forward_kinematics(WRISTED, poses)
+    poses = rot.normalize(rng.normal(size=(20, chain.n_joints, 4)))
+    positions, frames = forward_kinematics(chain, poses)
     result = solve(
-        WRISTED,
+        chain,
         positions[:, -1],
         target_rotation=frames[:, -1],
         position_weight=0.5,
@@ -285,7 +287,7 @@ def test_orientation_goals_the_chain_meets_keep_the_lengths() -> None:
     )
     assert result.scales is not None
     np.testing.assert_array_equal(result.scales, 1.0)
-    assert result.error.max() <= 1e-9 * WRISTED.reach
+    assert result.error.max() <= 1e-9 * chain.reach
 
 
 def test_orientation_goals_with_soft_reach_keep_the_targets_rule() -> None:
