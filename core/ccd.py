@@ -128,6 +128,7 @@ from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
 from .triangulation import solve_triangulation
+from .triangulation_fallback import searches_for_them
 from .wrist import seeded_by_wrist, seeds_from_wrist
 
 
@@ -188,10 +189,12 @@ def solve_batch(problem: Problem) -> Solution:
 
     With the triangulation seed, targets it meets (or, beyond reach, gets as near as
     possible) keep it as their answer with 0 iterations; CCD solves the others from the
-    start pose, from which it does better on limited chains than from the seed; the seed
-    is kept instead where it is closer to the target by more than the tolerance. On a
-    limited chain, targets within its length still missed take triangulation within the
-    limits unless CCD's pose is materially closer (:func:`core.ccd_seed.within_limits`)."""
+    start pose, from which it does better on limited chains than from the seed (without
+    the coarse sweep but on chains with cones:
+    :func:`core.triangulation_fallback.searches_for_them`); the seed is kept instead where
+    it is closer to the target by more than the tolerance. On a limited chain, targets
+    within its length still missed take triangulation within the limits unless CCD's pose
+    is materially closer (:func:`core.ccd_seed.within_limits`)."""
     seeded = ccd_seed.seed(problem)
     if seeded is None:
         return _iterate_batch(problem)
@@ -217,6 +220,9 @@ def solve_batch(problem: Problem) -> Solution:
                 else problem.target_rotations[rows],
                 poles=None if problem.poles is None else problem.poles[rows],
                 initial=problem.initial[rows],
+                options=problem.options.replace(sweep_steps=0)
+                if searches_for_them(chain)
+                else problem.options,
             )
         )
         # The seed stays where it is closer by more than the tolerance (an admissible pose

@@ -35,6 +35,7 @@ from .kinematics import forward_kinematics_floats
 from .matrix9 import M9, _orthonormalize, quaternion_of
 from .problem import Problem
 from .result import Solution
+from .triangulation_fallback import searches_for_them
 from .triangulation_limits import ends_in_hinge
 
 
@@ -90,16 +91,16 @@ def _as_goal(problem: Problem, s: ccd_setup._Setup, target: Vec) -> _Goal:
 
 
 def _iterate(
-    s: ccd_setup._Setup, problem: Problem, goal: _Goal, Q: list[M9], g: float
+    s: ccd_setup._Setup, problem: Problem, goal: _Goal, Q: list[M9], g: float, steps: int
 ) -> tuple[list[M9], int]:
-    """The CCD iterations and coarse sweeps of :func:`core.ccd.solve_batch` for one target
-    from the rotations ``Q`` (objective ``g``, goal not yet met).
+    """The CCD iterations and coarse sweeps (``steps`` coarse angles, ``0``: none) of
+    :func:`core.ccd.solve_batch` for one target from the rotations ``Q`` (objective ``g``,
+    goal not yet met).
 
     Returns the solved local rotations (renormalised) and the iterations used.
     """
     f = _facts(problem.chain)
     cap = problem.options.max_iterations
-    steps = problem.options.sweep_steps
     iterations = 0
     sweepable = f.joints[::-1]
     next_joint = failures = 0
@@ -156,7 +157,12 @@ def solve_one_target(problem: Problem) -> Solution:
     g, reached, positions, rots = _start_score(s, chain, goal, problem.initial[0].tolist())
     iterations = 0
     if not reached:
-        Q, iterations = _iterate(s, problem, goal, [qmatrix(q) for q in rots], g)
+        # (after the seed, the coarse sweep only where triangulation does not stand in for
+        # it, as core.ccd.solve_batch)
+        steps = problem.options.sweep_steps
+        if pos_s is not None and searches_for_them(chain):
+            steps = 0
+        Q, iterations = _iterate(s, problem, goal, [qmatrix(q) for q in rots], g, steps)
         rots = [quaternion_of(m) for m in Q]
         if problem.target_rotations is None or problem.options.position_weight >= 1.0:
             positions = forward_kinematics_floats(chain, rots)[0]

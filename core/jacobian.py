@@ -97,7 +97,7 @@ from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
 from .triangulation import solve_triangulation
-from .triangulation_fallback import triangulation_where_closer
+from .triangulation_fallback import searches_for_them, triangulation_where_closer
 from .wrist import seeded_by_wrist, seeds_from_wrist
 
 #: Chains longer than this are solved at unit reach (:func:`_at_unit_reach`).
@@ -142,7 +142,7 @@ def _own_solve(problem: Problem, rule: RuleName) -> Solution:
             return sol  # (what follows acts on missed position goals only)
     else:
         sol = _batched(problem, rule, start_rotations(problem))
-    if seeded(problem):
+    if seeded(problem) and not searches_for_them(problem.chain):
         sol = _second_attempt(problem, rule, sol)
     if (
         problem.options.jacobian_start == "triangulation"
@@ -153,41 +153,15 @@ def _own_solve(problem: Problem, rule: RuleName) -> Solution:
     return sol
 
 
-def _missed(problem: Problem, sol: Solution) -> tuple[NDArray[np.intp], FloatArray]:
-    """Targets within reach that ``sol`` left unreached, and every target's error."""
-    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
-    missed = (error > problem.tolerance) & (
-        np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
-    )
-    return np.flatnonzero(missed), error
-
-
-def _within_limits(problem: Problem, sol: Solution) -> Solution:
-    """Position goals within reach on a limited chain that the iteration left unreached
-    (from the seed and the given start, or from the given start alone for stiffness or a
-    posture bias): triangulation within the limits (:mod:`core.triangulation_limits`,
-    admissible; it costs milliseconds, so it runs only here), taken unless the iteration's
-    pose comes closer by more than a margin (:func:`core.triangulation_fallback.as_close`),
-    also beyond the length of a chain that ends in a hinge
-    (:func:`core.triangulation_limits.beyond_limb`); the rule is
-    :func:`core.triangulation_fallback.triangulation_where_closer`.
-    ``jacobian_start="initial"`` (the references' protocol) has no such fallback."""
-    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
-    fallback = triangulation_where_closer(problem, error)
-    if fallback is None:
-        return sol
-    tri = fallback.solution
-    if sol.effector_rotation is not None:
-        tri = replace(
-            tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
-        )
-    return _take_rows(sol, fallback.rows, fallback.chosen, tri)
-
-
 def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
     """Targets within reach that the seeded start left unreached (a local minimum under
-    limits) are solved again from the given start; the closer pose of the two is kept."""
-    rows, error = _missed(problem, sol)
+    limits) are solved again from the given start; the closer pose of the two is kept. On
+    chains with cone limits only (:func:`core.triangulation_fallback.searches_for_them`)."""
+    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    rows = np.flatnonzero(
+        (error > problem.tolerance)
+        & (np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach)
+    )
     if rows.size == 0:
         return sol
     again = replace(
@@ -200,6 +174,28 @@ def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution
     other = _own_solve(again, rule)
     other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
     return _take_rows(sol, rows, other_error < error[rows], other)
+
+
+def _within_limits(problem: Problem, sol: Solution) -> Solution:
+    """Position goals within reach on a limited chain that the iteration left unreached
+    (from the seed — and on a chain with cones again from the given start,
+    :func:`_second_attempt` — or from the given start for stiffness or a posture bias):
+    triangulation within the limits (:mod:`core.triangulation_limits`, admissible; it costs
+    milliseconds, so it runs only here), taken unless the iteration's pose comes closer by
+    more than a margin (:func:`core.triangulation_fallback.as_close`), also beyond the
+    length of a chain that ends in a hinge (:func:`core.triangulation_limits.beyond_limb`);
+    the rule is :func:`core.triangulation_fallback.triangulation_where_closer`.
+    ``jacobian_start="initial"`` (the references' protocol) has no such fallback."""
+    error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
+    fallback = triangulation_where_closer(problem, error)
+    if fallback is None:
+        return sol
+    tri = fallback.solution
+    if sol.effector_rotation is not None:
+        tri = replace(
+            tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
+        )
+    return _take_rows(sol, fallback.rows, fallback.chosen, tri)
 
 
 def _take_rows(

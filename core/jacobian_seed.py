@@ -22,8 +22,9 @@
   search's pose: the iteration from there ended no closer on ``bench_solvers``' ball
   chains, and took 3–45 ms a target on the 5-bone one; ``docs/jacobian.md``). Targets still missed
   take triangulation within the limits unless the iteration's pose is materially closer
-  (:func:`core.jacobian._within_limits`); where the seeded start misses, the iteration also
-  runs from the given start (:func:`core.jacobian._second_attempt`). The seed
+  (:func:`core.jacobian._within_limits`); on a chain with cone limits the iteration first
+  also runs from the given start where the seeded start misses
+  (:func:`core.jacobian._second_attempt`). The seed
   depends only on the problem's inputs (target, pole, start pose, options), so the answer
   stays a function of the frame's inputs. Orientation and pose goals, chains with
   stiffness and a posture bias start from the given pose: triangulation's pass pursues

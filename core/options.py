@@ -65,7 +65,9 @@ class SolveOptions:
             :func:`core.triangulation_limits_single.spreads_within_limits`). On one or two
             links both are the same pose (the paper's triangle).
         sweep_steps: CCD: when it stalls in a local minimum, sweep one joint over this many
-            coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables.
+            coarse angles while solving the others (Fedulin & Zhukov); ``0`` disables. After
+            the triangulation seed only on chains with cone limits (``docs/ccd.md``, *The
+            coarse sweep*); from the given start and on goals with an orientation part.
         step: Jacobian methods: β, the fraction of the error to remove per update.
         max_step_deg: Jacobian methods: clamp on the largest joint change per update.
         damping: ``jacobian_dls``: damping λ (chain units); with ``adaptive_damping`` the

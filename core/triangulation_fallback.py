@@ -30,6 +30,13 @@ materially closer, so the rule always takes it: the one-target path
 (:meth:`core.Solver.pose`) then answers with it without running the method
 (:func:`core.solver._closest`).
 
+Because the fallback follows, CCD's coarse sweep and the Jacobian methods' second run
+from the start pose (searches beyond the seed for a target it misses) run only on chains
+with the paper's cone limits (:func:`searches_for_them`), where the fallback misses
+targets they reach; on chains without cones (every chain Blender's limits make) it found
+what they found (``docs/ccd.md``, *The coarse sweep*; ``docs/jacobian.md``, *Misses under
+limits*).
+
 The sub-problem is position only (``target_rotations=None``) with the rows' targets,
 poles and start poses. How a caller merges the rows it wins (quaternion sign, iteration
 counts, a :class:`~core.result.Solution`'s extra fields) stays with the caller.
@@ -42,6 +49,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from .chain import Chain
 from .problem import Problem
 from .result import Solution
 from .rotations import FloatArray
@@ -67,6 +75,12 @@ class Fallback:
     def taken(self) -> NDArray[np.intp]:
         """The caller's rows that take triangulation's pose (``rows[chosen]``)."""
         return self.rows[self.chosen]
+
+
+def searches_for_them(chain: Chain) -> bool:
+    """Whether triangulation within the limits stands in for a seeded method's own search
+    beyond the seed on ``chain`` (module docstring): no joint has a cone limit."""
+    return all(lim.cone is None for lim in chain.limits)
 
 
 def as_close(error: FloatArray, other_error: FloatArray, tolerance: float) -> NDArray[np.bool_]:

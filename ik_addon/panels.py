@@ -295,10 +295,11 @@ class REACH_IK_PT_bone_advanced(bpy.types.Panel):
         if pb is None:
             return
         s = pb.reach_ik
-        active = s.solver if s.pole is None else ""
+        # (the bend plane matters without a pole; CCD sweeps only goals with Rotation)
+        needs = {"bend_plane": s.pole is None, "sweep_steps": s.use_rotation}
         for name, readers in _READERS.items():
             row = layout.row()
-            row.active = s.solver in readers and (name != "bend_plane" or bool(active))
+            row.active = s.solver in readers and needs.get(name, True)
             row.prop(s, name)
 
 

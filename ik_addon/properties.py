@@ -404,7 +404,9 @@ class ReachIKBoneSettings(bpy.types.PropertyGroup):
     )
     sweep_steps: IntProperty(  # type: ignore[valid-type]
         name="CCD Sweep",
-        description="CCD: when stuck, sweep one joint over this many angles; 0 = off",
+        description=(
+            "CCD with Rotation: when stuck, sweep one joint over this many angles; 0 = off"
+        ),
         default=12,
         min=0,
         max=360,

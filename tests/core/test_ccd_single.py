@@ -302,12 +302,13 @@ def test_reach_under_limits() -> None:
     assert reached / count >= REACHED_UNDER_LIMITS, reached / count
 
 
-@pytest.mark.parametrize("start", ["triangulation", "initial"])
-def test_coarse_sweep_in_floats_equals_the_reference(start: str) -> None:
+def test_coarse_sweep_in_floats_equals_the_reference() -> None:
     """Where CCD stalls on a limited chain it sweeps one joint over coarse angles while CCD
     solves the others: the float path does that itself (``coarse_sweep``) with the
     reference's iterations and pose, to 1e-9 where the run ends before the cap and 1e-6
-    where it is capped (as :func:`test_float_path_equals_the_batched_reference`)."""
+    where it is capped (as :func:`test_float_path_equals_the_batched_reference`). From the
+    given start: with the triangulation seed there is no sweep
+    (:func:`test_with_the_seed_a_missed_position_goal_is_not_swept`)."""
     from unittest import mock
 
     from core import ccd_single_sweep
@@ -320,7 +321,7 @@ def test_coarse_sweep_in_floats_equals_the_reference(start: str) -> None:
 
     chain = shoulder_chain(5)
     rng = np.random.default_rng(3)
-    opts = SolveOptions(ccd_start=start, max_iterations=60)  # type: ignore[arg-type]
+    opts = SolveOptions(ccd_start="initial", max_iterations=60)
     for _ in range(24):
         target = rng.normal(size=3) * chain.reach * 0.5
         p = problem(chain, target, opts)
@@ -332,3 +333,78 @@ def test_coarse_sweep_in_floats_equals_the_reference(start: str) -> None:
             assert fast.iterations.tolist() == ref.iterations.tolist()
         assert np.allclose(fast.positions, ref.positions, atol=tol * chain.reach, rtol=0.0)
     assert len(sweeps) >= 3  # (not vacuous: stalls were swept)
+
+
+def test_with_the_seed_a_missed_position_goal_is_not_swept() -> None:
+    """With the triangulation seed, CCD solves a position goal the seed misses on a chain
+    without cones from the start pose without the coarse sweep (the seed's search within
+    the limits looked for a closer pose already): on both paths the answer is the same for
+    every ``sweep_steps`` and no sweep runs, where from the given start alone the same
+    targets are swept. On a chain with cone limits it still sweeps, and reaches a target
+    that it misses without (a chain of issue 11's property test, the FK of an admissible
+    pose)."""
+    from unittest import mock
+
+    from core import ccd, ccd_single_sweep, ccd_sweep
+
+    swept = []
+
+    def single(*args: object) -> object:
+        swept.append("single")
+        return ccd_single_sweep.coarse_sweep(*args)  # type: ignore[arg-type]
+
+    def batch(*args: object) -> object:
+        swept.append("batch")
+        return ccd_sweep._coarse_sweep(*args)  # type: ignore[arg-type]
+
+    chain = shoulder_chain(5)
+    rng = np.random.default_rng(3)
+    targets = [rng.normal(size=3) * chain.reach * 0.5 for _ in range(24)]
+    patches = (
+        mock.patch.object(ccd_single, "coarse_sweep", single),
+        mock.patch.object(ccd, "_coarse_sweep", batch),
+    )
+    missed = 0
+    with patches[0], patches[1]:
+        for target in targets:
+            answers = []
+            for steps in (0, 12):
+                p = problem(chain, target, SolveOptions(sweep_steps=steps, max_iterations=60))
+                answers += [solve_ccd(p).positions, solve_batch(p).positions]
+            for other in answers[1:]:
+                assert np.allclose(other, answers[0], atol=1e-9 * chain.reach, rtol=0.0)
+            missed += bool(np.linalg.norm(answers[0][0, -1] - target) > 1e-6 * chain.reach)
+        assert missed >= 3  # (not vacuous: the seed missed those)
+        assert swept == []
+        for target in targets:
+            p = problem(chain, target, SolveOptions(ccd_start="initial", max_iterations=60))
+            solve_ccd(p), solve_batch(p)
+    assert "single" in swept
+    assert "batch" in swept
+    cones = Chain(
+        [[0.0, 1.113413029930394, 0.0], [0.0, 1.5434327453967374, 0.0]],
+        [
+            [0.2522419521498967, -0.8725496526378733, 0.0, 0.4183671847278845],
+            [0.050797719846870655, 0.4001991583367665, 0.0, -0.9150192486089582],
+        ],
+        [
+            JointLimits(cone=1.0540503906572547),
+            JointLimits(cone=1.5, lock=(False, False, True), ranges=(None, (-0.5, 0.5), None)),
+        ],
+    )
+    target = np.array([-0.4763079241300733, -1.5319748474476211, 0.9724105087400359])
+    errors = {}
+    for steps in (0, 12):
+        p = problem(cones, target, SolveOptions(sweep_steps=steps))
+        for path in (solve_ccd, solve_batch):
+            swept.clear()
+            with (
+                mock.patch.object(ccd_single, "coarse_sweep", single),
+                mock.patch.object(ccd, "_coarse_sweep", batch),
+            ):
+                errors[steps, path] = np.linalg.norm(path(p).positions[0, -1] - target)
+            assert bool(swept) == (steps > 0)
+    tolerance = 1e-6 * cones.reach
+    assert errors[12, solve_ccd] <= tolerance
+    assert errors[12, solve_batch] <= tolerance
+    assert errors[0, solve_ccd] > 100 * tolerance  # (not vacuous: the sweep reached it)

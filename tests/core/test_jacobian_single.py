@@ -243,6 +243,83 @@ def test_a_target_triangulation_misses_starts_from_its_closest_pose() -> None:
     assert missed >= 5  # (not vacuous)
 
 
+@pytest.mark.parametrize("method", ["jacobian_transpose", "jacobian_pinv", "jacobian_dls"])
+def test_a_seeded_target_that_stays_missed_is_iterated_once(method: str) -> None:
+    """A position goal the seeded iteration misses on a limited chain without cones is not
+    iterated again from the given start: one run of the iteration (the seeded one) per
+    target, on the one-target path and in a batch, then triangulation within the limits
+    where closer (the answer no farther than triangulation's). ``bench_solvers``' 5-bone
+    ball chain, targets in random directions within its length."""
+    from unittest import mock
+
+    from limited_chains import anywhere_within, shoulder_chain
+
+    from core import Solver, jacobian
+
+    chain = shoulder_chain(5)
+    targets = anywhere_within(np.random.default_rng(8), chain, 60)
+    triangulation = Solver(chain, "triangulation")
+    runs: list[int] = []
+    single, batched = jacobian.solve_single, jacobian._batched
+
+    def one(*args: object) -> object:
+        runs.append(1)
+        return single(*args)  # type: ignore[arg-type]
+
+    def many(problem: Problem, *args: object) -> object:
+        runs.append(problem.size)
+        return batched(problem, *args)  # type: ignore[arg-type]
+
+    missed = 0
+    with (
+        mock.patch.object(jacobian, "solve_single", one),
+        mock.patch.object(jacobian, "_batched", many),
+    ):
+        for target in targets:
+            runs.clear()
+            ours = solve(chain, target, method=method).positions[-1]
+            assert runs == [1]
+            closest = np.array(triangulation.solve_one(target.tolist())[1][-1])
+            error, bound = np.linalg.norm(ours - target), np.linalg.norm(closest - target)
+            assert error <= bound + 1e-9 * chain.reach
+            missed += bool(bound > 1e-6 * chain.reach)
+        runs.clear()
+        solve(chain, targets, method=method)
+        assert runs == [len(targets)]
+    assert missed >= 2  # (not vacuous)
+
+
+@pytest.mark.parametrize("method", ["jacobian_pinv", "jacobian_dls"])
+def test_on_a_chain_with_cones_a_missed_seeded_target_is_solved_again(method: str) -> None:
+    """On a chain with the paper's cone limits, a target within reach that the seeded
+    iteration leaves unreached (and triangulation within the limits too) is solved again
+    from the given start, which reaches it: two runs of the iteration. A chain of issue
+    11's property test (two cones of 1.5 rad, Lock IK Z, twist within ±0.5 rad), the FK of
+    an admissible pose."""
+    from unittest import mock
+
+    from core import jacobian
+
+    lim = JointLimits(cone=1.5, lock=(False, False, True), ranges=(None, (-0.5, 0.5), None))
+    chain = Chain(
+        [[0.0, 0.47052144559369513, 0.0], [0.0, 1.122415657823053, 0.0]],
+        [[math.sqrt(0.5), math.sqrt(0.5), 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]],
+        [lim, lim],
+    )
+    target = np.array([0.11765833111645811, 1.5770911423915184, -0.10407382259793282])
+    runs: list[int] = []
+    single = jacobian.solve_single
+
+    def one(*args: object) -> object:
+        runs.append(1)
+        return single(*args)  # type: ignore[arg-type]
+
+    with mock.patch.object(jacobian, "solve_single", one):
+        result = solve(chain, target, method=method)
+    assert runs == [1, 1]
+    assert float(np.linalg.norm(result.positions[-1] - target)) <= 1e-6 * chain.reach
+
+
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("updates", [1, 2, 5])
 def test_seeded_float_path_updates_equal_the_batched_path(rule: str, updates: int) -> None:
