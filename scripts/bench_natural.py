@@ -45,7 +45,8 @@ follows the same smooth path for each (240 frames, keyed on every frame):
 Blender's IK is read back from Blender's own evaluation (``scene.frame_set``, evaluated
 pose matrices), frame by frame. Every Reach IK method is solved through the add-on's own
 solve path for all 240 frames at once (``solve_frames.solve_chain_frames``, the path a bake
-takes and the live preview matches; the live pose Blender shows is read back on every
+takes and the live preview matches, from the target as Blender evaluates it on each frame —
+single precision, as a bake reads it; the live pose Blender shows is read back on every
 frame per method and the largest difference reported as ``live_vs_batch_max_deg``).
 
 Per rig and solver: **reach** (share of frames whose target is within the straight
@@ -498,7 +499,6 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
     chain_spec = importlib.import_module(EXTENSION + ".ik_addon.chain_spec")
     solve_frames = importlib.import_module(EXTENSION + ".ik_addon.solve_frames")
     rig_module = importlib.import_module(EXTENSION + ".ik_addon.rig")
-    core = importlib.import_module(EXTENSION + ".core")
     results: dict[str, Any] = {}
     clock = time.perf_counter
     for rig in rigs():
@@ -513,6 +513,8 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         for kind in ("none", "blender_ik", "reach_ik"):
             obj = build_armature(scene, rig, f"{rig.name}_{kind}")
             target = add_target(scene, f"{rig.name}_{kind}_target", rig.path, rig.turns)
+            if kind == "reach_ik":
+                reach_target = target
             if kind == "blender_ik":
                 con = obj.pose.bones[tip].constraints.new("IK")
                 con.target = target
@@ -525,6 +527,9 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         rest = read_frame(scene, objs["none"], n)
         # Blender's IK: the scene holds all three rigs; mute the others while timing one.
         frames: list[Any] = []
+        # the target's world matrix on each frame, as Blender evaluates it (single
+        # precision): the inputs live solving and a bake read
+        seen = np.empty((FRAMES, 4, 4))
         times: dict[str, list[float]] = {"none": [], "blender_ik": []}
         con = objs["blender_ik"].pose.bones[tip].constraints[0]
         reach_settings = objs["reach_ik"].pose.bones[tip].reach_ik
@@ -537,6 +542,7 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
                 times[kind].append(clock() - t0)
                 if kind == "blender_ik":
                     frames.append(read_frame(scene, objs["blender_ik"], n))
+            seen[f - 1] = np.array(reach_target.matrix_world)
         con.mute = False
         base_cost = statistics.median(times["none"])
         rows: dict[str, Any] = {}
@@ -552,14 +558,13 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
         ones, zeros = np.ones(FRAMES), np.zeros(FRAMES)
         goals = None  # the goal orientations as the target's world matrices
         if rig.turns is not None:
-            goals = np.repeat(np.eye(4)[None], FRAMES, axis=0)
-            goals[:, :3, :3] = core.rotations.to_matrix(rig.turns)
+            goals = seen
         weight = 0.5  # (the add-on's default orientation weight)
         batch = solve_frames.FrameInputs(
             affine.rows_of(np.repeat(np.eye(4)[None], FRAMES, axis=0)),
             None,
             origin,
-            affine.vec_of(rig.path),
+            affine.vec_of(seen[:, :3, 3]),
             None,
             None if goals is None else affine.rows_of(goals),
             None,
@@ -579,7 +584,7 @@ def run(methods: list[str], timed_frames: int) -> dict[str, Any]:
                 t0 = clock()
                 goal = None if goals is None else affine.rows_of(goals[k])
                 one = solve_frames.FrameInputs(
-                    eye, None, origin, rig.path[k].tolist(), None, goal, None, 1.0, 0.0, weight
+                    eye, None, origin, seen[k, :3, 3].tolist(), None, goal, None, 1.0, 0.0, weight
                 )
                 solve_frames.solve_chain_frames(model, fixed, one)
                 samples.append(clock() - t0)
