@@ -153,27 +153,13 @@ def _own_solve(problem: Problem, rule: RuleName) -> Solution:
     return sol
 
 
-def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
-    """Targets within reach that the seeded start left unreached (a local minimum under
-    limits) are solved again from the given start; the closer pose of the two is kept. On
-    chains with cone limits only (:func:`core.triangulation_fallback.searches_for_them`)."""
+def _missed(problem: Problem, sol: Solution) -> tuple[NDArray[np.intp], FloatArray]:
+    """Targets within reach that ``sol`` left unreached, and every target's error."""
     error = np.linalg.norm(sol.positions[:, -1, :] - problem.targets, axis=-1)
-    rows = np.flatnonzero(
-        (error > problem.tolerance)
-        & (np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach)
+    missed = (error > problem.tolerance) & (
+        np.linalg.norm(problem.targets, axis=-1) <= problem.chain.reach
     )
-    if rows.size == 0:
-        return sol
-    again = replace(
-        problem,
-        targets=problem.targets[rows],
-        poles=None if problem.poles is None else problem.poles[rows],
-        initial=problem.initial[rows],
-        options=problem.options.replace(jacobian_start="initial"),
-    )
-    other = _own_solve(again, rule)
-    other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
-    return _take_rows(sol, rows, other_error < error[rows], other)
+    return np.flatnonzero(missed), error
 
 
 def _within_limits(problem: Problem, sol: Solution) -> Solution:
@@ -196,6 +182,25 @@ def _within_limits(problem: Problem, sol: Solution) -> Solution:
             tri, effector_rotation=forward_kinematics(problem.chain, tri.rotations)[1][:, -1]
         )
     return _take_rows(sol, fallback.rows, fallback.chosen, tri)
+
+
+def _second_attempt(problem: Problem, rule: RuleName, sol: Solution) -> Solution:
+    """Targets within reach that the seeded start left unreached (a local minimum under
+    limits) are solved again from the given start; the closer pose of the two is kept. On
+    chains with cone limits only (:func:`core.triangulation_fallback.searches_for_them`)."""
+    rows, error = _missed(problem, sol)
+    if rows.size == 0:
+        return sol
+    again = replace(
+        problem,
+        targets=problem.targets[rows],
+        poles=None if problem.poles is None else problem.poles[rows],
+        initial=problem.initial[rows],
+        options=problem.options.replace(jacobian_start="initial"),
+    )
+    other = _own_solve(again, rule)
+    other_error = np.linalg.norm(other.positions[:, -1, :] - again.targets, axis=-1)
+    return _take_rows(sol, rows, other_error < error[rows], other)
 
 
 def _take_rows(
