@@ -378,7 +378,8 @@ def test_with_the_seed_a_missed_position_goal_is_not_swept() -> None:
         assert swept == []
         for target in targets:
             p = problem(chain, target, SolveOptions(ccd_start="initial", max_iterations=60))
-            solve_ccd(p), solve_batch(p)
+            solve_ccd(p)
+            solve_batch(p)
     assert "single" in swept
     assert "batch" in swept
     cones = Chain(
