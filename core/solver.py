@@ -559,20 +559,21 @@ class Solver:
         assert self._upper is not None
         t, p = _single_inputs(self.chain, target, pole)
         upper = self._upper.pose
+        tolerance = self._upper.options.tolerance
+        assert tolerance is not None  # (set when made)
         rotations, points, angle = pose_floats(
             self.chain,
             lambda at, p_: upper(at, p_)[:2],
             t,
             _quaternion_floats("target_rotation", goal),
             p,
+            tolerance,
+            self.options.angle_tolerance,
         )
-        if self._seeds:
-            tolerance = self._upper.options.tolerance
-            assert tolerance is not None  # (set when made)
-            if not (
-                math.dist(points[-1], t) <= tolerance and angle <= self.options.angle_tolerance
-            ):
-                return None
+        if self._seeds and not (
+            math.dist(points[-1], t) <= tolerance and angle <= self.options.angle_tolerance
+        ):
+            return None
         return Pose(rotations, [list(v) for v in points], None)
 
     def poses(

@@ -13,18 +13,25 @@ met the way an animator's IK hand control meets it, the orientation first:
    removed as :class:`core.Solver` removes it from a position-only pose
    (:func:`core.untwist.untwist`);
 3. the last joint takes the turn that gives its frame ``R``:
-   ``q_{n−1} = (W_{n−2} · rest_{n−1})⁻¹ · R``; where its limits refuse that turn, the
-   chain without it first swivels about the root–wrist line (which keeps the wrist) by the
-   least angle at which they allow it (:func:`swivel`; the root's limits permitting; not
-   with a pole, which sets that line's plane itself), and where no swivel does, the turn
-   is kept within them (:meth:`core.limits.JointLimits.project`).
+   ``q_{n−1} = (W_{n−2} · rest_{n−1})⁻¹ · R``; where its limits refuse that turn (not
+   with a pole, which sets the root–wrist line's plane itself; a last ball joint with
+   limits and a root that can turn about that line, :func:`_swivels`), the pose with that
+   turn kept within them is refined on both goals together (:func:`refined`: Gauss–Newton
+   steps of the Jacobian methods' iteration, which moves every joint a little, as an
+   animator's IK does); where that misses, the chain without the last joint swivels about
+   the root–wrist line (which keeps the wrist) by the least angle at which the limits
+   allow the turn (:func:`swivel`; the root's limits permitting), and where no swivel
+   does, the turn is kept within them (:meth:`core.limits.JointLimits.project`).
 
-Where the wrist is within reach and the last joint can take the turn (with the swivel),
-both goals are met exactly (to the method's tolerance); elsewhere the orientation is kept
-as near as the last joint allows and the effector lies off the target by what the wrist
-misses. The weight between the two goals (``position_weight``) is not traded: at ``1`` the
-goal is position only, below it the orientation comes first. A chain of one joint only
-turns.
+The refinement starts from the pose the rule gives without it, a function of the goal
+alone, and moves it by as little as its steps need; the least swivel jumps where the
+nearest allowed angle switches sides (a hand turning on a loop: 5 frames, up to 137°,
+``docs/natural.md``). Where the wrist is within reach and the last joint can take the turn,
+both goals are met (to the method's tolerance; refined, to ``angle_tolerance``); elsewhere
+the orientation is kept as near as the last joint allows and the effector lies off the
+target by what the wrist misses. The weight between the two goals (``position_weight``)
+is not traded: at ``1`` the goal is position only, below it the orientation comes first.
+A chain of one joint only turns.
 
 The rule needs a last joint that can swing its link both ways (:func:`takes_orientation`:
 free, or a ball joint whose X and Z are not locked; ranges and a locked twist are fine).
@@ -55,6 +62,7 @@ per-call cost would be most of the solve).
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable
@@ -139,6 +147,7 @@ def solve_with_wrist(method: Callable[[Problem], Solution], problem: Problem) ->
     goal = problem.target_rotations
     assert goal is not None  # (pursues_orientation)
     n = chain.n_joints
+    refined_rows: dict[int, list[Quat]] = {}  # (the poses refined on both goals, by row)
     if n == 1:
         upper_rotations = np.empty((problem.size, 0, 4))
         parent = np.broadcast_to(chain.rest_rotations[0], goal.shape)
@@ -156,16 +165,33 @@ def solve_with_wrist(method: Callable[[Problem], Solution], problem: Problem) ->
             )
         )
         upper_rotations = untwist(upper, reached.rotations, reached.positions)
+        iterations = reached.iterations
         if _swivels(chain) and problem.poles is None:
-            for k, (pose, at, turn) in enumerate(
-                zip(upper_rotations.tolist(), wrist.tolist(), goal.tolist(), strict=True)
+            angle_tolerance = problem.options.angle_tolerance
+            for k, (pose, at, target, turn) in enumerate(
+                zip(
+                    upper_rotations.tolist(),
+                    wrist.tolist(),
+                    problem.targets.tolist(),
+                    goal.tolist(),
+                    strict=True,
+                )
             ):
-                upper_rotations[k, 0] = swivel(chain, [tuple(q) for q in pose], at, turn)[0]
+                kept = [(q[0], q[1], q[2], q[3]) for q in pose]
+                if not _refuses(chain, kept, turn):
+                    continue
+                better = refined(chain, kept, target, turn, problem.tolerance, angle_tolerance)
+                if better is None:
+                    upper_rotations[k, 0] = swivel(chain, kept, at, turn)[0]
+                else:
+                    refined_rows[k] = better
         world = forward_kinematics(upper, upper_rotations)[1][:, -1]
         parent = rot.multiply(world, chain.rest_rotations[-1])
-        iterations = reached.iterations
     last = chain.limits[-1].project(rot.multiply(rot.conjugate(parent), goal))
-    rotations = rot.positive_w(np.concatenate((upper_rotations, last[:, None]), axis=1))
+    rotations = np.concatenate((upper_rotations, last[:, None]), axis=1)
+    for k, pose in refined_rows.items():
+        rotations[k] = pose
+    rotations = rot.positive_w(rotations)
     positions, frames = forward_kinematics(chain, rotations)
     return Solution(rotations, positions, iterations, effector_rotation=frames[:, -1])
 
@@ -225,6 +251,101 @@ def seeded_by_wrist(
         sigma = np.full(problem.size, np.inf)
         sigma[rest] = other.min_singular_value
     return Solution(rotations, positions, iterations, effector, sigma)
+
+
+def _last_turn(chain: Chain, upper: list[Quat], goal: Quat) -> Quat:
+    """The turn the last joint needs for the ``goal`` orientation below the chain without it
+    posed as ``upper``: ``(W_{n−2} · rest_{n−1})⁻¹ · R`` (module docstring)."""
+    world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
+    return qmul(qconj(qmul(world, chain_floats(chain)[0][-1])), goal)
+
+
+def _refuses(chain: Chain, upper: list[Quat], goal: Quat) -> bool:
+    """Whether the last joint's limits refuse the turn ``goal`` asks of it below ``upper``
+    (:meth:`~core.limits.JointLimits.beyond_floats` above zero, as :func:`swivel` tests)."""
+    return chain.limits[-1].beyond_floats(_last_turn(chain, upper, goal)) > 0.0
+
+
+#: :func:`refined`'s iteration: both goals weighed alike, the full Gauss–Newton step
+#: (``β = 1``: the error falls quadratically near the answer, 4–5 updates where the hand of
+#: ``docs/natural.md`` turns; the Jacobian methods' default ``β = 0.5`` halves it per
+#: update, 17), each joint turning by at most 30° per update; updates in rounds of
+#: ``_REFINE_ROUND``, at most ``_REFINE_UPDATES``, given up after a round that did not
+#: divide the error (:func:`_merit`) by ``_REFINE_GAIN`` (where no pose meets both goals it
+#: hovers about 0.1 of the reach and a radian; where one does it falls 4–50 times a round).
+_REFINE_WEIGHT = 0.5
+_REFINE_STEP = 1.0
+_REFINE_MAX_STEP_DEG = 30.0
+_REFINE_ROUND = 4
+_REFINE_UPDATES = 20
+_REFINE_GAIN = 2.0
+
+
+@functools.lru_cache(maxsize=8)
+def _refine_options(angle_tolerance: float) -> SolveOptions:
+    """The options of one round of :func:`refined`'s damped least-squares iteration."""
+    return SolveOptions(
+        position_weight=_REFINE_WEIGHT,
+        angle_tolerance=angle_tolerance,
+        step=_REFINE_STEP,
+        max_step_deg=_REFINE_MAX_STEP_DEG,
+        max_iterations=_REFINE_ROUND,
+        jacobian_start="initial",
+    )
+
+
+def _merit(chain: Chain, pose: list[Quat], target: Vec, goal: Quat) -> tuple[float, float, float]:
+    """How far ``pose`` is from both goals: the effector's distance from ``target``
+    (chain units), its frame's angle from ``goal`` (radians), and their sum with the
+    distance in reaches (what :func:`refined`'s rounds must divide)."""
+    positions, frames = forward_kinematics_floats(chain, pose)
+    distance = math.dist(positions[-1], target)
+    angle = qangle(qmul(qconj(goal), frames[-1]))
+    return distance, angle, distance / chain.reach + angle
+
+
+def refined(
+    chain: Chain,
+    upper: list[Quat],
+    target: Vec,
+    goal: Quat,
+    tolerance: float,
+    angle_tolerance: float,
+) -> list[Quat] | None:
+    """The pose whose chain without its last joint is ``upper`` (``n − 1`` rotations, the
+    wrist reached) and whose last joint takes the turn ``goal`` asks of it kept within its
+    limits, refined until it meets both goals: the effector at ``target`` (3 floats, base
+    frame) to ``tolerance`` and its frame within ``angle_tolerance`` radians of ``goal``
+    (wxyz). The damped least-squares rule of :mod:`core.jacobian` (eq. of
+    ``core.jacobian_step.damped_step``: ``ΔΦ = Jᵀ (J Jᵀ + λ² I)⁻¹ Δe``) on the 6-row pose
+    goal, every joint kept within its limits after each update
+    (:func:`core.jacobian_single.solve_single`, :func:`_refine_options`). Returns the
+    ``n`` rotations (``w ≥ 0``), or ``None`` where the iteration ends without meeting
+    both goals."""
+    from .jacobian_single import solve_single  # (it builds on triangulation, and so on this)
+
+    last = chain.limits[-1].project_floats(_last_turn(chain, upper, goal))
+    pose = [*upper, last]
+    merit = _merit(chain, pose, target, goal)[2]
+    problem = Problem(
+        chain,
+        np.array([target], dtype=np.float64),
+        np.array([goal], dtype=np.float64),
+        None,
+        np.array([pose], dtype=np.float64),  # (read by nothing with these options)
+        tolerance,
+        _refine_options(angle_tolerance),
+    )
+    for _ in range(_REFINE_UPDATES // _REFINE_ROUND):
+        sol = solve_single(problem, "dls", [list(q) for q in pose])
+        pose = [(q[0], q[1], q[2], q[3]) for q in sol.rotations[0].tolist()]
+        distance, angle, now = _merit(chain, pose, target, goal)
+        if distance <= tolerance and angle <= angle_tolerance:
+            return [(-q[0], -q[1], -q[2], -q[3]) if q[0] < 0.0 else q for q in pose]
+        if not now * _REFINE_GAIN < merit:
+            break
+        merit = now
+    return None
 
 
 #: The swivel's samples over a full turn, and its bisection steps toward the least angle.
@@ -302,23 +423,35 @@ Reach = Callable[[Vec, Vec | None], tuple[list[list[float]], list[list[float]]]]
 
 
 def pose_floats(
-    chain: Chain, reach: Reach, target: Vec, goal: Quat, pole: Vec | None
+    chain: Chain,
+    reach: Reach,
+    target: Vec,
+    goal: Quat,
+    pole: Vec | None,
+    tolerance: float,
+    angle_tolerance: float,
 ) -> tuple[list[list[float]], list[Vec], float]:
     """:func:`solve_with_wrist` for one target in plain floats: ``target`` (3 floats) and the
     unit ``goal`` orientation (4 floats, wxyz) in the base frame, ``pole`` or ``None``;
-    ``reach`` solves the chain without its last joint (``n ≥ 2``). Returns the ``n``
-    rotations (lists of 4 floats, ``w ≥ 0``), the ``n + 1`` joint positions and the angle
-    (radians) from the goal to the last joint's frame (:func:`core.rotations.angle`)."""
+    ``reach`` solves the chain without its last joint (``n ≥ 2``); ``tolerance`` (absolute,
+    chain units) and ``angle_tolerance`` (radians) are the problem's, for :func:`refined`.
+    Returns the ``n`` rotations (lists of 4 floats, ``w ≥ 0``), the ``n + 1`` joint
+    positions and the angle (radians) from the goal to the last joint's frame
+    (:func:`core.rotations.angle`)."""
     rests, offsets = chain_floats(chain)
     dx, dy, dz = qrotate(goal, offsets[-1])
     wrist = (target[0] - dx, target[1] - dy, target[2] - dz)
     rotations, _ = reach(wrist, pole)
     upper: list[Quat] = [(q[0], q[1], q[2], q[3]) for q in rotations]
-    if _swivels(chain) and pole is None:
-        upper = swivel(chain, upper, wrist, goal)
-    world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
-    last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))
-    pose = [*upper, last]
+    pose = None
+    if _swivels(chain) and pole is None and _refuses(chain, upper, goal):
+        pose = refined(chain, upper, target, goal, tolerance, angle_tolerance)
+        if pose is None:
+            upper = swivel(chain, upper, wrist, goal)
+    if pose is None:
+        world = forward_kinematics_floats(upper_chain(chain), upper)[1][-1]
+        last = chain.limits[-1].project_floats(qmul(qconj(qmul(world, rests[-1])), goal))
+        pose = [*upper, last]
     positions, frames = forward_kinematics_floats(chain, pose)
     angle = qangle(qmul(qconj(goal), frames[-1]))
     return [[-c for c in q] if q[0] < 0.0 else list(q) for q in pose], positions, angle
@@ -328,6 +461,7 @@ __all__ = [
     "WRIST_METHODS",
     "pose_floats",
     "pursues_orientation",
+    "refined",
     "seeded_by_wrist",
     "seeds_chain",
     "seeds_from_wrist",
