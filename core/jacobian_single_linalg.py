@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from operator import mul
 from typing import Literal
 
 import numpy as np
@@ -47,14 +48,13 @@ def _gram(cols: list[tuple[float, ...]], m: int) -> tuple[list[list[float]], boo
     if m == 3 and k >= 3:  # (the position and orientation goals: the same sums, unrolled)
         s00, s01, s02, s11, s12, s22 = gram3(cols)
         return [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]], True
-    if m <= k:
+    if m <= k:  # (each sum over the columns in order, as a loop would add them)
+        rows = list(zip(*cols, strict=True))
         g = [[0.0] * m for _ in range(m)]
         for a in range(m):
+            row = rows[a]
             for b in range(a, m):
-                s = 0.0
-                for col in cols:
-                    s += col[a] * col[b]
-                g[a][b] = g[b][a] = s
+                g[a][b] = g[b][a] = sum(map(mul, row, rows[b]))
         return g, True
     g = [[0.0] * k for _ in range(k)]
     for a in range(k):
@@ -155,7 +155,7 @@ def _jtv(cols: list[tuple[float, ...]], v: list[float]) -> list[float]:
     if len(v) == 3:  # (the sums below, unrolled)
         x, y, z = v
         return [c[0] * x + c[1] * y + c[2] * z for c in cols]
-    return [sum(c * x for c, x in zip(col, v, strict=True)) for col in cols]
+    return [sum(map(mul, col, v)) for col in cols]
 
 
 def _squares(v: list[float]) -> float:
