@@ -267,9 +267,9 @@ def _refuses(chain: Chain, upper: list[Quat], goal: Quat) -> bool:
 
 
 #: :func:`refined`'s iteration: both goals weighed alike, the full Gauss–Newton step
-#: (``β = 1``: the error falls quadratically near the answer, 4–5 updates where the hand of
-#: ``docs/natural.md`` turns; the Jacobian methods' default ``β = 0.5`` halves it per
-#: update, 17), each joint turning by at most 30° per update; updates in rounds of
+#: (``β = 1``: the error falls quadratically near the answer, 1–5 updates, mostly 3–4,
+#: where the hand of ``docs/natural.md`` turns; the Jacobian methods' default ``β = 0.5``
+#: halves it per update, 17), each joint turning by at most 30° per update; updates in rounds of
 #: ``_REFINE_ROUND``, at most ``_REFINE_UPDATES``, given up after a round that did not
 #: divide the error (:func:`_merit`) by ``_REFINE_GAIN`` (where no pose meets both goals it
 #: hovers about 0.1 of the reach and a radian; where one does it falls 4–50 times a round).
