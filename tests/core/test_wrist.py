@@ -152,28 +152,24 @@ def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: s
     limited_arm = _limited_hand_chain(rng)
     limited_goals = _goals(limited_arm.with_limits([*limited_arm.limits[:-1], FREE]), rng, 20)
     for chain, (targets, goals) in ((free_arm, free_goals), (limited_arm, limited_goals)):
-        last, n = chain.limits[-1], chain.n_joints
+        last = chain.limits[-1]
         upper_ = upper_chain(chain)
-        solver = Solver(chain, method, ORIENTED)  # (the batch: the test after this one)
+        solver = Solver(chain, method, ORIENTED)  # (the batch: test_one_target_in_floats_…)
         upper = Solver(upper_, method, ORIENTED.replace(tolerance=1e-6 * chain.reach))
         rest0 = chain.rest_rotations[0]
-
-        def turn_at(pose: np.ndarray, goal: np.ndarray, chain: Chain = chain) -> np.ndarray:
-            return _last_turn(chain, pose, goal)
-
         for k in range(len(targets)):
             wrist = targets[k] - rot.rotate(goals[k], chain.offsets[-1])
             expected = np.array(upper.pose(wrist).rotations)
             one = solver.pose(targets[k], target_rotation=goals[k])
             got = np.array(one.rotations)
-            if last.beyond(turn_at(expected, goals[k])[None])[0] <= 0.0:
+            if last.beyond(_last_turn(chain, expected, goals[k])[None])[0] <= 0.0:
                 counts["allowed"] += 1
                 np.testing.assert_allclose(got[:-1], expected, atol=1e-9)
                 np.testing.assert_allclose(
-                    got[-1], last.project(turn_at(got[:-1], goals[k])), atol=1e-9
+                    got[-1], last.project(_last_turn(chain, got[:-1], goals[k])), atol=1e-9
                 )
                 continue
-            start = np.vstack([expected, last.project(turn_at(expected, goals[k]))])
+            start = np.vstack([expected, last.project(_last_turn(chain, expected, goals[k]))])
             refined = _refined_in_rounds(chain, start, targets[k], goals[k])
             if refined is not None:
                 counts["refined"] += 1
@@ -188,7 +184,7 @@ def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: s
                 continue
             np.testing.assert_allclose(got[1:-1], expected[1:], atol=1e-9)
             np.testing.assert_allclose(
-                got[-1], last.project(turn_at(got[:-1], goals[k])), atol=1e-9
+                got[-1], last.project(_last_turn(chain, got[:-1], goals[k])), atol=1e-9
             )
             if np.allclose(got[0], expected[0], rtol=0.0, atol=1e-9):
                 counts["stayed"] += 1
@@ -205,7 +201,7 @@ def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: s
             spin = rot.positive_w(spin)
             axis = spin[1:] / np.linalg.norm(spin[1:])
             assert np.linalg.norm(np.cross(axis, wrist / np.linalg.norm(wrist))) <= 1e-7
-            assert last.beyond(turn_at(got[:-1], goals[k])[None])[0] <= 1e-12
+            assert last.beyond(_last_turn(chain, got[:-1], goals[k])[None])[0] <= 1e-12
             less = rot.from_axis_angle(axis, (1.0 - 1e-6) * rot.angle(spin))
             fewer = expected.copy()
             fewer[0] = rot.multiply(
@@ -214,13 +210,12 @@ def test_the_rest_of_the_chain_is_its_position_only_pose_for_the_wrist(method: s
             root = chain.limits[0]  # (a hair less is refused by the wrist or the root)
             assert (
                 max(
-                    last.beyond(turn_at(fewer, goals[k])[None])[0],
+                    last.beyond(_last_turn(chain, fewer, goals[k])[None])[0],
                     0.0 if root.is_free else root.beyond(fewer[:1])[0],
                 )
                 > 0.0
             )
             np.testing.assert_allclose(one.points[-1], targets[k], atol=1e-6 * chain.reach)
-        assert n >= 3
     # (every branch of the rule seen: the refinement where it meets, the swivel where it
     # misses and a swivel helps, the projection where neither does)
     assert counts["allowed"] >= 3
