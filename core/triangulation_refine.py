@@ -52,9 +52,13 @@ _NEAR_COS = float(np.cos(0.5 * _NEAR))
 #: that pausing such a candidate changes no choice (kept apart from :data:`_NEAR_COS`,
 #: which tests switch off to refine every candidate in full).
 _SAME_MINIMUM_COS = _NEAR_COS
-#: Damping λ (in units of the reach) at the start and its bounds (the lower one keeps
-#: ``JJᵀ + λ²I`` invertible where ``J`` loses rank).
+#: Damping λ (in units of the reach) at the start: ``_LAMBDA_PER_ERROR`` times the start's
+#: error over the reach, within ``[_LAMBDA0, _LAMBDA_FAR]`` (:func:`_start_lambda`); and
+#: its bounds over the steps (the lower one keeps ``JJᵀ + λ²I`` invertible where ``J``
+#: loses rank).
 _LAMBDA0 = 0.01
+_LAMBDA_PER_ERROR = 0.5
+_LAMBDA_FAR = 1.0
 _LAMBDA_RANGE = (1e-4, 1e3)
 #: λ's factor on a refused step, and the least factor of ``λ²`` on a kept one
 #: (:func:`_kept_factor`).
@@ -122,11 +126,32 @@ def _axes(chain: Chain) -> list[tuple[FloatArray, FloatArray]]:
     return out
 
 
+def _start_lambda(err: FloatArray, reach: float) -> FloatArray:
+    """The first step's damping ``λ (M,)`` of the pass's pose's refinement (``gentle``,
+    :func:`_keep_best`) for start errors ``err (M,)`` (scene units): half the error in
+    units of the reach, kept within ``[_LAMBDA0, _LAMBDA_FAR]``, so that
+    ``λ²·reach² = |e|²/4`` — the Levenberg–Marquardt parameter of Yamashita and Fukushima
+    (2001), ``μ = ‖F(x)‖²``, scaled by a quarter (their steps converge quadratically near
+    a solution set where ``J`` loses rank, a redundant chain's). A pass near the target
+    takes nearly a Gauss–Newton step, as with ``λ = _LAMBDA0``; one the limits kept far
+    from it a shorter one, nearer ``Jᵀe``, so the steps follow the error down from the
+    pass's pose — a function of the target without jumps — rather than leap across the
+    null space to wherever the limits clip them, which made the pose jump between
+    neighbouring targets (``docs/triangulation.md``). The other candidates, there to find
+    other minima, keep ``_LAMBDA0``."""
+    return np.clip(_LAMBDA_PER_ERROR * err / reach, _LAMBDA0, _LAMBDA_FAR)
+
+
 def _refine(
-    chain: Chain, q: FloatArray, targets: FloatArray, tolerance: float, nearest: bool
+    chain: Chain,
+    q: FloatArray,
+    targets: FloatArray,
+    tolerance: float,
+    nearest: bool,
+    gentle: bool = False,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """:func:`_refine_paused` without a floor: every pose refined in full."""
-    q, pos, err, _ = _refine_paused(chain, q, targets, tolerance, nearest, None)
+    q, pos, err, _ = _refine_paused(chain, q, targets, tolerance, nearest, None, gentle)
     return q, pos, err
 
 
@@ -137,6 +162,7 @@ def _refine_paused(
     tolerance: float,
     nearest: bool,
     near: tuple[FloatArray, FloatArray] | None,
+    gentle: bool = False,
 ) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.bool_]]:
     """Projected damped least squares from admissible poses ``q (M, n, 4)`` toward
     ``targets (M, 3)``; returns the poses, their joint positions and errors ``(M,)``.
@@ -175,7 +201,7 @@ def _refine_paused(
     reach = chain.reach
     pos, world = forward_kinematics(chain, q)
     err = np.linalg.norm(targets - pos[:, -1], axis=-1)
-    lam = np.full(len(q), _LAMBDA0)
+    lam = _start_lambda(err, reach) if gentle else np.full(len(q), _LAMBDA0)
     spans = _spans(axes)
     bound = _start_bound(chain, axes, spans, q)  # (M, m): each joint's way out, zero if none
     active = np.flatnonzero(err > tolerance)
@@ -420,7 +446,12 @@ def _random_rotations(rng: np.random.Generator, shape: tuple[int, ...]) -> Float
 
 
 def _refine_candidates(
-    chain: Chain, candidates: list[FloatArray], targets: FloatArray, tol: float, nearest: bool
+    chain: Chain,
+    candidates: list[FloatArray],
+    targets: FloatArray,
+    tol: float,
+    nearest: bool,
+    known: tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.bool_]]:
     """``candidates`` (each ``(M, n, 4)``) refined toward ``targets (M, 3)`` for
     :func:`_keep_best`'s choice: poses ``(k, M, n, 4)``, positions and errors ``(k, M)``,
@@ -432,7 +463,10 @@ def _refine_candidates(
     in full, unless a paused one would have gone on to come materially closer:
     ``docs/triangulation.md``); a target's candidates
     paused are refined in full after all where another comes closer than that without
-    reaching (the choice then weighs every candidate's own error)."""
+    reaching (the choice then weighs every candidate's own error). ``known``: the pass's
+    poses ``(M, n, 4)`` and their gentle refinement (poses, positions, errors,
+    :func:`_keep_best`); a later candidate equal to a row's pass pose, bit for bit, takes
+    that refinement, as a refinement of the pass's pose."""
     k, m = len(candidates), len(targets)
     q0, pos0, err0 = _refine(chain, candidates[0].copy(), targets, tol, nearest)
     q, pos, cerr = [q0], [pos0], [err0]
@@ -447,6 +481,10 @@ def _refine_candidates(
             nearest,
             (np.tile(q0, (k - 1, 1, 1)), np.tile(err0, k - 1)),
         )
+        if known is not None:
+            pose, kq, kpos, kerr = (np.tile(a, (k - 1,) + (1,) * (a.ndim - 1)) for a in known)
+            same = np.all((later == pose) & (np.signbit(later) == np.signbit(pose)), axis=(1, 2))
+            qr[same], posr[same], errr[same], paused[same] = kq[same], kpos[same], kerr[same], False
         err_k = np.concatenate([err0, errr]).reshape(k, m)
         beaten = ~np.any(err_k <= tol, axis=0) & ~(err0 <= np.min(err_k, axis=0) + CLOSER_BY * tol)
         again = paused & np.tile(beaten, k - 1)  # (those paused, in full after all)
@@ -498,10 +536,13 @@ def _keep_best(
     settled = np.zeros(miss.size, dtype=bool)
     rows = np.arange(miss.size)  # (those of miss refined below)
     first = candidates[0]  # (as given, before refining)
+    known = None
     if first_is_pass:
         # The pass's own pose, refined, wins wherever it reaches: the other candidates are
         # refined only for the targets where it does not (the same choice, less work).
-        q0, pos0, err0 = _refine(chain, candidates[0].copy(), problem.targets[miss], tol, nearest)
+        q0, pos0, err0 = _refine(
+            chain, candidates[0].copy(), problem.targets[miss], tol, nearest, gentle=True
+        )
         done = err0 <= tol
         idx = miss[done & (err0 < err[miss])]
         keep = done & (err0 < err[miss])
@@ -513,12 +554,13 @@ def _keep_best(
         rest = ~done
         rows = rows[rest]
         miss = miss[rest]
+        known = (candidates[0][rest], q0[rest], pos0[rest], err0[rest])
         candidates = [q0[rest]] + [c[rest] for c in candidates[1:]]
         first = first[rest]
     targets = problem.targets[miss]
     start = problem.initial[miss]
     m = miss.size
-    q, pos, cerr, paused = _refine_candidates(chain, candidates, targets, tol, nearest)
+    q, pos, cerr, paused = _refine_candidates(chain, candidates, targets, tol, nearest, known)
     cost = np.sum(rot.angle(rot.multiply(rot.conjugate(start[None]), q)), axis=-1)
     reached = cerr <= tol
     score = np.where(reached, cost, np.inf)

@@ -53,6 +53,8 @@ from .triangulation_refine import (
     _IN_COLUMNS,
     _KEPT_LEAST,
     _LAMBDA0,
+    _LAMBDA_FAR,
+    _LAMBDA_PER_ERROR,
     _LAMBDA_RANGE,
     _MAX_STEP,
     _NEAR_COS,
@@ -158,15 +160,25 @@ def side_pose(chain: Chain, q: Pose) -> Pose:
     return [q_i if m is None else m for q_i, m in zip(q, _facts(chain).middle, strict=True)]
 
 
-def refine(chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool) -> Refined:
+def refine(
+    chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool, gentle: bool = False
+) -> Refined:
     """:func:`core.triangulation_refine._refine` of one admissible pose ``q`` toward
     ``target``: the refined pose, its joint positions and its error. ``nearest``: each step
-    is kept within the limits by :meth:`JointLimits.project` instead of ``retract``."""
-    return _refine(chain, q, target, tolerance, nearest, None)[0]
+    is kept within the limits by :meth:`JointLimits.project` instead of ``retract``;
+    ``gentle``: the first step damped by the start's error
+    (:func:`core.triangulation_refine._start_lambda`) instead of ``_LAMBDA0``."""
+    return _refine(chain, q, target, tolerance, nearest, None, gentle)[0]
 
 
 def _refine(
-    chain: Chain, q: Pose, target: Vec, tolerance: float, nearest: bool, near: Refined | None
+    chain: Chain,
+    q: Pose,
+    target: Vec,
+    tolerance: float,
+    nearest: bool,
+    near: Refined | None,
+    gentle: bool = False,
 ) -> tuple[Refined, bool]:
     """:func:`refine`, paused (``True``) where a step leaves every joint within
     :data:`~core.triangulation_refine._NEAR` of the pose of ``near`` (a reference refined
@@ -180,6 +192,8 @@ def _refine(
         return (q, pos, err), False
     reach = chain.reach
     lam = _LAMBDA0
+    if gentle:  # (core.triangulation_refine._start_lambda)
+        lam = min(max(_LAMBDA_PER_ERROR * err / reach, _LAMBDA0), _LAMBDA_FAR)
     last = err
     lo, hi = _LAMBDA_RANGE
     if not err > tolerance:
@@ -545,14 +559,15 @@ def keep_best(
     ``candidates``, made only where they are refined (not when the pass's pose reaches).
     Also returns whether the candidates settled (none reaches, every one within that
     margin of the closest, or paused near the first's pose: taken to end where it ends)."""
+    first = candidates[0]  # (as given, before refining)
     known: list[tuple[Pose, Refined]] = []
     if first_is_pass:
-        q0, pos0, err0 = refine(chain, candidates[0], target, tolerance, nearest)
+        q0, pos0, err0 = refine(chain, first, target, tolerance, nearest, gentle=True)
         if err0 <= tolerance:
             if err0 < best[2]:
                 return ([_positive(r) for r in q0], pos0, err0), False
             return best, False
-        known = [(candidates[0], (q0, pos0, err0))]
+        known = [(first, (q0, pos0, err0))]
         candidates = [q0, *candidates[1:]]
     if more is not None:
         candidates = [*candidates, *more()]
@@ -575,7 +590,6 @@ def keep_best(
             if r[2] <= close
             and (j == 0 or not stands or not _close(r[0], refined[0][0], _SAME_MINIMUM_COS))
         ]
-        first = known[0][0] if known else candidates[0]  # (as given, before refining)
         k = min(near, key=lambda j: (_cost(first, refined[j][0]), j))
         settled = all(r[2] <= close or p for r, p in zip(refined, paused, strict=True))
     q, pos, err = refined[k]
@@ -601,8 +615,10 @@ def _refine_candidates(
     candidate refined in full, unless a paused one would have gone on to come materially
     closer: ``docs/triangulation.md``); those paused are refined in full after
     all where another candidate comes closer than that without reaching (the choice then
-    weighs every candidate's own error). A candidate equal to an earlier one or to a pose
-    of ``known`` (refined in full: the same steps) is not refined again."""
+    weighs every candidate's own error). A candidate equal to an earlier one (refined in
+    full: the same steps) or to a pose of ``known`` (the pass's pose and its refinement,
+    with the gentle start: :func:`core.triangulation_refine._refine_candidates`) is not
+    refined again."""
     first = refine(chain, candidates[0], target, tolerance, nearest)
     far = first if first[2] >= _FAR * tolerance else None
     done = [(pose, r, False) for pose, r in known] + [(candidates[0], first, False)]

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from limited_chains import admissible_poses, anywhere_within, random_limited_chain, shoulder_chain
 
-from core import Chain, SolveOptions, kinematics, solve
+from core import Chain, SolveOptions, Solver, kinematics, solve
 from core import rotations as rot
 from core import triangulation as tri
 from core import triangulation_refine as tr
@@ -64,12 +64,14 @@ def _targets(rng: np.random.Generator, chain: Chain) -> np.ndarray:
     return np.concatenate([at_poses, inside, beyond])
 
 
+@pytest.mark.parametrize("gentle", [False, True], ids=["lambda0", "gentle"])
 @pytest.mark.parametrize("nearest", [False, True], ids=["retract", "project"])
 @pytest.mark.parametrize("seed", range(3))
-def test_refine_equals_the_numpy_refinement(seed: int, nearest: bool) -> None:
-    """One pose refined in floats and by the numpy refinement on a batch of one: where the
-    reference reaches the target, the same pose, positions and error to 1e-9 (relative to
-    the reach); where it does not, both miss."""
+def test_refine_equals_the_numpy_refinement(seed: int, nearest: bool, gentle: bool) -> None:
+    """One pose refined in floats and by the numpy refinement on a batch of one, the first
+    step damped by ``_LAMBDA0`` or by the start's error (``gentle``): where the reference
+    reaches the target, the same pose, positions and error to 1e-9 (relative to the
+    reach); where it does not, both miss."""
     rng = np.random.default_rng(300 + seed)
     reached = 0
     for _ in range(15):
@@ -77,9 +79,9 @@ def test_refine_equals_the_numpy_refinement(seed: int, nearest: bool) -> None:
         tol = 1e-6 * chain.reach
         starts = admissible_poses(rng, chain, 4)
         for start, target in zip(starts, _targets(rng, chain)[:4], strict=True):
-            q, pos, err = tr._refine(chain, start[None].copy(), target[None], tol, nearest)
+            q, pos, err = tr._refine(chain, start[None].copy(), target[None], tol, nearest, gentle)
             pose = [tuple(r) for r in start.tolist()]
-            fq, fpos, ferr = trs.refine(chain, pose, tuple(target.tolist()), tol, nearest)
+            fq, fpos, ferr = trs.refine(chain, pose, tuple(target.tolist()), tol, nearest, gentle)
             if err[0] > tol:
                 assert ferr > tol
                 continue
@@ -402,7 +404,8 @@ def test_a_ball_joint_held_on_its_limits_slides_along_them(n: int, bar: float) -
     steps or more stays under ``bar``. Measured (3 / 5 bones): 0.7.1 43 % / 31 %; without
     the way out across the boundary (the clipped part of the turn instead, which
     ``retract`` points toward the region's centre: re-clipped every step) 23 % / 3.4 %;
-    without the start's active set 28 % / 7.4 %; with both 12 % / 2.0 %."""
+    without the start's active set 28 % / 7.4 %; with both 12 % / 2.0 % (0.9.3: 10 % /
+    1.4 %; 0.9.4, the pass's refinement's first step damped by its error: 14 % / 2.7 %)."""
     from unittest import mock
 
     from core import Solver
@@ -413,9 +416,9 @@ def test_a_ball_joint_held_on_its_limits_slides_along_them(n: int, bar: float) -
     counts = []
     refine = trs.refine
 
-    def counted(*args: object) -> trs.Refined:
+    def counted(*args: object, **kwargs: object) -> trs.Refined:
         with mock.patch.object(trs, "_step", wraps=trs._step) as step:
-            out = refine(*args)  # type: ignore[arg-type]
+            out = refine(*args, **kwargs)  # type: ignore[arg-type]
         if out[2] <= args[3]:  # type: ignore[operator]
             counts.append(step.call_count)
         return out
@@ -623,6 +626,74 @@ def test_a_refinement_that_misses_stops_where_its_steps_promise_too_little(n: in
         assert ruled[k][0] <= without[k][0] * (1.0 + 5e-3)
     steps = sum(ruled[k][1] for k in missed)
     assert steps < 0.85 * sum(without[k][1] for k in missed)
+
+
+def _limited_neck() -> tuple[Chain, np.ndarray]:
+    """``bench_natural``'s ``neck_limited`` in its base frame: seven 8 cm vertebrae
+    straight up from the root, each within ±30° in X and Z (the twist free), and the
+    head's target on its loop about the neck's axis (240 frames, 40–95 % of the reach,
+    swinging up to 1.2 rad off the axis)."""
+    vertebra = JointLimits(ranges=((-math.pi / 6, math.pi / 6), None, (-math.pi / 6, math.pi / 6)))
+    up = (math.sqrt(0.5), math.sqrt(0.5), 0.0, 0.0)  # (+Y, the bones' axis, turned to +Z)
+    chain = Chain([[0.0, 0.08, 0.0]] * 7, [up] + [(1.0, 0.0, 0.0, 0.0)] * 6, [vertebra] * 7)
+    t = np.linspace(0.0, 2.0 * math.pi, 240, endpoint=False)
+    a, b = 1.2 * np.sin(t), 0.72 * np.sin(2.0 * t + 0.5)
+    d = np.stack([-np.cos(a) * np.sin(b), np.sin(a), np.cos(a) * np.cos(b)], axis=1)
+    rho = 0.4 + 0.55 * 0.5 * (1.0 - np.cos(3.0 * t))
+    return chain, d * (rho * chain.reach)[:, None]
+
+
+def test_a_limited_neck_follows_its_target_without_jumps() -> None:
+    """Where the pass leaves a target far off (its limits refuse the even spread), the pass's
+    pose is refined with its first step damped by the error (``_start_lambda``): the steps
+    follow the error down from the pass's pose, which moves smoothly with the target. On
+    ``bench_natural``'s limited neck, solved frame by frame as the add-on does, no bone
+    turns by 20° or more between frames (0.9.4: 18.2° at most; with ``λ = _LAMBDA0`` on
+    every refinement, as until 0.9.3, two frames turn a vertebra by 22.0° and 25.5°: the
+    Gauss–Newton step leapt across the null space to wherever the limits clipped it)."""
+    chain, path = _limited_neck()
+    solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
+    poses = np.array([solver.pose(tuple(p.tolist()))[0] for p in path])  # (240, 7, 4)
+    missed = np.linalg.norm(kinematics.effector(chain, poses) - path, axis=-1)
+    assert np.sum(missed <= 1e-3 * chain.reach) >= 150  # (not vacuous: 154 of 240 reached)
+    turns = np.degrees(rot.angle(rot.multiply(rot.conjugate(poses[:-1]), poses[1:])))
+    assert turns.max() < 20.0, turns.max()
+
+
+def test_a_later_candidate_equal_to_the_pass_pose_takes_its_gentle_refinement() -> None:
+    """The pass's pose is refined with the gentle start wherever it is a candidate: a later
+    candidate equal to it, bit for bit (a closed-form placement that changed nothing), takes
+    that refinement, not one from ``_LAMBDA0``, in both twins (the float search reuses it,
+    the numpy one substitutes it). Not vacuous: from these starts the two refinements end
+    at different poses."""
+    chain = shoulder_chain(3)
+    rng = np.random.default_rng(12)
+    tol = 1e-6 * chain.reach
+    differ = 0
+    for start, target in zip(
+        admissible_poses(rng, chain, 12), anywhere_within(rng, chain, 12), strict=True
+    ):
+        gentle = tr._refine(chain, start[None].copy(), target[None], tol, False, True)
+        plain = tr._refine(chain, start[None].copy(), target[None], tol, False)
+        differ += not np.array_equal(gentle[0], plain[0])
+        side: np.ndarray = np.array(trs.side_pose(chain, [tuple(r) for r in start.tolist()]))
+        candidates = [gentle[0], side[None], start[None]]
+        known = (start[None], *gentle)
+        q, pos, err, paused = tr._refine_candidates(
+            chain, candidates, target[None], tol, False, known
+        )
+        np.testing.assert_array_equal(q[2, 0], gentle[0][0])
+        np.testing.assert_array_equal(pos[2, 0], gentle[1][0])
+        assert err[2, 0] == gentle[2][0]
+        assert not paused[2, 0]
+        pose = [tuple(r) for r in start.tolist()]
+        mine = trs.refine(chain, pose, tuple(target.tolist()), tol, False, gentle=True)
+        floats = [mine[0], trs.side_pose(chain, pose), pose]
+        refined, _ = trs._refine_candidates(
+            chain, tuple(target.tolist()), floats, tol, False, [(pose, mine)]
+        )
+        assert refined[2] is mine
+    assert differ >= 3
 
 
 def test_a_locks_clip_gives_no_way_out_in_either_twin() -> None:
