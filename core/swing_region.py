@@ -326,12 +326,19 @@ class SwingRegion:
         """Where rays from ``centre`` along ``(ux, uz) (...)`` (non-zero) leave the region."""
         assert self.centre is not None
         cx, cz = self.centre
+        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
+        disc = self._disc
+        if disc is not None:
+            # A disc: the ray leaves it through its circle (the box's walls touch the circle,
+            # Blender's ellipse with four equal semi-axes is the circle: the same exit).
+            room = np.sqrt(np.maximum(0.0, cu * cu - uu * (cx * cx + cz * cz - disc * disc)))
+            rho = (room - cu) / uu
+            return cx + rho * ux, cz + rho * uz
         big = np.full(np.shape(ux), np.inf)
         rho = big
         for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
             wall = np.where(u > 0.0, hi - c, lo - c)
             rho = np.minimum(rho, np.divide(wall, u, out=big.copy(), where=u != 0.0))
-        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
         room = np.sqrt(np.maximum(0.0, cu * cu - uu * (cx * cx + cz * cz - self.radius**2)))
         rho = np.minimum(rho, (room - cu) / uu)
         if self.semi is not None:
@@ -711,11 +718,16 @@ class SwingRegion:
             return x0 + t * dx, z0 + t * dz
         cx, cz = self.centre
         ux, uz = x - cx, z - cz
+        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
+        disc = self._disc
+        if disc is not None:  # (a disc: its circle's exit, as _exit)
+            room = math.sqrt(max(0.0, cu * cu - uu * (cx * cx + cz * cz - disc * disc)))
+            rho = (room - cu) / uu
+            return self._inside_one(cx, cz, cx + rho * ux, cz + rho * uz)
         rho = math.inf
         for c, u, lo, hi in ((cx, ux, self.lo[0], self.hi[0]), (cz, uz, self.lo[1], self.hi[1])):
             if u != 0.0:
                 rho = min(rho, ((hi if u > 0.0 else lo) - c) / u)
-        uu, cu = ux * ux + uz * uz, cx * ux + cz * uz
         room = math.sqrt(max(0.0, cu * cu - uu * (cx * cx + cz * cz - self.radius**2)))
         rho = min(rho, (room - cu) / uu)
         if self.semi is not None:
@@ -733,7 +745,10 @@ class SwingRegion:
                         exit_ = max(exit_, root)
             if exit_ > 0.0:
                 rho = min(rho, exit_)
-        px, pz = cx + rho * ux, cz + rho * uz
+        return self._inside_one(cx, cz, cx + rho * ux, cz + rho * uz)
+
+    def _inside_one(self, cx: float, cz: float, px: float, pz: float) -> tuple[float, float]:
+        """:meth:`_inside` for one boundary point ``px, pz`` and the centre ``cx, cz``."""
         if self.contains_one(px, pz, 0.0):
             return px, pz
         for scale in _BACK_OFF:

@@ -590,6 +590,9 @@ def test_ball_projection_is_exact_under_rounding(lim: JointLimits, seed: int) ->
 @example(lim=JointLimits(ranges=((-0.3, 1.2), None, (-0.8, 0.4))), seed=0)
 @example(lim=JointLimits(ranges=((0.1, 2.5), None, (-0.5, 0.5))), seed=0)  # excludes the rest
 @example(lim=JointLimits(ranges=((-1.0, 1.4), None, (-0.3, 2.9)), cone=1.2), seed=0)
+@example(lim=JointLimits(ranges=((-0.5, 0.5), None, (-0.5, 0.5))), seed=0)  # a disc
+@example(lim=JointLimits(ranges=((-0.5, 0.5), (-0.4, 0.7), (-0.5, 0.5))), seed=1)
+@example(lim=JointLimits(cone=0.9), seed=0)  # a disc: the cone alone
 def test_one_rotation_projects_as_the_batch(lim: JointLimits, seed: int) -> None:
     """:meth:`JointLimits.project_floats` (plain floats, :meth:`SwingRegion.nearest_one`
     for X/Z limits) gives :meth:`JointLimits.project`'s rotation, as rotations to 1e-12
