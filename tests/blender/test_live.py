@@ -574,20 +574,27 @@ def test_orientation_goal(clean_scene: Any, addon: Any, method: str, mirrored: b
 HAND_POINTS = ((0.2, 0.0, 1.4), (0.48, 0.0, 1.37), (0.76, 0.0, 1.4), (0.86, 0.0, 1.39))
 
 
-def _turned_hand_arm(name: str) -> Any:
-    """The arm of :data:`HAND_POINTS` (bones ``b0``–``b2``), the hand limited in X to
-    −60°…60° and in Z to −25°…30°, posed by quaternions."""
+def _connected_chain(name: str, points: Any, prefix: str) -> Any:
+    """A new armature ``name`` whose bones ``{prefix}0``, ``{prefix}1``, … run connected
+    through ``points`` (heads, then the last tail; roll 0), in pose mode."""
     bpy = blender_module()
     obj = new_armature(name)
     bpy.ops.object.mode_set(mode="EDIT")
     parent = None
-    for k in range(3):
-        eb = obj.data.edit_bones.new(f"b{k}")
-        eb.head, eb.tail, eb.roll = HAND_POINTS[k], HAND_POINTS[k + 1], 0.0
+    for k, (head, tail) in enumerate(itertools.pairwise(points)):
+        eb = obj.data.edit_bones.new(f"{prefix}{k}")
+        eb.head, eb.tail, eb.roll = head, tail, 0.0
         if parent is not None:
             eb.parent, eb.use_connect = parent, True
         parent = eb
     bpy.ops.object.mode_set(mode="POSE")
+    return obj
+
+
+def _turned_hand_arm(name: str) -> Any:
+    """The arm of :data:`HAND_POINTS` (bones ``b0``–``b2``), the hand limited in X to
+    −60°…60° and in Z to −25°…30°, posed by quaternions."""
+    obj = _connected_chain(name, HAND_POINTS, "b")
     hand = obj.pose.bones["b2"]
     hand.use_ik_limit_x = hand.use_ik_limit_z = True
     hand.ik_min_x, hand.ik_max_x = math.radians(-60.0), math.radians(60.0)
@@ -679,17 +686,7 @@ def test_a_turning_hand_moves_the_arm_without_jumps(
 def _limited_neck(name: str) -> Any:
     """``bench_natural``'s ``neck_limited``: seven 8 cm bones (``n0``–``n6``) straight up
     from (0, 0, 1.5), each limited to −30°…30° in X and in Z, the twist free."""
-    bpy = blender_module()
-    obj = new_armature(name)
-    bpy.ops.object.mode_set(mode="EDIT")
-    parent = None
-    for k in range(7):
-        eb = obj.data.edit_bones.new(f"n{k}")
-        eb.head, eb.tail, eb.roll = (0.0, 0.0, 1.5 + 0.08 * k), (0.0, 0.0, 1.58 + 0.08 * k), 0.0
-        if parent is not None:
-            eb.parent, eb.use_connect = parent, True
-        parent = eb
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = _connected_chain(name, [(0.0, 0.0, 1.5 + 0.08 * k) for k in range(8)], "n")
     for pb in obj.pose.bones:
         pb.use_ik_limit_x = pb.use_ik_limit_z = True
         pb.ik_min_x = pb.ik_min_z = math.radians(-30.0)
