@@ -192,7 +192,8 @@ def _refine_paused(
     ``near``: poses ``(M, n, 4)`` and errors ``(M,)`` of a reference; a row pauses (the
     last array, ``True``) where a step leaves every joint within :data:`_NEAR` of the
     reference's and its error not below the reference's by :data:`CLOSER_BY` tolerances;
-    ``None``: none pauses."""
+    ``None``: none pauses. ``gentle``: λ starts at :func:`_start_lambda` of each row's
+    error (the pass's pose, :func:`_keep_best`) instead of :data:`_LAMBDA0`."""
     axes = _axes(chain)
     paused = np.zeros(len(q), dtype=bool)
     if not any(len(w) for _, w in axes):  # every joint fixed: nothing to turn
