@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from limited_chains import admissible_poses, anywhere_within, random_limited_chain, shoulder_chain
 
-from core import Chain, SolveOptions, Solver, kinematics, solve
+from core import METHODS, Chain, SolveOptions, Solver, kinematics, solve
 from core import rotations as rot
 from core import triangulation as tri
 from core import triangulation_refine as tr
@@ -643,16 +643,32 @@ def _limited_neck() -> tuple[Chain, np.ndarray]:
     return chain, d * (rho * chain.reach)[:, None]
 
 
-def test_a_limited_neck_follows_its_target_without_jumps() -> None:
+@pytest.mark.parametrize(
+    "method",
+    [
+        pytest.param(
+            m,
+            marks=pytest.mark.xfail(
+                m == "fabrik",
+                strict=True,
+                reason="FABRIK's pose where its rounds end near the target, the search's "
+                "where they stall short: 44.6° between the two (docs/natural.md)",
+            ),
+        )
+        for m in METHODS
+    ],
+)
+def test_a_limited_neck_follows_its_target_without_jumps(method: str) -> None:
     """Where the pass leaves a target far off (its limits refuse the even spread), the pass's
     pose is refined with its first step damped by the error (``_start_lambda``): the steps
     follow the error down from the pass's pose, which moves smoothly with the target. On
     ``bench_natural``'s limited neck, solved frame by frame as the add-on does, no bone
-    turns by 20° or more between frames (0.9.4: 18.2° at most; with ``λ = _LAMBDA0`` on
-    every refinement, as until 0.9.3, two frames turn a vertebra by 22.0° and 25.5°: the
-    Gauss–Newton step leapt across the null space to wherever the limits clipped it)."""
+    turns by 20° or more between frames with any method that takes this search (0.9.4:
+    18.2° at most; with ``λ = _LAMBDA0`` on every refinement, as until 0.9.3, two frames
+    turn a vertebra by 22.0° and 25.5°: the Gauss–Newton step leapt across the null space
+    to wherever the limits clipped it)."""
     chain, path = _limited_neck()
-    solver = Solver(chain, "triangulation", SolveOptions(distribution="even"))
+    solver = Solver(chain, method, SolveOptions(distribution="even"))
     poses = np.array([solver.pose(tuple(p.tolist()))[0] for p in path])  # (240, 7, 4)
     missed = np.linalg.norm(kinematics.effector(chain, poses) - path, axis=-1)
     assert np.sum(missed <= 1e-3 * chain.reach) >= 150  # (not vacuous: 154 of 240 reached)
