@@ -334,8 +334,9 @@ def show(
             fresh = entry is None
             if entry is not None:
                 try:
-                    if not stored.is_keyed(entry[1], time, row):
-                        stored.key_rotation(entry[0], entry[1], time, row)
+                    held = stored.held_at(entry[1], time)
+                    if not stored.is_keyed(entry[1], time, row, held):
+                        stored.key_rotation(entry[0], entry[1], time, row, held)
                         changed = True
                 except ReferenceError:  # the helper was deleted by hand
                     entry, fresh = None, True
@@ -345,8 +346,9 @@ def show(
                 helper = _helper(obj, pose_bones[name])
                 changed = changed or helper != shown_by  # a constraint added or retargeted
                 entry = known[name] = [helper, stored.helper_fcurves(helper), None]
-                if not stored.is_keyed(entry[1], time, row):
-                    stored.key_rotation(helper, entry[1], time, row)
+                held = stored.held_at(entry[1], time)
+                if not stored.is_keyed(entry[1], time, row, held):
+                    stored.key_rotation(helper, entry[1], time, row, held)
                     changed = True
             # Without stretch the scale constraint is looked for once per epoch (a setting
             # change starts a new one).

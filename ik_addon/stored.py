@@ -144,26 +144,47 @@ def _has_key(fcurve: bpy.types.FCurve, time: float) -> bool:
     return False
 
 
-def is_keyed(fcurves: Sequence[bpy.types.FCurve], time: float, q: Sequence[float]) -> bool:
+def held_at(fcurves: Sequence[bpy.types.FCurve], time: float) -> list[float]:
+    """What the helper's F-curves (w, x, y, z) hold at ``time``: their keys' values there,
+    else the blend of their neighbouring keys (what :func:`is_keyed` and
+    :func:`key_rotation` compare with, read once for both)."""
+    return [fc.evaluate(time) for fc in fcurves]
+
+
+def is_keyed(
+    fcurves: Sequence[bpy.types.FCurve],
+    time: float,
+    q: Sequence[float],
+    held: Sequence[float] | None = None,
+) -> bool:
     """The helper's F-curves (w, x, y, z) hold a key at ``time`` equal to ``q`` (wxyz, either
-    sign) within :data:`KEY_TOLERANCE`."""
-    if not _has_key(fcurves[0], time):
+    sign) within :data:`KEY_TOLERANCE`. ``held``: :func:`held_at` of that time, when read
+    already. The values are compared first: on a frame not keyed yet they differ, and the
+    search for a key there (each probe a read of Blender data) is skipped."""
+    held = held_at(fcurves, time) if held is None else held
+    if not (
+        all(abs(h - v) <= KEY_TOLERANCE for h, v in zip(held, q, strict=True))
+        or all(abs(h + v) <= KEY_TOLERANCE for h, v in zip(held, q, strict=True))
+    ):
         return False
-    held = [fc.evaluate(time) for fc in fcurves]
-    return all(abs(h - v) <= KEY_TOLERANCE for h, v in zip(held, q, strict=True)) or all(
-        abs(h + v) <= KEY_TOLERANCE for h, v in zip(held, q, strict=True)
-    )
+    return _has_key(fcurves[0], time)
 
 
 def key_rotation(
-    helper: bpy.types.Object, fcurves: Sequence[bpy.types.FCurve], time: float, q: Sequence[float]
+    helper: bpy.types.Object,
+    fcurves: Sequence[bpy.types.FCurve],
+    time: float,
+    q: Sequence[float],
+    held: Sequence[float] | None = None,
 ) -> None:
     """Key the rotation ``q`` (wxyz) on ``helper`` at ``time`` (module docstring) and set
-    its ``rotation_quaternion`` to it."""
+    its ``rotation_quaternion`` to it. ``held``: :func:`held_at` of that time, when read
+    already."""
     if len(fcurves[0].keyframe_points):
         # The sign nearest what the curves hold there (their neighbouring keys), so the
         # linear blend between neighbours turns the short way even through a half turn.
-        near = sum(fc.evaluate(time) * v for fc, v in zip(fcurves, q, strict=True))
+        held = held_at(fcurves, time) if held is None else held
+        near = sum(h * v for h, v in zip(held, q, strict=True))
         flip = near < 0.0
     else:
         flip = q[0] < 0.0
@@ -178,11 +199,12 @@ def key_rotation(
 
 def is_scale_keyed(fcurves: Sequence[bpy.types.FCurve], time: float, scale: float) -> bool:
     """The helper's scale F-curves hold a key at ``time`` equal to ``scale`` on every axis
-    (within :data:`KEY_TOLERANCE` relative to the scale, float32 keys)."""
-    if not _has_key(fcurves[0], time):
-        return False
+    (within :data:`KEY_TOLERANCE` relative to the scale, float32 keys); the values first,
+    as :func:`is_keyed`."""
     bar = KEY_TOLERANCE * max(1.0, abs(scale))
-    return all(abs(fc.evaluate(time) - scale) <= bar for fc in fcurves)
+    if not all(abs(fc.evaluate(time) - scale) <= bar for fc in fcurves):
+        return False
+    return _has_key(fcurves[0], time)
 
 
 def key_scale(
@@ -220,6 +242,7 @@ def remove_orphan_actions() -> None:
 __all__ = [
     "OWNER_KEY",
     "forget",
+    "held_at",
     "helper_fcurves",
     "is_keyed",
     "is_ours",
