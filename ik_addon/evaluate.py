@@ -174,6 +174,10 @@ class _Planned:
     #: Its goal depends on another chain's bones through constraints or drivers
     #: (:attr:`.dependencies.Analysis.evaluated`).
     evaluated: bool = False
+    #: A chain after it in the plan may read its solved bones from the pass's pose state
+    #: (:func:`_feeding`): its root lies below them, or its target or pole is a bone of this
+    #: armature. Only then does the solve add this chain's rotations to that state.
+    feeds: bool = True
 
 
 def _planned(obj: ArmatureObject) -> list[_Planned]:
@@ -202,9 +206,30 @@ def _planned(obj: ArmatureObject) -> list[_Planned]:
         rank = analysis.ranks.get((obj.name, tip), 0)
         out[k] = ((rank, depth), tip, item)
     out.sort(key=lambda item: (item[0], item[1]))
-    plan = [item[2] for item in out]
+    plan = _feeding(obj, [item[2] for item in out])
     live.plans[key] = (live.generation, plan, own_constraints.placing(obj))
     return plan
+
+
+def _feeding(obj: ArmatureObject, plan: list[_Planned]) -> list[_Planned]:
+    """``plan`` with :attr:`_Planned.feeds` set: a chain feeds the chains after it that may
+    read its solved bones from :class:`.pose_state._PoseState` — one whose root lies below
+    its bones (:meth:`~.pose_state._PoseState.parent_matrix`), and any whose target or pole
+    is a bone of ``obj`` (:func:`.pose_state._point_world`; taken to read every bone)."""
+    out: list[_Planned] = []
+    below: set[str] = set()  # the bones above the roots of the chains after this one
+    reads_bones = False  # a chain after this one aims at or bends toward a bone of obj
+    for item in reversed(plan):
+        rig, fixed = item.rig, item.fixed
+        feeds = rig is not None and (reads_bones or not below.isdisjoint(rig.bone_names))
+        out.append(replace(item, feeds=feeds))
+        if rig is not None:
+            below |= rig.above
+            reads_bones = reads_bones or (
+                (bool(fixed.target_bone) and fixed.target == obj)
+                or (bool(fixed.pole_bone) and fixed.pole == obj)
+            )
+    return out[::-1]
 
 
 def posed_only(obj: ArmatureObject, constrained: bool) -> bool:
@@ -336,7 +361,8 @@ def solve_chains(
             if earlier is not None and earlier[0] == seen:
                 inputs[item.tip] = seen
                 solved.append(earlier[1])
-                state.add_solved(rig.bone_names, earlier[1].rotations, earlier[1].scales)
+                if item.feeds:
+                    state.add_solved(rig.bone_names, earlier[1].rotations, earlier[1].scales)
                 continue
             sol = solve_chain_frames(
                 rig,
@@ -377,7 +403,8 @@ def solve_chains(
         )
         inputs[item.tip] = seen
         fresh.append(item.tip)
-        state.add_solved(rig.bone_names, rotations, scales)
+        if item.feeds:
+            state.add_solved(rig.bone_names, rotations, scales)
     return SolveReport(solved, problems, tuple(idle), inputs, tuple(fresh))
 
 

@@ -100,6 +100,31 @@ def _followers_gap(obj: Any) -> float:
     return float(np.linalg.norm(tail_world(obj, "a1") - follow))
 
 
+def test_a_chain_adds_its_pose_to_the_pass_state_only_where_a_later_chain_may_read_it(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Two legs side by side, nothing between them: neither chain's solved bones are read
+    by the other, so neither feeds the pass's pose state (:attr:`evaluate._Planned.feeds`);
+    once the second chain in the plan aims at a bone of the armature (which may lie below
+    the first chain), the first feeds it."""
+    obj = _legs("none")
+    _chains(obj)
+    first = obj.pose.bones["a1"].reach_ik
+    first.target, first.target_bone = add_empty("Elsewhere", (0.6, 0.2, 0.3)), ""
+    addon.live_state.live.invalidate()
+    assert [(p.tip, p.feeds) for p in addon.evaluate._planned(obj)] == [
+        ("a1", False),
+        ("b1", False),
+    ]
+    second = obj.pose.bones["b1"].reach_ik
+    second.target, second.target_bone = obj, "follow"
+    addon.live_state.live.invalidate()
+    assert [(p.tip, p.feeds) for p in addon.evaluate._planned(obj)] == [
+        ("a1", True),
+        ("b1", False),
+    ]
+
+
 @pytest.mark.parametrize("link", ["constraint", "driver"])
 def test_a_goal_that_follows_another_chain_is_met_on_first_showing(
     clean_scene: Any, addon: Any, link: str

@@ -266,6 +266,62 @@ def test_animated_parent_and_moving_armature(clean_scene: Any, addon: Any) -> No
         assert addon.handlers.status[(obj.name, "hand")].error == pytest.approx(err, abs=1e-5)
 
 
+def _arm_with_two_chains(method: str = "triangulation") -> tuple[Any, Any, Any]:
+    """The hand-built arm with a 2-bone chain on 'fore' (upper, fore) and a 1-bone chain on
+    'hand' below it, each with a new target empty: the arm and the two targets."""
+    bpy = blender_module()
+
+    obj = build_arm()
+    targets = []
+    for tip, length in (("fore", 2), ("hand", 1)):
+        select_only(obj, [tip], tip)
+        assert bpy.ops.reach_ik.add(chain_length=length, solver=method, new_target=True) == {
+            "FINISHED"
+        }
+        targets.append(obj.pose.bones[tip].reach_ik.target)
+    return obj, targets[0], targets[1]
+
+
+@pytest.mark.parametrize("method", ["triangulation", "ccd", "jacobian_dls"])
+def test_a_chain_below_another_is_solved_from_its_new_pose(
+    clean_scene: Any, addon: Any, method: str
+) -> None:
+    """A chain whose root hangs below another chain's bones is solved from that chain's
+    solved pose (the pass's pose state), on every frame: the forearm reaches its target and
+    the hand, a 1-bone chain on it, points at its own from where the forearm put it."""
+    bpy = blender_module()
+
+    obj, fore_target, hand_target = _arm_with_two_chains(method)
+    plan = addon.evaluate._planned(obj)
+    assert [(item.tip, item.feeds) for item in plan] == [("fore", True), ("hand", False)]
+    rng = np.random.default_rng(8)
+    length = chain_length(obj, ("upper", "fore"))
+    worst = 0.0
+    for f in range(1, 6):
+        obj.pose.bones["fore"].reach_ik.enabled = False
+        bpy.context.scene.frame_set(f)
+        for name in ("upper", "fore"):
+            pb = obj.pose.bones[name]
+            pb.rotation_mode = "QUATERNION"
+            axis = rng.normal(size=3)
+            pb.rotation_quaternion = (math.cos(0.4), *(math.sin(0.4) * axis / np.linalg.norm(axis)))
+        bpy.context.view_layer.update()
+        fore_target.location = tail_world(obj, "fore")  # reachable by construction
+        for name in ("upper", "fore"):
+            obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        hand_target.location = tail_world(obj, "fore") + rng.normal(size=3)
+        obj.pose.bones["fore"].reach_ik.enabled = True
+        bpy.context.scene.frame_set(f)
+        err = np.linalg.norm(tail_world(obj, "fore") - np.array(fore_target.location))
+        assert err <= 1e-4 * length, f"frame {f}: forearm {err:.2e} m off"
+        head = head_world(obj, "hand")
+        aim = np.array(hand_target.location) - head
+        bone = tail_world(obj, "hand") - head
+        cos = aim @ bone / (np.linalg.norm(aim) * np.linalg.norm(bone))
+        worst = max(worst, math.degrees(math.acos(min(1.0, cos))))
+    assert worst <= 1e-3, f"the hand points {worst:.3g}° away from its target"
+
+
 def test_pole_sets_the_bend_plane(clean_scene: Any, addon: Any) -> None:
     """With a pole, the elbow lies in the plane through root, target and pole, on the pole's
     side (pole angle 0)."""
