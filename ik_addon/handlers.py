@@ -113,7 +113,30 @@ def solve_object(
             epoch=live.generation,
         )
         stored.remember(obj, time, report)
-    name = obj.name
+    _update_status(obj.name, report)
+    return written
+
+
+#: Per armature object name, the solved chains its entries of :data:`status` were made from
+#: and those entries (``None`` after a solve with problems).
+_status_made: dict[str, list[tuple[evaluate.Solved, ChainStatus]] | None] = {}
+
+
+def _update_status(name: str, report: evaluate.SolveReport) -> None:
+    """:data:`status` of armature ``name`` after ``report``. A frame played again reuses
+    every chain's stored result (the same :class:`.evaluate.Solved`): its entries, still
+    there, are kept as they are."""
+    made = _status_made.get(name)
+    if (
+        made is not None
+        and not report.problems
+        and len(made) == len(report.solved)
+        and all(
+            source is s and status.get((name, s.tip)) is entry
+            for s, (source, entry) in zip(report.solved, made, strict=True)
+        )
+    ):
+        return
     for key_ in [k for k in status if k[0] == name]:
         del status[key_]
     for s in report.solved:
@@ -122,7 +145,9 @@ def solve_object(
         )
     for tip, message in report.problems.items():
         status[(name, tip)] = ChainStatus(None, False, message)
-    return written
+    _status_made[name] = (
+        None if report.problems else [(s, status[(name, s.tip)]) for s in report.solved]
+    )
 
 
 def solved_armatures(scene: bpy.types.Scene) -> list[ArmatureObject]:
@@ -280,6 +305,7 @@ def on_undo(*_args: object) -> None:
 def on_load(_filepath: str | None = None) -> None:
     live.clear()
     status.clear()
+    _status_made.clear()
     for obj in bpy.data.objects:
         # A library override whose chains were all removed: the library's constraints
         # come back with the file and must be muted again (no chain will solve it).
@@ -313,3 +339,4 @@ def unregister_handlers() -> None:
             handler_list.remove(fn)
     live.clear()
     status.clear()
+    _status_made.clear()

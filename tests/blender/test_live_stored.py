@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from rigs import ARM_BONES, blender_module, build_arm, chain_length, select_only, tail_world
 
 CHAIN = ("upper", "fore", "hand")
@@ -150,8 +151,13 @@ def test_steady_state_writes_nothing(clean_scene: Any, addon: Any) -> None:
     length = chain_length(obj, CHAIN)
     for f in FRAMES:
         bpy.context.scene.frame_set(f)
-        err = np.linalg.norm(tail_world(obj, "hand") - np.array(target.matrix_world.translation))
+        goal = np.array(target.matrix_world.translation)
+        err = np.linalg.norm(tail_world(obj, "hand") - goal)
         assert err <= 1e-4 * length, f"frame {f}: {err:.2e} m"
+        # The panels' status is the frame's, stored or not.
+        status = addon.handlers.status[(obj.name, "hand")]
+        np.testing.assert_allclose(np.array(status.target), goal, atol=1e-6)
+        assert status.error == pytest.approx(err, abs=1e-5)
 
 
 def test_edited_key_and_setting_resolve(clean_scene: Any, addon: Any) -> None:
