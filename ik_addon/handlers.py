@@ -150,18 +150,40 @@ def _update_status(name: str, report: evaluate.SolveReport) -> None:
     )
 
 
-def solved_armatures(scene: bpy.types.Scene) -> list[ArmatureObject]:
+def solved_armatures(
+    scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
+) -> list[ArmatureObject]:
     """The armatures of ``scene`` that live solving solves: with chains, not in Edit Mode,
-    local or overridden (a linked armature's pose cannot be written)."""
-    return [
-        obj
-        for obj in scene.objects
-        if obj.type == "ARMATURE"  # (first: a scene's objects are mostly not armatures)
-        and is_armature(obj)
-        and obj.mode != "EDIT"
-        and (not obj.library or obj.override_library)
-        and chain_spec.armature_chains(obj)
-    ]
+    local or overridden (a linked armature's pose cannot be written).
+
+    ``scene.objects`` walks every object of the scene (about 0.15 ms for 1000 objects), so
+    the armatures found are kept per scene and generation (:attr:`.live_state.LiveState.armatures`)
+    and looked for again only where ``depsgraph``'s last evaluation updated a collection or
+    the scene (an object linked, unlinked or removed: a script that links a rig and sets the
+    frame at once brings no other update first) or no ``depsgraph`` is given."""
+    key = scene.as_pointer()
+    hit = live.armatures.get(key)
+    if (
+        hit is None
+        or hit[0] != live.generation
+        or depsgraph is None
+        or depsgraph.id_type_updated("COLLECTION")
+        or depsgraph.id_type_updated("SCENE")
+    ):
+        found = [
+            obj
+            for obj in scene.objects
+            if obj.type == "ARMATURE"  # (first: a scene's objects are mostly not armatures)
+            and is_armature(obj)
+            and (not obj.library or obj.override_library)
+            and chain_spec.armature_chains(obj)
+        ]
+        hit = live.armatures[key] = (live.generation, found)
+    try:
+        return [obj for obj in hit[1] if obj.mode != "EDIT"]
+    except ReferenceError:  # (one was removed where no update told: look again)
+        live.armatures.pop(key, None)
+        return solved_armatures(scene)
 
 
 @contextmanager
@@ -189,7 +211,9 @@ def solve_scene(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> set[s
     if live.busy:
         return set()
     with paused():
-        return solve_settled(solved_armatures(scene), depsgraph, scene.frame_current_final)
+        return solve_settled(
+            solved_armatures(scene, depsgraph), depsgraph, scene.frame_current_final
+        )
 
 
 def solve_settled(

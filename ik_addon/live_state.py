@@ -12,7 +12,8 @@ Lifetime:
   changed (a setting that is not read at every frame), the armature's bones, IK limits or
   constraints are edited (not its pose alone: :func:`.handlers.edits_chains`), an undo or
   redo step (the property callbacks, operators and handlers call it). Every cache below
-  that is keyed by generation (chain tips, plans, records, helpers, synced) is then stale
+  that is keyed by generation (chain tips, plans, records, helpers, synced, the scenes'
+  armatures) is then stale
   and is rebuilt on its next use; the chain models (:attr:`LiveState.rigs`) are checked
   once against the rig's rest data and kept when they still match;
 * :meth:`LiveState.clear` drops everything and starts a new generation: on file load
@@ -65,6 +66,10 @@ class LiveState:
     helpers: dict[int, tuple[int, dict[str, list[Any]]]] = field(default_factory=dict)
     #: Armature object pointer → the generation its constraints match (:mod:`.handlers`).
     synced: dict[int, int] = field(default_factory=dict)
+    #: Scene pointer → (generation, the scene's armature objects with chains that live
+    #: solving may solve, Edit Mode aside) (:func:`.handlers.solved_armatures`; scanned
+    #: again when the scene's objects may have changed).
+    armatures: dict[int, tuple[int, list[Any]]] = field(default_factory=dict)
     #: Armatures whose helpers the last interactive solve wrote: the update that write
     #: causes lists them (and their helpers) and is not an edit (:mod:`.handlers`).
     echo: set[str] = field(default_factory=set)
@@ -87,6 +92,7 @@ class LiveState:
         self.records.clear()
         self.helpers.clear()
         self.synced.clear()
+        self.armatures.clear()
         self.echo.clear()
         self.reported.clear()
         self.invalidate()

@@ -512,6 +512,63 @@ def test_a_goal_hung_from_an_armature_without_chains_sees_its_new_parent(
     assert "feedback loop" in message, message
 
 
+def test_a_rig_linked_and_shown_at_once_is_solved(clean_scene: Any, addon: Any) -> None:
+    """The scene's armatures with chains are looked for again where its objects change: a
+    script that links a rig and sets the frame at once (Blender runs no other handler in
+    between) sees it solved on that frame, and one unlinked is left alone; no handler
+    raises."""
+    bpy = blender_module()
+    scene = bpy.context.scene
+    obj, target = _arm_with_chain()
+    points = _reachable_points(obj, np.random.default_rng(11), 2)
+    length = chain_length(obj, CHAIN)
+    scene.collection.objects.unlink(obj)
+    bpy.context.view_layer.update()
+    scene.frame_set(1)
+    assert addon.handlers.solved_armatures(scene, None) == []
+    target.location = points[0]
+    scene.collection.objects.link(obj)
+    scene.frame_set(2)  # (no update between the link and the frame)
+    err = np.linalg.norm(tail_world(obj, "hand") - points[0])
+    assert err <= 1e-4 * length, f"the linked rig misses by {err:.2e} m"
+    # Unlinked, then the frame set at once: its helpers get no key at the new frame.
+    scene.collection.objects.unlink(obj)
+    target.location = points[1]
+    scene.frame_set(3)
+    helper = obj.pose.bones["hand"].constraints["Reach IK"].target
+    keyed = {
+        k.co[0]
+        for fc in helper.animation_data.action.layers[0]
+        .strips[0]
+        .channelbag(helper.animation_data.action_slot)
+        .fcurves
+        for k in fc.keyframe_points
+    }
+    assert 2.0 in keyed
+    assert 3.0 not in keyed
+    assert addon.live_state.live.reported == set()
+
+
+def test_an_armature_removed_unseen_is_dropped_from_the_scene_s_list(
+    clean_scene: Any, addon: Any
+) -> None:
+    """Where an armature the scene's list holds was removed and no update told (the list
+    kept from an earlier pass, the depsgraph's last evaluation updating no collection), the
+    list is made again instead of raising."""
+    bpy = blender_module()
+    scene = bpy.context.scene
+    obj, _target = _arm_with_chain()
+    doomed = new_armature("Doomed")
+    bpy.data.objects.remove(doomed)
+    scene.frame_set(1)
+    scene.frame_set(2)  # (its evaluation updates no collection)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    assert not depsgraph.id_type_updated("COLLECTION")
+    live = addon.live_state.live
+    live.armatures[scene.as_pointer()] = (live.generation, [doomed, obj])
+    assert addon.handlers.solved_armatures(scene, depsgraph) == [obj]
+
+
 def test_save_and_reload_keep_chains_and_fk(clean_scene: Any, addon: Any, tmp_path: Any) -> None:
     bpy = blender_module()
 
