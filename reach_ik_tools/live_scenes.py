@@ -3,7 +3,8 @@
 
 Cost per frame: Rigify human metarigs whose four limbs reach for animated empties, as
 Reach IK chains (each solver) or with Blender's IK constraints, timed frame by frame
-(:func:`measure_cost`, :func:`breakdown`). Smoothness: figure-eight targets, the largest
+(:func:`measure_cost`, :func:`breakdown`); the live handler's own cost as the scene grows
+around the rig (:func:`scene_size`). Smoothness: figure-eight targets, the largest
 turn of any joint and of each limb's bend plane between frames (:func:`smoothness`, also
 used by ``tests/blender/test_smoothness.py``). The extension must be installed
 (:mod:`reach_ik_tools.extension_install`).
@@ -293,6 +294,65 @@ def breakdown(scene: Any, frames: int) -> dict[str, float]:
     if not any(samples["core_solve"]):
         raise RuntimeError(f"the live handler never called Solver.{CORE_SOLVE}")
     return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+
+
+#: Unrelated objects added around the rig by :func:`scene_size`: none, then these many.
+SCENE_SIZES = (0, 1000, 5000)
+
+
+def scene_size(frames: int, sizes: tuple[int, ...] = SCENE_SIZES) -> list[dict[str, float]]:
+    """The live handler's Python per frame (median ms over ``frames`` frames) in the
+    metarig scene with its four limb chains (triangulation) as the scene grows: with
+    ``sizes`` empties more (unanimated, unrelated to the rig), every frame stored first,
+    so a frame solves and writes nothing (steady state) and what grows with the scene is
+    the handler's own look at it; beside it ``frame_set`` whole."""
+    bpy = blender_module()
+    handlers: Any = importlib.import_module(f"{EXTENSION}.ik_addon.handlers")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    obj = add_metarig(scene, "rig")
+    rng = np.random.default_rng(1)
+    targets = {}
+    for tip in LIMBS:
+        head, reach, _ = limb_geometry(obj, tip)
+        targets[tip] = add_target(scene, f"{tip}_target")
+        key_path(targets[tip], random_path(head, reach, frames, 20, rng))
+    add_reach_chains(scene, obj, targets, "triangulation")
+    solve_scene = handlers.solve_scene
+    spent = [0.0]
+    clock = time.perf_counter
+
+    def timed(*args: Any) -> Any:
+        t0 = clock()
+        try:
+            return solve_scene(*args)
+        finally:
+            spent[0] += clock() - t0
+
+    rows = []
+    handlers.solve_scene = timed
+    try:
+        for size in sizes:
+            while len(scene.objects) < size + 1 + len(LIMBS):
+                scene.collection.objects.link(bpy.data.objects.new("extra", None))
+            time_frames(scene, frames)  # (every frame stored)
+            whole, handler = [], []
+            for f in range(1, frames + 1):
+                spent[0] = 0.0
+                t0 = clock()
+                scene.frame_set(f)
+                whole.append(clock() - t0)
+                handler.append(spent[0])
+            rows.append(
+                {
+                    "extra_objects": size,
+                    "handler_ms": statistics.median(handler) * 1e3,
+                    "frame_set_ms": statistics.median(whole) * 1e3,
+                }
+            )
+    finally:
+        handlers.solve_scene = solve_scene
+    return rows
 
 
 def _bend_normal(points: np.ndarray) -> np.ndarray:

@@ -29,7 +29,10 @@ temporary Blender user folder, as a user's *Install from Disk* does, then measur
    frames, well inside reach) in front of the limb; for every available solver: the largest
    turn of any joint between frames and the largest change of each limb's bend-plane
    normal between frames (bars: ≤ 5° both).
-3. **Production rigs** (:mod:`reach_ik_tools.live_rigs`): the Rigify-generated human with a
+3. **Scene size.** The metarig with its four limb chains (triangulation), every frame
+   stored, with 0, 1000 and 5000 unrelated empties added: the live handler's Python per
+   frame (what Reach IK itself spends looking at the scene) and ``frame_set`` whole.
+4. **Production rigs** (:mod:`reach_ik_tools.live_rigs`): the Rigify-generated human with a
    skinned, subdivided body mesh, converted with *Convert IK*, and a 4000-bone armature
    with 40 two-bone chains, each against the same rig with Blender's IK, interleaved:
    the first pass over new frames, steady-state playback (bar: Reach IK ≤ 1.2× Blender's
@@ -62,6 +65,7 @@ from reach_ik_tools.live_scenes import (
     ITERATIVE_BAR,
     SMOOTH_BAR_DEG,
     measure_cost,
+    scene_size,
     smoothness,
 )
 
@@ -108,6 +112,17 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {s['max_error_m'] * 1e3:.3g} mm |"
         )
     lines += ["", f"Bars: ≤ {SMOOTH_BAR_DEG:g}° per frame for both."]
+    lines += [
+        "",
+        "### Scene size (the metarig's 4 chains, stored frames, more unrelated empties)",
+        "",
+        "| objects added | live handler ms / frame | `frame_set` ms / frame |",
+        "|---|---|---|",
+        *(
+            f"| {row['extra_objects']} | {row['handler_ms']:.3f} | {row['frame_set_ms']:.3f} |"
+            for row in report["scene_size"]
+        ),
+    ]
     return "\n".join(lines)
 
 
@@ -119,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rig-frames", type=int, default=120, help="production rigs' frames")
     parser.add_argument("--rig-rounds", type=int, default=3, help="production rigs' rounds")
+    parser.add_argument(
+        "--scene-frames", type=int, default=120, help="frames of the scene-size part"
+    )
     parser.add_argument(
         "--rigs-only",
         action="store_true",
@@ -136,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.rigs_only:
         report["cost"] = measure_cost(args.frames, args.rounds)
         report["smoothness"] = {m: smoothness(m) for m in chain_spec.available_methods()}
+        report["scene_size"] = scene_size(args.scene_frames)
     report["production_rigs"] = [
         live_rigs.measure(kind, args.rig_frames, args.rig_rounds)
         for kind in ("rigify", "bones4000")
