@@ -333,7 +333,7 @@ def scene_size(frames: int, sizes: tuple[int, ...] = SCENE_SIZES) -> list[dict[s
     handlers.solve_scene = timed
     try:
         for size in sizes:
-            while len(scene.objects) < size + 1 + len(LIMBS):
+            for _ in range(size + 1 + len(LIMBS) - len(scene.objects)):  # (rig, targets)
                 scene.collection.objects.link(bpy.data.objects.new("extra", None))
             time_frames(scene, frames)  # (every frame stored)
             whole, handler = [], []
